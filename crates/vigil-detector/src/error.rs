@@ -1,0 +1,144 @@
+//! Typed configuration errors.
+
+use core::fmt;
+
+/// A configuration value was rejected.
+///
+/// Returned by the `validate` methods of every configuration type and by the
+/// constructors that call them. Nothing is constructed when validation fails.
+/// The message names the field and the offending value, in lowercase with no
+/// trailing period, so callers can prefix context (`"--window: {err}"`).
+///
+/// # Example
+///
+/// ```
+/// use vigil_detector::{ConfigError, NormalConfig};
+///
+/// let mut config = NormalConfig::default();
+/// config.window = 0;
+/// let err = config.validate().unwrap_err();
+/// assert!(matches!(err, ConfigError::ZeroWindow { .. }));
+/// assert_eq!(err.to_string(), "window must hold at least one sample (got 0)");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A window size of zero.
+    ZeroWindow {
+        /// The field, for example `"window"` or `"n1"`.
+        field: &'static str,
+    },
+    /// A window larger than [`MAX_WINDOW`](crate::MAX_WINDOW).
+    WindowTooLarge {
+        /// The field.
+        field: &'static str,
+        /// The rejected size.
+        size: usize,
+    },
+    /// A duration that must be strictly positive was zero.
+    ZeroDuration {
+        /// The field, for example `"min_std_dev"`.
+        field: &'static str,
+    },
+    /// A number that must be finite and strictly positive was not.
+    NotPositive {
+        /// The field, for example `"threshold"`.
+        field: &'static str,
+        /// The rejected value (may be NaN or infinite).
+        value: f64,
+    },
+    /// A number that must be finite and at least zero was not.
+    Negative {
+        /// The field.
+        field: &'static str,
+        /// The rejected value (may be NaN or infinite).
+        value: f64,
+    },
+    /// A number outside its documented range.
+    OutOfRange {
+        /// The field.
+        field: &'static str,
+        /// The rejected value.
+        value: f64,
+        /// The allowed range, for the message (for example `"(0, 1]"`).
+        range: &'static str,
+    },
+    /// Two settings contradict each other.
+    Inconsistent {
+        /// What is wrong, for the message.
+        reason: String,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::ZeroWindow { field } => {
+                write!(f, "{field} must hold at least one sample (got 0)")
+            }
+            ConfigError::WindowTooLarge { field, size } => {
+                write!(f, "{field} of {size} samples is larger than the maximum of {}", crate::MAX_WINDOW)
+            }
+            ConfigError::ZeroDuration { field } => write!(f, "{field} must be greater than zero"),
+            ConfigError::NotPositive { field, value } => {
+                write!(f, "{field} must be a finite number greater than zero (got {value})")
+            }
+            ConfigError::Negative { field, value } => {
+                write!(f, "{field} must be a finite number of zero or more (got {value})")
+            }
+            ConfigError::OutOfRange { field, value, range } => {
+                write!(f, "{field} must be in {range} (got {value})")
+            }
+            ConfigError::Inconsistent { reason } => f.write_str(reason),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Checks shared by the configuration types.
+pub(crate) mod check {
+    use super::ConfigError;
+    use std::time::Duration;
+
+    pub(crate) fn window(field: &'static str, size: usize) -> Result<(), ConfigError> {
+        if size == 0 {
+            Err(ConfigError::ZeroWindow { field })
+        } else if size > crate::MAX_WINDOW {
+            Err(ConfigError::WindowTooLarge { field, size })
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn positive_duration(field: &'static str, d: Duration) -> Result<(), ConfigError> {
+        if d.is_zero() { Err(ConfigError::ZeroDuration { field }) } else { Ok(()) }
+    }
+
+    pub(crate) fn positive(field: &'static str, value: f64) -> Result<(), ConfigError> {
+        if value.is_finite() && value > 0.0 { Ok(()) } else { Err(ConfigError::NotPositive { field, value }) }
+    }
+
+    pub(crate) fn non_negative(field: &'static str, value: f64) -> Result<(), ConfigError> {
+        if value.is_finite() && value >= 0.0 { Ok(()) } else { Err(ConfigError::Negative { field, value }) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_send_sync_static() {
+        fn assert_bounds<T: std::error::Error + Send + Sync + 'static>() {}
+        assert_bounds::<ConfigError>();
+    }
+
+    #[test]
+    fn messages_name_the_field_and_value() {
+        let e = check::positive("threshold", f64::NAN).unwrap_err();
+        assert_eq!(e.to_string(), "threshold must be a finite number greater than zero (got NaN)");
+        let e = check::positive("threshold", -1.0).unwrap_err();
+        assert_eq!(e.to_string(), "threshold must be a finite number greater than zero (got -1)");
+    }
+}

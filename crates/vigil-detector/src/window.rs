@@ -1,0 +1,576 @@
+//! Heartbeat bookkeeping shared by the models: the last arrival, the bounded
+//! window of inter-arrival samples with exact running sums, sample admission
+//! and bootstrap.
+
+use std::time::Duration;
+
+use crate::Instant;
+use crate::error::{ConfigError, check};
+
+/// The largest window any model accepts (16 Mi samples).
+///
+/// The bound keeps the exact integer sums of squares far from overflow.
+pub const MAX_WINDOW: usize = 1 << 24;
+
+/// Samples are stored in whole microseconds, which bounds one sample to about
+/// 71.6 minutes; longer intervals are stored as that maximum.
+pub(crate) const MAX_SAMPLE_US: u32 = u32::MAX;
+
+/// Converts an interval to the window's sample unit: microseconds, rounded to
+/// nearest, saturating at [`MAX_SAMPLE_US`].
+#[inline]
+pub(crate) fn to_sample(interval: Duration) -> u32 {
+    let micros = (interval.as_nanos() + 500) / 1_000;
+    u32::try_from(micros).unwrap_or(MAX_SAMPLE_US)
+}
+
+/// What to do with an interval longer than a cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxInterval {
+    /// Do not record intervals longer than this (Cassandra, chitchat): a long
+    /// outage does not teach the detector that long silences are normal.
+    Ignore(Duration),
+    /// Record intervals longer than this as exactly this.
+    Clamp(Duration),
+}
+
+impl MaxInterval {
+    /// The cap itself.
+    pub fn limit(self) -> Duration {
+        match self {
+            MaxInterval::Ignore(d) | MaxInterval::Clamp(d) => d,
+        }
+    }
+}
+
+/// Which inter-arrival intervals enter the window.
+///
+/// The window is where a detector learns what "normal" looks like; these rules
+/// keep it from learning the wrong thing. Every rule is off by default. The
+/// arrival time itself is always taken: a heartbeat whose interval is not
+/// recorded still proves the peer was alive when it arrived.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_detector::{Admission, MaxInterval};
+///
+/// // Cassandra: ignore intervals above 2 s. ScyllaDB adds: ignore intervals
+/// // below the gossip interval, which filters duplicate reports.
+/// let scylla_like = Admission {
+///     max_interval: Some(MaxInterval::Ignore(Duration::from_secs(2))),
+///     min_interval: Some(Duration::from_secs(1)),
+///     ..Admission::default()
+/// };
+/// assert!(scylla_like.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Admission {
+    /// A cap on recorded intervals.
+    pub max_interval: Option<MaxInterval>,
+    /// Intervals shorter than this are not recorded. Filters duplicate
+    /// reports of one heartbeat, which would otherwise drag the mean toward
+    /// zero and make the detector jumpy (ScyllaDB #2861).
+    pub min_interval: Option<Duration>,
+    /// If the level is at or above this when a heartbeat arrives, the interval
+    /// that heartbeat ends is not recorded (Akka: "don't use the first
+    /// heartbeat after failure for the history, since a long pause will skew
+    /// the stats").
+    pub skip_if_level_at_least: Option<f64>,
+    /// If the level is at or above this when a heartbeat arrives, the window is
+    /// emptied and the heartbeat is treated as a first heartbeat (chitchat
+    /// resets a peer's window when it is judged dead, so that when it comes
+    /// back the detector starts afresh). Checked before
+    /// [`skip_if_level_at_least`](Self::skip_if_level_at_least).
+    pub reset_if_level_at_least: Option<f64>,
+}
+
+impl Admission {
+    /// Checks that the caps are positive and consistent.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(cap) = self.max_interval {
+            check::positive_duration("max_interval", cap.limit())?;
+        }
+        if let Some(min) = self.min_interval {
+            check::positive_duration("min_interval", min)?;
+            if let Some(cap) = self.max_interval
+                && cap.limit() < min
+            {
+                return Err(ConfigError::Inconsistent {
+                    reason: format!(
+                        "min_interval ({min:?}) is larger than max_interval ({:?}): no interval could be recorded",
+                        cap.limit()
+                    ),
+                });
+            }
+        }
+        if let Some(level) = self.skip_if_level_at_least {
+            check::positive("skip_if_level_at_least", level)?;
+        }
+        if let Some(level) = self.reset_if_level_at_least {
+            check::positive("reset_if_level_at_least", level)?;
+        }
+        Ok(())
+    }
+
+    fn needs_level(&self) -> bool {
+        self.skip_if_level_at_least.is_some() || self.reset_if_level_at_least.is_some()
+    }
+}
+
+/// How a window is seeded when the first heartbeat arrives, before any real
+/// interval has been seen.
+///
+/// Without a bootstrap, models that need samples report level 0 until the
+/// second heartbeat. (The registry's first-heartbeat rule covers peers that
+/// are never heard from at all.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Bootstrap {
+    /// No synthetic samples.
+    #[default]
+    None,
+    /// Akka's bootstrap: two samples, `estimate - estimate/4` and
+    /// `estimate + estimate/4`, giving mean `estimate` and standard deviation
+    /// `estimate/4`. Usually the configured heartbeat interval.
+    Estimate(Duration),
+    /// Cassandra's bootstrap: one sample of this length (Cassandra uses twice
+    /// the gossip interval, 2 s, "to err high").
+    Seed(Duration),
+}
+
+impl Bootstrap {
+    /// Checks that the estimate or seed is positive.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        match *self {
+            Bootstrap::None => Ok(()),
+            Bootstrap::Estimate(d) => check::positive_duration("first_heartbeat_estimate", d),
+            Bootstrap::Seed(d) => check::positive_duration("initial_interval", d),
+        }
+    }
+}
+
+/// Why a heartbeat's interval was not recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// Longer than the admission cap ([`MaxInterval::Ignore`]).
+    TooLong,
+    /// Shorter than the admission minimum (a duplicate).
+    TooShort,
+    /// The heartbeat ended a suspicion (Akka's rule).
+    EndedSuspicion,
+}
+
+/// What a detector did with a heartbeat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HeartbeatOutcome {
+    /// The first heartbeat (or the first after a reset): there is no interval
+    /// yet. A configured bootstrap was applied.
+    First,
+    /// The interval since the previous heartbeat was recorded (clamped to the
+    /// cap if [`MaxInterval::Clamp`] applies).
+    Recorded {
+        /// The interval as observed.
+        interval: Duration,
+    },
+    /// The heartbeat was taken as proof of life, but its interval was not
+    /// recorded.
+    Skipped {
+        /// The interval as observed.
+        interval: Duration,
+        /// Which admission rule declined it.
+        reason: SkipReason,
+    },
+    /// The level had reached the reset level: the window was emptied and this
+    /// heartbeat starts a fresh history (bootstrap re-applied).
+    Restarted {
+        /// The silence that ended.
+        interval: Duration,
+    },
+    /// The heartbeat's time is earlier than the last heartbeat's: ignored
+    /// entirely (nothing changes but a counter).
+    Backwards {
+        /// How far before the last heartbeat it was.
+        by: Duration,
+    },
+}
+
+/// Counters every detector keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Counters {
+    pub(crate) heartbeats: u64,
+    pub(crate) backwards: u64,
+    pub(crate) skipped: u64,
+    pub(crate) restarts: u64,
+}
+
+/// A model's statistics, as exposed by [`Detector::stats`](crate::Detector::stats).
+///
+/// Mean and standard deviation are of the window's samples, before any
+/// model-specific adjustment (acceptable pause, σ floor, prior).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Samples in the window (including bootstrap samples still in it).
+    pub samples: usize,
+    /// Mean of the samples, if there are any.
+    pub mean: Option<Duration>,
+    /// Population standard deviation of the samples, if there are any.
+    pub std_dev: Option<Duration>,
+    /// The most recent interval between two heartbeats, recorded or not.
+    pub last_interval: Option<Duration>,
+    /// When the last heartbeat arrived.
+    pub last_heartbeat: Option<Instant>,
+    /// Heartbeats taken (all but the backwards ones).
+    pub heartbeats: u64,
+    /// Heartbeats ignored because they were earlier than the last one.
+    pub backwards: u64,
+    /// Intervals not recorded by an admission rule.
+    pub skipped: u64,
+    /// Window restarts by the reset rule.
+    pub restarts: u64,
+}
+
+/// A bounded ring of samples (whole microseconds) with exact integer sums.
+///
+/// The sums are integers, so they never drift, however many samples pass
+/// through; the variance is computed from them as `n Σx² - (Σx)²`, which is
+/// exactly non-negative.
+#[derive(Debug, Clone)]
+pub(crate) struct Window {
+    buf: Box<[u32]>,
+    /// Index of the next write.
+    head: u32,
+    len: u32,
+    sum: u64,
+    sum_sq: u128,
+}
+
+impl Window {
+    pub(crate) fn new(capacity: usize) -> Window {
+        debug_assert!(capacity > 0 && capacity <= MAX_WINDOW);
+        Window { buf: vec![0; capacity].into_boxed_slice(), head: 0, len: 0, sum: 0, sum_sq: 0 }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends a sample, evicting (and returning) the oldest if full.
+    #[inline]
+    pub(crate) fn push(&mut self, sample: u32) -> Option<u32> {
+        let cap = self.buf.len() as u32;
+        let slot = &mut self.buf[self.head as usize];
+        let evicted = if self.len == cap {
+            let old = *slot;
+            self.sum -= u64::from(old);
+            self.sum_sq -= u128::from(u64::from(old) * u64::from(old));
+            Some(old)
+        } else {
+            self.len += 1;
+            None
+        };
+        *slot = sample;
+        self.sum += u64::from(sample);
+        self.sum_sq += u128::from(u64::from(sample) * u64::from(sample));
+        self.head = if self.head + 1 == cap { 0 } else { self.head + 1 };
+        evicted
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.head = 0;
+        self.len = 0;
+        self.sum = 0;
+        self.sum_sq = 0;
+    }
+
+    /// The `j`-th most recent sample (`j = 1` is the newest).
+    pub(crate) fn nth_recent(&self, j: usize) -> Option<u32> {
+        if j == 0 || j > self.len() {
+            return None;
+        }
+        let cap = self.buf.len();
+        let idx = (self.head as usize + cap - j) % cap;
+        Some(self.buf[idx])
+    }
+
+    /// Samples from oldest to newest.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        (1..=self.len()).rev().filter_map(|j| self.nth_recent(j))
+    }
+
+    #[inline]
+    pub(crate) fn sum(&self) -> u64 {
+        self.sum
+    }
+
+    /// Mean in microseconds (NaN if empty; callers check).
+    #[inline]
+    pub(crate) fn mean_us(&self) -> f64 {
+        self.sum as f64 / f64::from(self.len)
+    }
+
+    /// Population variance in µs², from the exact integer sums.
+    #[inline]
+    pub(crate) fn variance_us2(&self) -> f64 {
+        let n = u128::from(self.len);
+        let s = u128::from(self.sum);
+        // n Σx² >= (Σx)² by Cauchy–Schwarz, so this cannot underflow.
+        let scaled = n * self.sum_sq - s * s;
+        scaled as f64 / (n * n) as f64
+    }
+
+    /// Heap bytes owned by the window.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.buf.len() * size_of::<u32>()
+    }
+
+    pub(crate) fn stats_into(&self, stats: &mut Stats) {
+        stats.samples = self.len();
+        if !self.is_empty() {
+            stats.mean = Some(Duration::from_nanos((self.mean_us() * 1e3).round() as u64));
+            stats.std_dev = Some(Duration::from_nanos((self.variance_us2().sqrt() * 1e3).round() as u64));
+        }
+    }
+}
+
+/// Last arrival and counters: what every model, with or without a window,
+/// keeps about heartbeats.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Arrivals {
+    pub(crate) last: Option<Instant>,
+    pub(crate) last_interval: Option<Duration>,
+    pub(crate) counters: Counters,
+}
+
+/// The first step of taking a heartbeat, common to all models.
+pub(crate) enum Arrival {
+    /// No earlier heartbeat.
+    First,
+    /// An interval since the previous heartbeat.
+    After(Duration),
+    /// Earlier than the last heartbeat: ignore.
+    Backwards(Duration),
+}
+
+impl Arrivals {
+    /// Classifies a heartbeat at `now`, updating the last arrival unless it is
+    /// backwards.
+    #[inline]
+    pub(crate) fn arrive(&mut self, now: Instant) -> Arrival {
+        match self.last {
+            Some(last) if now < last => {
+                self.counters.backwards += 1;
+                Arrival::Backwards(last - now)
+            }
+            Some(last) => {
+                let interval = now - last;
+                self.last = Some(now);
+                self.last_interval = Some(interval);
+                self.counters.heartbeats += 1;
+                Arrival::After(interval)
+            }
+            None => {
+                self.last = Some(now);
+                self.counters.heartbeats += 1;
+                Arrival::First
+            }
+        }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.last = None;
+        self.last_interval = None;
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        Stats {
+            last_interval: self.last_interval,
+            last_heartbeat: self.last,
+            heartbeats: self.counters.heartbeats,
+            backwards: self.counters.backwards,
+            skipped: self.counters.skipped,
+            restarts: self.counters.restarts,
+            ..Stats::default()
+        }
+    }
+}
+
+/// How a heartbeat changed a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// Not at all.
+    None,
+    /// One sample appended, possibly evicting the oldest.
+    Pushed { sample: u32, evicted: Option<u32> },
+    /// Emptied and re-seeded by the bootstrap (first heartbeat or restart).
+    Rebuilt,
+}
+
+/// Arrivals plus a window, with admission and bootstrap applied.
+#[derive(Debug, Clone)]
+pub(crate) struct History {
+    pub(crate) arrivals: Arrivals,
+    pub(crate) window: Window,
+    pub(crate) admission: Admission,
+    pub(crate) bootstrap: Bootstrap,
+}
+
+impl History {
+    pub(crate) fn new(window: usize, admission: Admission, bootstrap: Bootstrap) -> History {
+        History { arrivals: Arrivals::default(), window: Window::new(window), admission, bootstrap }
+    }
+
+    /// Whether [`observe`](Self::observe) needs the level at arrival.
+    #[inline]
+    pub(crate) fn needs_level(&self) -> bool {
+        self.admission.needs_level()
+    }
+
+    #[inline]
+    pub(crate) fn last(&self) -> Option<Instant> {
+        self.arrivals.last
+    }
+
+    fn apply_bootstrap(&mut self) {
+        match self.bootstrap {
+            Bootstrap::None => {}
+            Bootstrap::Estimate(estimate) => {
+                let mean = to_sample(estimate);
+                let spread = mean / 4;
+                self.window.push(mean - spread);
+                self.window.push(mean.saturating_add(spread));
+            }
+            Bootstrap::Seed(seed) => {
+                self.window.push(to_sample(seed));
+            }
+        }
+    }
+
+    /// Takes a heartbeat at `now`. `level_at_arrival` is the model's level at
+    /// `now` before this heartbeat (only read if an admission rule needs it;
+    /// pass anything otherwise).
+    ///
+    /// Returns the outcome and how the window changed.
+    #[inline]
+    pub(crate) fn observe(&mut self, now: Instant, level_at_arrival: f64) -> (HeartbeatOutcome, Change) {
+        let interval = match self.arrivals.arrive(now) {
+            Arrival::Backwards(by) => return (HeartbeatOutcome::Backwards { by }, Change::None),
+            Arrival::First => {
+                self.window.clear();
+                self.apply_bootstrap();
+                return (HeartbeatOutcome::First, Change::Rebuilt);
+            }
+            Arrival::After(interval) => interval,
+        };
+        let a = self.admission;
+        if let Some(reset_at) = a.reset_if_level_at_least
+            && level_at_arrival >= reset_at
+        {
+            self.arrivals.counters.restarts += 1;
+            self.window.clear();
+            self.apply_bootstrap();
+            return (HeartbeatOutcome::Restarted { interval }, Change::Rebuilt);
+        }
+        let skip = |reason| {
+            let outcome = HeartbeatOutcome::Skipped { interval, reason };
+            (outcome, Change::None)
+        };
+        if let Some(skip_at) = a.skip_if_level_at_least
+            && level_at_arrival >= skip_at
+        {
+            self.arrivals.counters.skipped += 1;
+            return skip(SkipReason::EndedSuspicion);
+        }
+        if let Some(min) = a.min_interval
+            && interval < min
+        {
+            self.arrivals.counters.skipped += 1;
+            return skip(SkipReason::TooShort);
+        }
+        let sample = match a.max_interval {
+            Some(MaxInterval::Ignore(cap)) if interval > cap => {
+                self.arrivals.counters.skipped += 1;
+                return skip(SkipReason::TooLong);
+            }
+            Some(MaxInterval::Clamp(cap)) if interval > cap => to_sample(cap),
+            _ => to_sample(interval),
+        };
+        let evicted = self.window.push(sample);
+        (HeartbeatOutcome::Recorded { interval }, Change::Pushed { sample, evicted })
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.arrivals.reset();
+        self.window.clear();
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let mut stats = self.arrivals.stats();
+        self.window.stats_into(&mut stats);
+        stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_sums_match_a_naive_recomputation_after_wrapping() {
+        let mut w = Window::new(5);
+        let samples = [7u32, 0, 4_000_000_000, 13, 13, 99, 1, 2, 3_000_000_000, 5, 8, 8];
+        for (i, &s) in samples.iter().enumerate() {
+            w.push(s);
+            let start = (i + 1).saturating_sub(5);
+            let live = &samples[start..=i];
+            assert_eq!(w.len(), live.len());
+            assert_eq!(w.sum(), live.iter().map(|&x| u64::from(x)).sum::<u64>());
+            let kept: Vec<u32> = w.iter().collect();
+            assert_eq!(kept, live);
+            let n = live.len() as f64;
+            let mean = live.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
+            let var = live.iter().map(|&x| (f64::from(x) - mean).powi(2)).sum::<f64>() / n;
+            // Relative tolerance: the naive two-pass float computation itself
+            // carries rounding error of order 1e-16 of the squares.
+            assert!((w.variance_us2() - var).abs() <= 1e-9 * var.max(1.0), "{} vs {var}", w.variance_us2());
+        }
+    }
+
+    #[test]
+    fn variance_of_identical_samples_is_exactly_zero() {
+        let mut w = Window::new(1000);
+        for _ in 0..5000 {
+            w.push(1_000_000);
+        }
+        assert_eq!(w.variance_us2(), 0.0);
+        assert_eq!(w.mean_us(), 1_000_000.0);
+    }
+
+    #[test]
+    fn samples_round_to_microseconds_and_saturate() {
+        assert_eq!(to_sample(Duration::from_nanos(1_499)), 1);
+        assert_eq!(to_sample(Duration::from_nanos(1_500)), 2);
+        assert_eq!(to_sample(Duration::from_secs(10_000)), MAX_SAMPLE_US);
+    }
+
+    #[test]
+    fn admission_rejects_contradictions() {
+        let a = Admission {
+            max_interval: Some(MaxInterval::Ignore(Duration::from_millis(10))),
+            min_interval: Some(Duration::from_millis(20)),
+            ..Admission::default()
+        };
+        assert!(matches!(a.validate(), Err(ConfigError::Inconsistent { .. })));
+        let a = Admission { skip_if_level_at_least: Some(f64::NAN), ..Admission::default() };
+        assert!(a.validate().is_err());
+    }
+}
