@@ -132,11 +132,18 @@ impl Policy {
 /// verdicts and raise an alarm instead.
 ///
 /// If half the fleet goes silent at once, the observer or its network is the
-/// likelier fault. While the brake is engaged, destructive policies do not
-/// fire; non-destructive ones (routing) still do. The brake releases itself
-/// once the crossings in the window and the peers still withheld are both
-/// back within the fraction (the withheld peers that are still silent then
-/// fire), or when [`Registry::release_brake`] is called.
+/// likelier fault. The brake engages when a crossing makes the count of
+/// crossings within `window` exceed `fraction` of the monitored peers (and
+/// reach `min_peers`). While it is engaged, destructive policies do not fire
+/// (they are *withheld*); non-destructive ones (routing) still do. It releases
+/// itself once the peers whose silence crossed a destructive threshold are
+/// back within the fraction, or when [`Registry::release_brake`] is called. A
+/// real mass failure thus keeps the alarm up until an operator confirms it.
+/// On release, each withheld peer that is still silent starts its policy's
+/// dwell again, so a peer that was about to come back is not evicted.
+///
+/// The brake counts crossings as they happen, so give destructive policies a
+/// dwell: it is what lets the brake see the whole wave before anything fires.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Brake {
     /// The fraction of peers, in (0, 1]. Default 0.3.
@@ -308,12 +315,13 @@ pub enum Event<K> {
         /// Peers monitored.
         peers: usize,
     },
-    /// The brake released; withheld peers still silent fired at `at`.
+    /// The brake released: withheld peers that are still silent start their
+    /// dwell again from `at`.
     BrakeReleased {
         /// When.
         at: Instant,
-        /// Suspicions fired on release.
-        released: usize,
+        /// Withheld suspicions that resumed their dwell.
+        resumed: usize,
         /// Whether [`Registry::release_brake`] released it.
         by_operator: bool,
     },
@@ -478,13 +486,12 @@ struct Slot<K, D> {
 #[derive(Debug, Clone, Default)]
 struct BrakeState {
     engaged: bool,
-    /// Destructive crossings: (time, slot, generation).
-    crossings: VecDeque<(Instant, u32, u32)>,
+    /// Times of recent destructive crossings, oldest first.
+    crossings: VecDeque<Instant>,
     /// Withheld (slot, generation, policy); may hold stale entries.
     withheld: Vec<(u32, u32, u16)>,
-    withheld_live: usize,
-    /// A recovery while engaged: re-check release at the next poll.
-    recheck: Option<Instant>,
+    /// Peers whose current silence crossed a destructive threshold.
+    silent: usize,
 }
 
 /// Per-peer detectors and graded policies.
@@ -707,7 +714,10 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         }
         self.counters.heartbeats += 1;
         p.heard = true;
-        p.counted = false;
+        let was_counted = std::mem::replace(&mut p.counted, false);
+        if was_counted {
+            self.brake.silent = self.brake.silent.saturating_sub(1);
+        }
         let level_after = p.detector.level(now);
         let mut must_reschedule = p.scheduled.is_none();
         for i in 0..np {
@@ -721,11 +731,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
                 }
                 PolicyState::Withheld { .. } => {
                     *st = PolicySlot::TRUSTED;
-                    self.brake.withheld_live = self.brake.withheld_live.saturating_sub(1);
                     self.counters.withheld_dropped += 1;
-                    if self.brake.engaged {
-                        self.brake.recheck = Some(now);
-                    }
                     must_reschedule = true;
                 }
                 PolicyState::Suspected { .. } => {
@@ -762,24 +768,29 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         if must_reschedule {
             self.reschedule(slot);
         }
+        if was_counted {
+            self.maybe_release(now);
+        }
         Ok(outcome)
     }
 
     /// Stops monitoring `peer`. Returns whether it was known.
-    pub fn remove(&mut self, peer: &K) -> bool {
+    ///
+    /// If the brake is engaged, removing silent peers can release it; the
+    /// events come out of the next [`poll`](Self::poll).
+    pub fn remove(&mut self, peer: &K, now: Instant) -> bool {
         let Some(slot) = self.index.remove(peer) else { return false };
         let np = self.npolicies();
         let base = slot as usize * np;
-        for st in &mut self.states[base..base + np] {
-            if let PolicyState::Withheld { .. } = st.state {
-                self.brake.withheld_live = self.brake.withheld_live.saturating_sub(1);
-            }
-            *st = PolicySlot::TRUSTED;
-        }
+        self.states[base..base + np].fill(PolicySlot::TRUSTED);
         let s = &mut self.slots[slot as usize];
-        s.peer = None;
+        let counted = s.peer.take().is_some_and(|p| p.counted);
         s.generation = s.generation.wrapping_add(1);
         self.free.push(slot);
+        if counted {
+            self.brake.silent = self.brake.silent.saturating_sub(1);
+            self.maybe_release(now);
+        }
         true
     }
 
@@ -790,19 +801,19 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         let Some(&slot) = self.index.get(peer) else { return false };
         let np = self.npolicies();
         let base = slot as usize * np;
-        for st in &mut self.states[base..base + np] {
-            if let PolicyState::Withheld { .. } = st.state {
-                self.brake.withheld_live = self.brake.withheld_live.saturating_sub(1);
-            }
-            *st = PolicySlot::TRUSTED;
-        }
+        self.states[base..base + np].fill(PolicySlot::TRUSTED);
+        let mut counted = false;
         if let Some(p) = self.slots[slot as usize].peer.as_mut() {
             p.detector.reset();
             p.heard = false;
-            p.counted = false;
+            counted = std::mem::replace(&mut p.counted, false);
             p.registered_at = now;
         }
         self.reschedule(slot);
+        if counted {
+            self.brake.silent = self.brake.silent.saturating_sub(1);
+            self.maybe_release(now);
+        }
         true
     }
 
@@ -916,7 +927,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
                             break;
                         }
                         self.states[base + i].state = PolicyState::Crossed { since: c };
-                        if self.config.policies[i].destructive && self.config.brake.is_some() {
+                        if self.config.policies[i].destructive {
                             self.note_crossing(slot, c);
                         }
                     }
@@ -937,45 +948,38 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         }
     }
 
+    /// Counts a peer's first destructive crossing of this silence, and
+    /// engages the brake if the crossings in the window are too many.
     fn note_crossing(&mut self, slot: u32, at: Instant) {
-        let generation = self.slots[slot as usize].generation;
+        let Some(b) = &self.config.brake else { return };
         let Some(p) = self.slots[slot as usize].peer.as_mut() else { return };
         if p.counted {
             return;
         }
         p.counted = true;
-        self.brake.crossings.push_back((at, slot, generation));
-    }
-
-    /// Prunes the brake window at `t` and says whether it trips.
-    fn brake_trips(&mut self, t: Instant) -> (bool, usize) {
-        let Some(b) = &self.config.brake else { return (false, 0) };
-        let horizon = t - b.window;
-        while self.brake.crossings.front().is_some_and(|c| c.0 < horizon) {
+        self.brake.silent += 1;
+        let horizon = at - b.window;
+        self.brake.crossings.push_back(at);
+        while self.brake.crossings.front().is_some_and(|&c| c < horizon) {
             self.brake.crossings.pop_front();
         }
         let count = self.brake.crossings.len();
-        let trips = count >= b.min_peers && count as f64 > b.fraction * self.len() as f64;
-        (trips, count)
+        let peers = self.index.len();
+        if !self.brake.engaged && count >= b.min_peers && count as f64 > b.fraction * peers as f64 {
+            self.brake.engaged = true;
+            self.counters.brake_engagements += 1;
+            self.events.push(Event::BrakeEngaged { at, crossed: count, peers });
+        }
     }
 
     fn fire(&mut self, slot: u32, i: usize, crossed: Instant, at: Instant) {
         let np = self.npolicies();
-        if self.config.policies[i].destructive && self.config.brake.is_some() {
-            let (trips, crossed_count) = self.brake_trips(at);
-            if trips && !self.brake.engaged {
-                self.brake.engaged = true;
-                self.counters.brake_engagements += 1;
-                self.events.push(Event::BrakeEngaged { at, crossed: crossed_count, peers: self.len() });
-            }
-            if self.brake.engaged {
-                self.states[slot as usize * np + i].state = PolicyState::Withheld { since: crossed };
-                let generation = self.slots[slot as usize].generation;
-                self.brake.withheld.push((slot, generation, i as u16));
-                self.brake.withheld_live += 1;
-                self.counters.withheld += 1;
-                return;
-            }
+        if self.config.policies[i].destructive && self.brake.engaged {
+            self.states[slot as usize * np + i].state = PolicyState::Withheld { since: crossed };
+            let generation = self.slots[slot as usize].generation;
+            self.brake.withheld.push((slot, generation, i as u16));
+            self.counters.withheld += 1;
+            return;
         }
         let Some(p) = self.peer(slot) else { return };
         let cause = if p.heard {
@@ -1027,31 +1031,14 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         }
     }
 
-    /// The next instant at which [`poll`](Self::poll) has something to do:
-    /// a policy decision, or a brake re-check. Arm one timer for it.
+    /// The next instant at which [`poll`](Self::poll) has a policy decision to
+    /// take. Arm one timer for it.
     ///
     /// Takes `&mut self` because it tidies the timer queue (entries made
     /// early by heartbeats are moved to their true time), so the answer is
     /// exact rather than an early guess.
     pub fn next_deadline(&mut self) -> Option<Instant> {
-        let top = self.clean_top();
-        let brake = self.brake_deadline();
-        match (top, brake) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    fn brake_deadline(&self) -> Option<Instant> {
-        if !self.brake.engaged {
-            return None;
-        }
-        let b = self.config.brake.as_ref()?;
-        let expiry = self.brake.crossings.front().map(|c| c.0 + b.window + Duration::from_nanos(1));
-        match (expiry, self.brake.recheck) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.clean_top()
     }
 
     /// Takes every decision due at or before `now` and returns the events, in
@@ -1082,7 +1069,6 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
             self.decide(slot, t);
             self.reschedule(slot);
         }
-        self.maybe_release(now);
         self.events.sort_by_key(|e| e.at());
         std::mem::take(&mut self.events)
     }
@@ -1105,21 +1091,17 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         }
     }
 
+    /// Releases the brake once the silent peers are back within the fraction.
     fn maybe_release(&mut self, now: Instant) {
-        if !self.brake.engaged {
-            return;
-        }
-        self.brake.recheck = None;
-        let (trips, _) = self.brake_trips(now);
         let Some(b) = &self.config.brake else { return };
-        let limit = b.fraction * self.len() as f64;
-        if !trips && (self.brake.withheld_live as f64) <= limit {
+        if self.brake.engaged && self.brake.silent as f64 <= b.fraction * self.len() as f64 {
             self.release(now, false);
         }
     }
 
-    /// Releases the brake now: every withheld peer that is still silent
-    /// fires at `now`. Events come out of the next [`poll`](Self::poll).
+    /// Releases the brake now (an operator confirming the failures): every
+    /// withheld peer that is still silent starts its policy's dwell again from
+    /// `now`. Events come out of [`poll`](Self::poll).
     pub fn release_brake(&mut self, now: Instant) {
         if self.brake.engaged {
             self.release(now, true);
@@ -1130,27 +1112,18 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
     fn release(&mut self, now: Instant, by_operator: bool) {
         self.brake.engaged = false;
         let withheld = std::mem::take(&mut self.brake.withheld);
-        self.brake.withheld_live = 0;
         let np = self.npolicies();
-        let mut released = 0;
+        let mut resumed = 0;
         for (slot, generation, i) in withheld {
-            let i = usize::from(i);
             let live = self.slots.get(slot as usize).is_some_and(|s| s.generation == generation && s.peer.is_some());
-            if !live {
-                continue;
-            }
-            if let PolicyState::Withheld { .. } = self.states[slot as usize * np + i].state {
-                let Some(p) = self.peer(slot) else { continue };
-                let cause = Cause::Level(p.detector.level(now));
-                let key = p.key.clone();
-                self.states[slot as usize * np + i] =
-                    PolicySlot { state: PolicyState::Suspected { since: now }, calm: 0 };
-                self.counters.suspicions += 1;
-                released += 1;
-                self.events.push(Event::Suspected { peer: key, policy: PolicyId(i as u16), at: now, cause });
+            let state = &mut self.states[slot as usize * np + usize::from(i)].state;
+            if live && matches!(state, PolicyState::Withheld { .. }) {
+                *state = PolicyState::Crossed { since: now };
+                resumed += 1;
+                self.reschedule(slot);
             }
         }
-        self.events.push(Event::BrakeReleased { at: now, released, by_operator });
+        self.events.push(Event::BrakeReleased { at: now, resumed, by_operator });
     }
 
     /// Approximate heap memory of the registry in bytes: detectors' buffers,

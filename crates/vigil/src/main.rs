@@ -1,1 +1,69 @@
-fn main() {}
+//! The `vigil` command.
+//!
+//! Thin: argument parsing, wiring and presentation. The detectors live in
+//! `vigil-detector`.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod demo;
+mod replay;
+mod time_arg;
+
+/// Failure detection for distributed systems: accrual detectors, graded
+/// policies, trace replay.
+#[derive(Debug, Parser)]
+#[command(name = "vigil", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Replay a heartbeat trace through one detector model and print its level
+    /// at every query.
+    Replay(replay::ReplayArgs),
+    /// Run the built-in demonstration: a seeded heartbeat stream through
+    /// every model, then graded policies over a small cluster.
+    Demo(demo::DemoArgs),
+}
+
+/// An error that is the user's input: reported as `vigil: <message>` with
+/// exit status 2.
+#[derive(Debug)]
+pub(crate) struct UsageError(pub(crate) String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let result = match cli.command {
+        Command::Replay(args) => replay::run(&args, &mut out),
+        Command::Demo(args) => demo::run(&args, &mut out),
+    };
+    let flushed = out.flush();
+    match result.and_then(|()| flushed.map_err(anyhow::Error::from)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("vigil: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// A closed pipe downstream (`vigil replay ... | head`) is not an error.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe))
+}

@@ -1,0 +1,110 @@
+//! Exact parsing of millisecond values from traces and flags.
+
+use std::time::Duration;
+
+use vigil_detector::Instant;
+
+/// Parses a decimal number of milliseconds (`1500`, `1500.25`, `+3`,
+/// `1.5e3`) into whole nanoseconds, rounding to nearest. Plain decimals are
+/// converted exactly (no float rounding); exponent notation goes through
+/// `f64`.
+pub(crate) fn parse_millis(text: &str) -> Result<u64, String> {
+    let s = text.strip_prefix('+').unwrap_or(text);
+    if s.is_empty() {
+        return Err("expected a number of milliseconds, found nothing".into());
+    }
+    if s.starts_with('-') {
+        return Err(format!("'{text}' is negative; times and durations are zero or more"));
+    }
+    if s.contains(['e', 'E']) {
+        let v: f64 = s.parse().map_err(|_| format!("'{text}' is not a number"))?;
+        return float_millis_to_nanos(v).ok_or_else(|| format!("'{text}' is out of range"));
+    }
+    let (int, frac) = match s.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (s, ""),
+    };
+    if int.is_empty() && frac.is_empty() {
+        return Err(format!("'{text}' is not a number"));
+    }
+    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("'{text}' is not a decimal number of milliseconds"));
+    }
+    let too_big = || format!("'{text}' ms is past the largest representable time (about 584 years)");
+    let mut nanos: u64 = 0;
+    for b in int.bytes() {
+        nanos = nanos.checked_mul(10).and_then(|n| n.checked_add(u64::from(b - b'0'))).ok_or_else(too_big)?;
+    }
+    nanos = nanos.checked_mul(1_000_000).ok_or_else(too_big)?;
+    // Six fraction digits are whole nanoseconds; the seventh rounds.
+    let digits = frac.as_bytes();
+    let mut sub: u64 = 0;
+    for i in 0..6 {
+        sub = sub * 10 + digits.get(i).map_or(0, |b| u64::from(b - b'0'));
+    }
+    if digits.get(6).is_some_and(|&b| b >= b'5') {
+        sub += 1;
+    }
+    nanos.checked_add(sub).ok_or_else(too_big)
+}
+
+fn float_millis_to_nanos(ms: f64) -> Option<u64> {
+    let ns = (ms * 1e6).round();
+    (ns.is_finite() && ns >= 0.0 && ns < u64::MAX as f64).then_some(ns as u64)
+}
+
+/// Parses an instant given in milliseconds.
+pub(crate) fn parse_instant(text: &str) -> Result<Instant, String> {
+    parse_millis(text).map(Instant::from_nanos)
+}
+
+/// Parses a duration given in milliseconds.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    parse_millis(text).map(Duration::from_nanos)
+}
+
+/// Formats an instant as milliseconds, without trailing zeros.
+pub(crate) fn format_millis(t: Instant) -> String {
+    let ns = t.as_nanos();
+    let (ms, frac) = (ns / 1_000_000, ns % 1_000_000);
+    if frac == 0 {
+        ms.to_string()
+    } else {
+        let f = format!("{frac:06}");
+        format!("{ms}.{}", f.trim_end_matches('0'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_are_exact_to_the_nanosecond() {
+        assert_eq!(parse_millis("0.1"), Ok(100_000));
+        assert_eq!(parse_millis("1500"), Ok(1_500_000_000));
+        assert_eq!(parse_millis("1500.000001"), Ok(1_500_000_001));
+        assert_eq!(parse_millis("1500.0000005"), Ok(1_500_000_001));
+        assert_eq!(parse_millis("1500.0000004"), Ok(1_500_000_000));
+        assert_eq!(parse_millis("+2."), Ok(2_000_000));
+        assert_eq!(parse_millis(".5"), Ok(500_000));
+        assert_eq!(parse_millis("1.5e3"), Ok(1_500_000_000));
+    }
+
+    #[test]
+    fn bad_numbers_are_named() {
+        for bad in ["", "-1", "abc", "1.2.3", "1,5", ".", "nan", "inf", "1e400", "99999999999999999999"] {
+            let err = parse_millis(bad).unwrap_err();
+            assert!(!err.is_empty(), "{bad}");
+        }
+        assert!(parse_millis("-1").unwrap_err().contains("negative"));
+    }
+
+    #[test]
+    fn formatting_round_trips() {
+        for ns in [0u64, 1, 1_000_000, 1_500_250_000, 123_456_789_012] {
+            let text = format_millis(Instant::from_nanos(ns));
+            assert_eq!(parse_millis(&text), Ok(ns), "{text}");
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! The `vigil replay` contract, tested through the real binary.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use vigil_detector::{
+    Akka, AkkaConfig, Bootstrap, Deadline, DeadlineConfig, Detector, Exponential, ExponentialConfig, Instant, Normal,
+    NormalConfig, Prior,
+};
+
+fn vigil(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the vigil binary runs");
+    // vigil may exit before reading its input (a bad flag): a closed pipe
+    // here is not a failure of the test.
+    let _ = child.stdin.take().expect("stdin is piped").write_all(stdin.as_bytes());
+    child.wait_with_output().expect("vigil exits")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
+}
+
+/// Rows of the output, each as (time_ms, level, available).
+fn rows(o: &Output) -> Vec<(String, f64, bool)> {
+    let text = stdout(o);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("time_ms,phi,available"), "header");
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), 3, "row '{l}'");
+            (f[0].to_owned(), f[1].parse().expect("phi parses as f64"), f[2].parse().expect("available is a bool"))
+        })
+        .collect()
+}
+
+/// A trace of regular heartbeats every `period` ms from 0 to `last`, then
+/// queries at the given times.
+fn trace(period: u64, last: u64, queries: &[u64]) -> String {
+    let mut s = String::from("# a regular stream\n\n");
+    for t in (0..=last).step_by(period as usize) {
+        s.push_str(&format!("{t},hb\n"));
+    }
+    for q in queries {
+        s.push_str(&format!("{q},q\n"));
+    }
+    s
+}
+
+#[test]
+fn akka_defaults_match_the_library_bit_for_bit() {
+    let input = trace(1000, 10_000, &[10_500, 13_000, 14_000, 14_500, 16_000]);
+    let out = vigil(&["replay", "--model", "akka", "-"], &input);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut d = Akka::new(AkkaConfig::default()).unwrap();
+    for t in (0..=10_000).step_by(1000) {
+        d.heartbeat(Instant::from_millis(t));
+    }
+    let got = rows(&out);
+    assert_eq!(got.len(), 5);
+    for ((time, level, available), q) in got.iter().zip([10_500u64, 13_000, 14_000, 14_500, 16_000]) {
+        assert_eq!(time, &q.to_string());
+        let want = d.level(Instant::from_millis(q));
+        // The printed form is Rust's shortest round-trip form: exact.
+        assert_eq!(*level, want, "at {q}");
+        assert_eq!(*available, want < 8.0);
+    }
+    // Akka's steady state with σ at the 100 ms floor: φ reaches 8 at
+    // 4522.6 ms of silence, so 14.5 s (4.5 s) is available and 16 s is not.
+    assert!(got[3].2 && !got[4].2);
+}
+
+#[test]
+fn every_model_runs_and_agrees_with_the_library() {
+    let input = trace(100, 5_000, &[5_050, 5_150, 5_300, 6_000, 9_000]);
+    let cases: Vec<(&[&str], Box<dyn Fn() -> Box<dyn Fn(Instant) -> f64>>)> = vec![
+        (
+            &["--model", "normal", "--window", "50", "--min-std-ms", "5", "--pause-ms", "10"],
+            Box::new(|| {
+                let mut d = Normal::new(NormalConfig {
+                    window: 50,
+                    min_std_dev: Duration::from_millis(5),
+                    acceptable_pause: Duration::from_millis(10),
+                    ..NormalConfig::default()
+                })
+                .unwrap();
+                for t in (0..=5_000).step_by(100) {
+                    d.heartbeat(Instant::from_millis(t));
+                }
+                Box::new(move |t| d.level(t))
+            }),
+        ),
+        (
+            &["--model", "exponential", "--initial-ms", "none", "--prior-mean-ms", "500", "--prior-weight", "2"],
+            Box::new(|| {
+                let mut c = ExponentialConfig::cassandra();
+                c.bootstrap = Bootstrap::None;
+                c.prior = Some(Prior { mean: Duration::from_millis(500), weight: 2.0 });
+                let mut d = Exponential::new(c).unwrap();
+                for t in (0..=5_000).step_by(100) {
+                    d.heartbeat(Instant::from_millis(t));
+                }
+                Box::new(move |t| d.level(t))
+            }),
+        ),
+        (
+            &["--model", "deadline", "--timeout-ms", "150", "--interval-ms", "100"],
+            Box::new(|| {
+                let mut d = Deadline::new(DeadlineConfig {
+                    heartbeat_interval: Duration::from_millis(100),
+                    acceptable_pause: Duration::from_millis(150),
+                })
+                .unwrap();
+                d.heartbeat(Instant::from_millis(5_000));
+                Box::new(move |t| d.level(t))
+            }),
+        ),
+    ];
+    for (flags, build) in cases {
+        let mut args = vec!["replay"];
+        args.extend_from_slice(flags);
+        args.push("-");
+        let out = vigil(&args, &input);
+        assert!(out.status.success(), "{flags:?}: {}", stderr(&out));
+        let level = build();
+        for (time, got, _) in rows(&out) {
+            let t = Instant::from_millis(time.parse().unwrap());
+            assert_eq!(got, level(t), "{flags:?} at {time}");
+        }
+    }
+    // The remaining models: run with their defaults and options, and check
+    // the level is finite, non-negative and non-decreasing over the queries.
+    for flags in [
+        &["--model", "fixed", "--timeout-ms", "250"][..],
+        &["--model", "chen", "--alpha-ms", "50", "--window", "10", "--interval-ms", "100"],
+        &["--model", "bertier", "--beta", "1", "--phi", "4", "--gamma", "0.1"],
+        &["--model", "2w", "--n1", "1", "--n2", "100", "--alpha-ms", "50", "--max-interval-ms", "none"],
+        &["--model", "empirical", "--window", "100", "--first-estimate-ms", "100"],
+        &["--model", "akka", "--threshold", "12", "--first-estimate-ms", "100", "--pause-ms", "0"],
+    ] {
+        let mut args = vec!["replay"];
+        args.extend_from_slice(flags);
+        args.push("-");
+        let out = vigil(&args, &input);
+        assert!(out.status.success(), "{flags:?}: {}", stderr(&out));
+        let r = rows(&out);
+        assert_eq!(r.len(), 5, "{flags:?}");
+        for w in r.windows(2) {
+            assert!(w[0].1.is_finite() && w[0].1 >= 0.0 && w[1].1 >= w[0].1, "{flags:?}: {r:?}");
+        }
+        // Regular 100 ms heartbeats: every model is calm 50 ms after the last
+        // one and suspects after 4 s of silence.
+        assert!(r[0].2, "{flags:?}: {r:?}");
+        assert!(!r[4].2, "{flags:?}: {r:?}");
+    }
+}
+
+#[test]
+fn fixed_timeout_is_available_until_the_timeout() {
+    let input = "0,hb\n100,hb\n349.999999,q\n350,q\n";
+    let out = vigil(&["replay", "--model", "fixed", "--timeout-ms", "250", "-"], input);
+    assert!(out.status.success());
+    assert_eq!(stdout(&out), "time_ms,phi,available\n349.999999,0.999999996,true\n350,1,false\n");
+}
+
+#[test]
+fn queries_before_any_heartbeat_are_level_zero_and_comments_and_crlf_are_ignored() {
+    let input = "# comment\r\n\r\n  5 , q \r\n#0,hb\r\n10,hb\r\n10,q\r\n";
+    let out = vigil(&["replay", "--model", "normal", "-"], input);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "time_ms,phi,available\n5,0,true\n10,0,true\n");
+}
+
+#[test]
+fn bad_lines_stop_with_status_2_naming_the_line_and_print_nothing_after() {
+    for (bad, what) in [
+        ("abc,hb", "TIME_MS"),
+        ("-5,hb", "negative"),
+        ("5,heartbeat", "EVENT must be 'hb' or 'q'"),
+        ("5", "expected TIME_MS,EVENT"),
+        ("5,hb,extra", "expected TIME_MS,EVENT"),
+        ("1e999,q", "out of range"),
+    ] {
+        let input = format!("0,hb\n1000,hb\n1500,q\n{bad}\n2000,q\n");
+        let out = vigil(&["replay", "--model", "akka", "-"], &input);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = stderr(&out);
+        assert!(err.contains("<stdin>:4:"), "{bad}: {err}");
+        assert!(err.contains(what), "{bad}: {err}");
+        // The row before the bad line is printed, the one after is not.
+        let text = stdout(&out);
+        assert!(text.contains("1500,"), "{bad}: {text}");
+        assert!(!text.contains("2000,"), "{bad}: {text}");
+    }
+}
+
+#[test]
+fn invalid_utf8_is_a_named_error() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
+        .args(["replay", "--model", "fixed", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"0,hb\n1\xff,q\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("<stdin>:2: not valid UTF-8"), "{}", stderr(&out));
+}
+
+#[test]
+fn options_a_model_does_not_use_are_errors() {
+    for (model, flag, value) in [
+        ("fixed", "--window", "10"),
+        ("akka", "--alpha-ms", "5"),
+        ("normal", "--initial-ms", "100"),
+        ("exponential", "--min-std-ms", "10"),
+        ("chen", "--beta", "1"),
+        ("deadline", "--window", "5"),
+    ] {
+        let out = vigil(&["replay", "--model", model, flag, value, "-"], "0,hb\n");
+        assert_eq!(out.status.code(), Some(2), "{model} {flag}");
+        let err = stderr(&out);
+        assert!(err.contains(&format!("{flag} does not apply to the {model} model")), "{err}");
+    }
+}
+
+#[test]
+fn bad_option_values_are_errors() {
+    for args in [
+        &["--model", "akka", "--threshold", "-1"][..],
+        &["--model", "akka", "--threshold", "NaN"],
+        &["--model", "normal", "--window", "0"],
+        &["--model", "normal", "--min-std-ms", "0"],
+        &["--model", "normal", "--min-std-ms", "abc"],
+        &["--model", "bertier", "--gamma", "2"],
+        &["--model", "exponential", "--prior-weight", "3"],
+        &["--model", "nope"],
+    ] {
+        let mut full = vec!["replay"];
+        full.extend_from_slice(args);
+        full.push("-");
+        let out = vigil(&full, "0,hb\n");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!stderr(&out).is_empty(), "{args:?}");
+        assert!(stdout(&out).is_empty(), "{args:?}: nothing is printed for a bad configuration");
+    }
+}
+
+#[test]
+fn backwards_heartbeats_are_ignored_and_reported() {
+    let input = "0,hb\n1000,hb\n500,hb\n2000,hb\n2500,q\n";
+    let out = vigil(&["replay", "--model", "fixed", "--timeout-ms", "1000", "-"], input);
+    assert!(out.status.success());
+    // The heartbeat at 500 is ignored: the last one stays at 2000 ms.
+    assert_eq!(stdout(&out), "time_ms,phi,available\n2500,0.5,true\n");
+    assert!(stderr(&out).contains("1 heartbeat(s) earlier than the previous one were ignored (line 3)"));
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let out = vigil(&["replay", "--model", "akka", "/nonexistent/trace.csv"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot open trace '/nonexistent/trace.csv'"), "{}", stderr(&out));
+}
+
+#[test]
+fn help_prints_the_defaults() {
+    let out = vigil(&["replay", "--help"], "");
+    assert!(out.status.success());
+    let text = stdout(&out);
+    for needle in ["akka         threshold 8, window 1000, min-std-ms 100, pause-ms 3000", "2w           threshold 1"] {
+        assert!(text.contains(needle), "{needle}");
+    }
+}
