@@ -25,7 +25,7 @@ struct Cli {
 enum Command {
     /// Replay a heartbeat trace through one detector model and print its level
     /// at every query.
-    Replay(replay::ReplayArgs),
+    Replay(Box<replay::ReplayArgs>),
     /// Run the built-in demonstration: a seeded heartbeat stream through
     /// every model, then graded policies over a small cluster.
     Demo(demo::DemoArgs),

@@ -84,7 +84,9 @@ fn akka_defaults_match_the_library_bit_for_bit() {
 #[test]
 fn every_model_runs_and_agrees_with_the_library() {
     let input = trace(100, 5_000, &[5_050, 5_150, 5_300, 6_000, 9_000]);
-    let cases: Vec<(&[&str], Box<dyn Fn() -> Box<dyn Fn(Instant) -> f64>>)> = vec![
+    /// Builds the library's level function for the same trace.
+    type Reference = Box<dyn Fn() -> Box<dyn Fn(Instant) -> f64>>;
+    let cases: Vec<(&[&str], Reference)> = vec![
         (
             &["--model", "normal", "--window", "50", "--min-std-ms", "5", "--pause-ms", "10"],
             Box::new(|| {
