@@ -433,7 +433,7 @@ fn one_timer_scheduling_matches_polling_every_millisecond() {
             let mut t = u64::from(p) * 13;
             while t < 60_000 {
                 arrivals.push((t, p));
-                let gap = if rng.next() % 20 == 0 { 500 + rng.next() % 3_000 } else { 150 + rng.next() % 100 };
+                let gap = if rng.next().is_multiple_of(20) { 500 + rng.next() % 3_000 } else { 150 + rng.next() % 100 };
                 t += gap;
             }
         }
