@@ -88,19 +88,38 @@ const LOGISTIC_A: f64 = 1.5976;
 const LOGISTIC_B: f64 = 0.070566;
 
 /// `ln(1 + e^z)` without overflow or cancellation.
+#[inline]
 fn softplus(z: f64) -> f64 {
-    if z > 0.0 { z + (-z).exp().ln_1p() } else { z.exp().ln_1p() }
+    if z > 37.0 {
+        // ln(1 + e^-z) < 1e-16 is below half an ulp of z: the sum is z.
+        z
+    } else if z > 0.0 {
+        z + (-z).exp().ln_1p()
+    } else {
+        z.exp().ln_1p()
+    }
 }
+
+/// Below this `z`, `1 - 1/(1 + e^-z)` rounds to exactly 1 in double
+/// precision (`e^-z >= 2^54`), so Akka's phi is exactly zero there.
+const LOGISTIC_ZERO_BELOW: f64 = -54.0 * LN_2;
 
 /// Akka's phi at `y` standard deviations past the mean.
 ///
 /// Akka evaluates `-log10(e / (1 + e))` with `e = exp(-y (A + B y^2))`, which
 /// is `log10(1 + exp(z))` with `z = y (A + B y^2)`. Computing it as a softplus
 /// gives the same values where Akka's expression is finite, and stays finite
-/// (about `z / ln 10`) where Akka's overflows to infinity (`y > 21.59`).
+/// (about `z / ln 10`) where Akka's overflows to infinity (`y > 21.59`). Far
+/// left of the mean, where Akka's expression rounds to exactly 0, so does
+/// this one (a level of 0 right after a heartbeat, as Akka and Hazelcast
+/// report).
+#[inline]
 pub(crate) fn logistic_phi(y: f64) -> f64 {
     let z = y * (LOGISTIC_A + LOGISTIC_B * y * y);
-    softplus(z) / LN_10
+    if z < LOGISTIC_ZERO_BELOW {
+        return 0.0;
+    }
+    softplus(z) * core::f64::consts::LOG10_E
 }
 
 /// `y` such that `logistic_phi(y) == level`, for `level > 0`.
@@ -228,6 +247,12 @@ mod tests {
             let e = (-y * (LOGISTIC_A + LOGISTIC_B * y * y)).exp();
             let akka = if y > 0.0 { -(e / (1.0 + e)).log10() } else { -(1.0 - 1.0 / (1.0 + e)).log10() };
             let ours = logistic_phi(y);
+            if akka == 0.0 {
+                // Where Akka's expression rounds to (-)0, ours is 0 or below
+                // the smallest non-zero value Akka's could take (4.8e-17).
+                assert!(ours < 4.9e-17, "y={y}: {ours}");
+                continue;
+            }
             assert!((ours - akka).abs() <= 1e-12 * akka.abs().max(1e-300) + 1e-15, "y={y}: {ours} vs {akka}");
         }
         // Where Akka's form overflows (phi = inf), ours stays finite.

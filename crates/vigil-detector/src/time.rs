@@ -72,6 +72,12 @@ impl Instant {
         self.0 as f64 / 1e6
     }
 
+    /// Nanoseconds from `earlier` to `self`, or zero if `earlier` is later.
+    #[inline]
+    pub(crate) const fn nanos_since(self, earlier: Instant) -> u64 {
+        self.0.saturating_sub(earlier.0)
+    }
+
     /// The time elapsed from `earlier` to `self`, or zero if `earlier` is later.
     pub const fn saturating_duration_since(self, earlier: Instant) -> Duration {
         Duration::from_nanos(self.0.saturating_sub(earlier.0))

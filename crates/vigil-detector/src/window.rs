@@ -16,12 +16,17 @@ pub const MAX_WINDOW: usize = 1 << 24;
 /// 71.6 minutes; longer intervals are stored as that maximum.
 pub(crate) const MAX_SAMPLE_US: u32 = u32::MAX;
 
-/// Converts an interval to the window's sample unit: microseconds, rounded to
-/// nearest, saturating at [`MAX_SAMPLE_US`].
+/// Converts an interval in nanoseconds to the window's sample unit:
+/// microseconds, rounded to nearest, saturating at [`MAX_SAMPLE_US`].
 #[inline]
-pub(crate) fn to_sample(interval: Duration) -> u32 {
-    let micros = (interval.as_nanos() + 500) / 1_000;
+pub(crate) fn ns_to_sample(nanos: u64) -> u32 {
+    let micros = nanos.saturating_add(500) / 1_000;
     u32::try_from(micros).unwrap_or(MAX_SAMPLE_US)
+}
+
+/// [`ns_to_sample`] for a duration.
+pub(crate) fn to_sample(interval: Duration) -> u32 {
+    ns_to_sample(u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// What to do with an interval longer than a cap.
@@ -321,11 +326,12 @@ impl Window {
     /// Population variance in µs², from the exact integer sums.
     #[inline]
     pub(crate) fn variance_us2(&self) -> f64 {
-        let n = u128::from(self.len);
+        let n = u64::from(self.len);
         let s = u128::from(self.sum);
         // n Σx² >= (Σx)² by Cauchy–Schwarz, so this cannot underflow.
-        let scaled = n * self.sum_sq - s * s;
-        scaled as f64 / (n * n) as f64
+        let scaled = u128::from(n) * self.sum_sq - s * s;
+        // n <= 2^24, so n² is exact as a u64 and as an f64.
+        u128_to_f64(scaled) / (n * n) as f64
     }
 
     /// Heap bytes owned by the window.
@@ -342,6 +348,17 @@ impl Window {
     }
 }
 
+/// `x as f64`, taking the cheap 64-bit conversion when the value fits (the
+/// common case: n² σ² stays below 2^64 for windows of thousands of samples
+/// with σ up to minutes).
+#[inline]
+fn u128_to_f64(x: u128) -> f64 {
+    match u64::try_from(x) {
+        Ok(small) => small as f64,
+        Err(_) => x as f64,
+    }
+}
+
 /// Last arrival and counters: what every model, with or without a window,
 /// keeps about heartbeats.
 #[derive(Debug, Clone, Default)]
@@ -355,8 +372,8 @@ pub(crate) struct Arrivals {
 pub(crate) enum Arrival {
     /// No earlier heartbeat.
     First,
-    /// An interval since the previous heartbeat.
-    After(Duration),
+    /// An interval since the previous heartbeat, in nanoseconds.
+    After(u64),
     /// Earlier than the last heartbeat: ignore.
     Backwards(Duration),
 }
@@ -372,9 +389,9 @@ impl Arrivals {
                 Arrival::Backwards(last - now)
             }
             Some(last) => {
-                let interval = now - last;
+                let interval = now.nanos_since(last);
                 self.last = Some(now);
-                self.last_interval = Some(interval);
+                self.last_interval = Some(Duration::from_nanos(interval));
                 self.counters.heartbeats += 1;
                 Arrival::After(interval)
             }
@@ -415,18 +432,52 @@ pub(crate) enum Change {
     Rebuilt,
 }
 
+/// The synthetic samples a [`Bootstrap`] puts in the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Seed {
+    samples: [u32; 2],
+    len: usize,
+}
+
+impl Seed {
+    pub(crate) const NONE: Seed = Seed { samples: [0; 2], len: 0 };
+
+    /// Two samples, `low` and `high` (µs).
+    pub(crate) fn pair(low: u32, high: u32) -> Seed {
+        Seed { samples: [low, high], len: 2 }
+    }
+
+    fn samples(&self) -> &[u32] {
+        &self.samples[..self.len]
+    }
+}
+
+impl From<Bootstrap> for Seed {
+    fn from(b: Bootstrap) -> Seed {
+        match b {
+            Bootstrap::None => Seed::NONE,
+            Bootstrap::Estimate(estimate) => {
+                let mean = to_sample(estimate);
+                let spread = mean / 4;
+                Seed::pair(mean - spread, mean.saturating_add(spread))
+            }
+            Bootstrap::Seed(seed) => Seed { samples: [to_sample(seed), 0], len: 1 },
+        }
+    }
+}
+
 /// Arrivals plus a window, with admission and bootstrap applied.
 #[derive(Debug, Clone)]
 pub(crate) struct History {
     pub(crate) arrivals: Arrivals,
     pub(crate) window: Window,
     pub(crate) admission: Admission,
-    pub(crate) bootstrap: Bootstrap,
+    pub(crate) seed: Seed,
 }
 
 impl History {
-    pub(crate) fn new(window: usize, admission: Admission, bootstrap: Bootstrap) -> History {
-        History { arrivals: Arrivals::default(), window: Window::new(window), admission, bootstrap }
+    pub(crate) fn new(window: usize, admission: Admission, seed: impl Into<Seed>) -> History {
+        History { arrivals: Arrivals::default(), window: Window::new(window), admission, seed: seed.into() }
     }
 
     /// Whether [`observe`](Self::observe) needs the level at arrival.
@@ -441,17 +492,8 @@ impl History {
     }
 
     fn apply_bootstrap(&mut self) {
-        match self.bootstrap {
-            Bootstrap::None => {}
-            Bootstrap::Estimate(estimate) => {
-                let mean = to_sample(estimate);
-                let spread = mean / 4;
-                self.window.push(mean - spread);
-                self.window.push(mean.saturating_add(spread));
-            }
-            Bootstrap::Seed(seed) => {
-                self.window.push(to_sample(seed));
-            }
+        for &sample in self.seed.samples() {
+            self.window.push(sample);
         }
     }
 
@@ -471,6 +513,8 @@ impl History {
             }
             Arrival::After(interval) => interval,
         };
+        let interval_ns = interval;
+        let interval = Duration::from_nanos(interval_ns);
         let a = self.admission;
         if let Some(reset_at) = a.reset_if_level_at_least
             && level_at_arrival >= reset_at
@@ -502,7 +546,7 @@ impl History {
                 return skip(SkipReason::TooLong);
             }
             Some(MaxInterval::Clamp(cap)) if interval > cap => to_sample(cap),
-            _ => to_sample(interval),
+            _ => ns_to_sample(interval_ns),
         };
         let evicted = self.window.push(sample);
         (HeartbeatOutcome::Recorded { interval }, Change::Pushed { sample, evicted })

@@ -198,7 +198,7 @@ impl FreshnessCore {
     fn level(&self, now: Instant) -> f64 {
         match (self.history.last(), self.offset_ns) {
             (Some(last), Some(offset)) => {
-                let elapsed = (now - last).as_nanos() as f64;
+                let elapsed = now.nanos_since(last) as f64;
                 (1.0 + (elapsed - offset) / self.scale_ns).max(0.0)
             }
             _ => 0.0,

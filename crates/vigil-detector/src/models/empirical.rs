@@ -139,7 +139,7 @@ impl Detector for Empirical {
 
     fn level(&self, now: Instant) -> f64 {
         match self.history.last() {
-            Some(last) => self.level_after((now - last).as_nanos() as u64),
+            Some(last) => self.level_after(now.nanos_since(last)),
             None => 0.0,
         }
     }

@@ -63,9 +63,12 @@ impl ExponentialConfig {
     /// peer is judged dead (chitchat's threshold of 8 on `t / mean`, which is
     /// 8 / ln 10 = 3.474 in this crate's log10 units).
     ///
-    /// One difference remains: chitchat reports no φ (and treats the peer as
-    /// dead) until one real interval is recorded; with the prior this model
-    /// already has an estimate after the first heartbeat.
+    /// This is chitchat 0.10's additive smoothing. One difference remains:
+    /// chitchat reports no φ (and treats the peer as dead) until one real
+    /// interval is recorded; with the prior this model already has an
+    /// estimate after the first heartbeat. Older chitchat releases instead
+    /// pushed `initial_interval` into the window as a real sample at the
+    /// first heartbeat: for those, use `Bootstrap::Seed(5 s)` and no prior.
     pub fn chitchat() -> ExponentialConfig {
         ExponentialConfig {
             window: 1_000,
@@ -180,7 +183,7 @@ impl Detector for Exponential {
     #[inline]
     fn level(&self, now: Instant) -> f64 {
         match (self.history.last(), self.rate) {
-            (Some(last), Some(rate)) => (now - last).as_nanos() as f64 * rate,
+            (Some(last), Some(rate)) => now.nanos_since(last) as f64 * rate,
             _ => 0.0,
         }
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::detector::crossing_from_guess;
 use crate::error::check;
 use crate::math::{logistic_phi, logistic_phi_inverse, normal_phi, normal_phi_inverse};
-use crate::window::{Admission, Bootstrap, History};
+use crate::window::{Admission, Bootstrap, History, Seed};
 use crate::{ConfigError, Detector, HeartbeatOutcome, Instant, Stats};
 
 /// Configuration of [`Normal`], the paper's φ detector with an exact tail.
@@ -67,15 +67,24 @@ impl NormalConfig {
     }
 }
 
-/// The fitted parameters of a normal model: μ (mean plus pause) and σ
-/// (floored), both in nanoseconds.
+/// The fitted parameters of a normal model, in nanoseconds: μ (mean plus
+/// pause), σ (floored) and 1/σ.
 #[derive(Debug, Clone, Copy)]
 struct Fit {
     mu: f64,
     sigma: f64,
+    inv_sigma: f64,
+}
+
+impl Fit {
+    #[inline]
+    fn y(&self, elapsed_ns: f64) -> f64 {
+        (elapsed_ns - self.mu) * self.inv_sigma
+    }
 }
 
 /// Refits μ and σ from a history's window.
+#[inline]
 fn fit(history: &History, pause_ns: f64, min_std_ns: f64) -> Option<Fit> {
     let w = &history.window;
     if w.is_empty() {
@@ -83,11 +92,11 @@ fn fit(history: &History, pause_ns: f64, min_std_ns: f64) -> Option<Fit> {
     }
     let mu = w.mean_us() * 1e3 + pause_ns;
     let sigma = (w.variance_us2().sqrt() * 1e3).max(min_std_ns);
-    Some(Fit { mu, sigma })
+    Some(Fit { mu, sigma, inv_sigma: 1.0 / sigma })
 }
 
 fn elapsed_ns(last: Instant, now: Instant) -> f64 {
-    (now - last).as_nanos() as f64
+    now.nanos_since(last) as f64
 }
 
 /// The φ accrual detector of Hayashibara et al. with the exact normal tail.
@@ -158,7 +167,7 @@ impl Detector for Normal {
     #[inline]
     fn level(&self, now: Instant) -> f64 {
         match (self.history.last(), self.fit) {
-            (Some(last), Some(f)) => normal_phi((elapsed_ns(last, now) - f.mu) / f.sigma),
+            (Some(last), Some(f)) => normal_phi(f.y(elapsed_ns(last, now))),
             _ => 0.0,
         }
     }
@@ -261,6 +270,9 @@ impl AkkaConfig {
 pub struct Akka {
     history: History,
     threshold: f64,
+    /// `pause + threshold_y × min σ`, ns: a silence shorter than the mean plus
+    /// this is below the threshold whatever the window's σ (σ >= min σ).
+    surely_available_ns: f64,
     pause_ns: f64,
     min_std_ns: f64,
     fit: Option<Fit>,
@@ -272,12 +284,20 @@ impl Akka {
         config.validate()?;
         let admission = Admission { skip_if_level_at_least: Some(config.threshold), ..Admission::default() };
         // Akka computes the bootstrap in whole milliseconds: est - est/4 and
-        // est + est/4 with integer division.
-        let estimate_ms = config.first_heartbeat_estimate.as_millis().max(1) as u64;
-        let bootstrap = Bootstrap::Estimate(Duration::from_millis(estimate_ms));
+        // est + est/4 with integer division (1 ms gives [1, 1]).
+        let estimate_ms = u32::try_from(config.first_heartbeat_estimate.as_millis()).unwrap_or(u32::MAX / 2_000);
+        let spread_ms = estimate_ms / 4;
+        let to_us = |ms: u32| ms.saturating_mul(1_000);
+        let bootstrap = Seed::pair(to_us(estimate_ms - spread_ms), to_us(estimate_ms + spread_ms));
         Ok(Akka {
             history: History::new(config.window, admission, bootstrap),
             threshold: config.threshold,
+            // Only a lower bound when the threshold is past the mean (y >= 0);
+            // below that (thresholds under log10 2) always compute the level.
+            surely_available_ns: match logistic_phi_inverse(config.threshold) {
+                y if y >= 0.0 => config.acceptable_pause.as_nanos() as f64 + y * config.min_std_dev.as_nanos() as f64,
+                _ => f64::NEG_INFINITY,
+            },
             pause_ns: config.acceptable_pause.as_nanos() as f64,
             min_std_ns: config.min_std_dev.as_nanos() as f64,
             fit: None,
@@ -297,7 +317,21 @@ impl Akka {
 
 impl Detector for Akka {
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
-        let level = self.level(now);
+        // Akka records the interval only if the peer is still available when
+        // the heartbeat arrives. Well before the threshold (the usual case)
+        // that is certain from the window's sum alone, without the fitted σ:
+        // elapsed < mean + pause + y_threshold × min σ. The comparison is
+        // scaled by n to avoid a division, and kept a little on the safe side.
+        let w = &self.history.window;
+        let n = w.len() as f64;
+        let surely_available = |last: Instant| {
+            let bound = (w.sum() as f64 * 1e3 + self.surely_available_ns * n) * (1.0 - 1e-9);
+            !w.is_empty() && elapsed_ns(last, now) * n < bound
+        };
+        let level = match self.history.last() {
+            Some(last) if surely_available(last) => 0.0,
+            _ => self.level(now),
+        };
         let (outcome, change) = self.history.observe(now, level);
         if change != crate::window::Change::None {
             self.fit = fit(&self.history, self.pause_ns, self.min_std_ns);
@@ -308,7 +342,7 @@ impl Detector for Akka {
     #[inline]
     fn level(&self, now: Instant) -> f64 {
         match (self.history.last(), self.fit) {
-            (Some(last), Some(f)) => logistic_phi((elapsed_ns(last, now) - f.mu) / f.sigma),
+            (Some(last), Some(f)) => logistic_phi(f.y(elapsed_ns(last, now))),
             _ => 0.0,
         }
     }

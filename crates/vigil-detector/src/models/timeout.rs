@@ -11,7 +11,7 @@ use crate::{ConfigError, Detector, HeartbeatOutcome, Instant, Stats};
 /// timeout.
 fn fraction(arrivals: &Arrivals, timeout_ns: f64, now: Instant) -> f64 {
     match arrivals.last {
-        Some(last) => (now - last).as_nanos() as f64 / timeout_ns,
+        Some(last) => now.nanos_since(last) as f64 / timeout_ns,
         None => 0.0,
     }
 }
@@ -21,7 +21,7 @@ fn take(arrivals: &mut Arrivals, now: Instant) -> HeartbeatOutcome {
         Arrival::Backwards(by) => HeartbeatOutcome::Backwards { by },
         Arrival::First => HeartbeatOutcome::First,
         // Nothing is learned from intervals, but they count as recorded.
-        Arrival::After(interval) => HeartbeatOutcome::Recorded { interval },
+        Arrival::After(interval) => HeartbeatOutcome::Recorded { interval: Duration::from_nanos(interval) },
     }
 }
 
