@@ -588,6 +588,17 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         })
     }
 
+    /// Reserves room for `additional` more peers, so that growing to a known
+    /// size does not over-allocate (vectors double when they grow).
+    pub fn reserve(&mut self, additional: usize) {
+        let free = self.free.len();
+        let extra = additional.saturating_sub(free);
+        self.slots.reserve_exact(extra);
+        self.states.reserve_exact(extra * self.npolicies());
+        self.index.reserve(additional);
+        self.heap.reserve(additional);
+    }
+
     /// The configuration.
     pub fn config(&self) -> &RegistryConfig {
         &self.config

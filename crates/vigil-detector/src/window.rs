@@ -118,10 +118,6 @@ impl Admission {
         }
         Ok(())
     }
-
-    fn needs_level(&self) -> bool {
-        self.skip_if_level_at_least.is_some() || self.reset_if_level_at_least.is_some()
-    }
 }
 
 /// How a window is seeded when the first heartbeat arrives, before any real
@@ -202,13 +198,13 @@ pub enum HeartbeatOutcome {
     },
 }
 
-/// Counters every detector keeps.
+/// Counters every detector keeps. The rarer ones are 32-bit and saturate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Counters {
     pub(crate) heartbeats: u64,
-    pub(crate) backwards: u64,
-    pub(crate) skipped: u64,
-    pub(crate) restarts: u64,
+    pub(crate) backwards: u32,
+    pub(crate) skipped: u32,
+    pub(crate) restarts: u32,
 }
 
 /// A model's statistics, as exposed by [`Detector::stats`](crate::Detector::stats).
@@ -361,11 +357,18 @@ fn u128_to_f64(x: u128) -> f64 {
 
 /// Last arrival and counters: what every model, with or without a window,
 /// keeps about heartbeats.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Arrivals {
     pub(crate) last: Option<Instant>,
-    pub(crate) last_interval: Option<Duration>,
+    /// Nanoseconds; `u64::MAX` until there is one.
+    last_interval_ns: u64,
     pub(crate) counters: Counters,
+}
+
+impl Default for Arrivals {
+    fn default() -> Self {
+        Arrivals { last: None, last_interval_ns: u64::MAX, counters: Counters::default() }
+    }
 }
 
 /// The first step of taking a heartbeat, common to all models.
@@ -385,13 +388,13 @@ impl Arrivals {
     pub(crate) fn arrive(&mut self, now: Instant) -> Arrival {
         match self.last {
             Some(last) if now < last => {
-                self.counters.backwards += 1;
+                self.counters.backwards = self.counters.backwards.saturating_add(1);
                 Arrival::Backwards(last - now)
             }
             Some(last) => {
                 let interval = now.nanos_since(last);
                 self.last = Some(now);
-                self.last_interval = Some(Duration::from_nanos(interval));
+                self.last_interval_ns = interval;
                 self.counters.heartbeats += 1;
                 Arrival::After(interval)
             }
@@ -405,17 +408,17 @@ impl Arrivals {
 
     pub(crate) fn reset(&mut self) {
         self.last = None;
-        self.last_interval = None;
+        self.last_interval_ns = u64::MAX;
     }
 
     pub(crate) fn stats(&self) -> Stats {
         Stats {
-            last_interval: self.last_interval,
+            last_interval: (self.last_interval_ns != u64::MAX).then(|| Duration::from_nanos(self.last_interval_ns)),
             last_heartbeat: self.last,
             heartbeats: self.counters.heartbeats,
-            backwards: self.counters.backwards,
-            skipped: self.counters.skipped,
-            restarts: self.counters.restarts,
+            backwards: u64::from(self.counters.backwards),
+            skipped: u64::from(self.counters.skipped),
+            restarts: u64::from(self.counters.restarts),
             ..Stats::default()
         }
     }
@@ -436,7 +439,7 @@ pub(crate) enum Change {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Seed {
     samples: [u32; 2],
-    len: usize,
+    len: u8,
 }
 
 impl Seed {
@@ -448,7 +451,7 @@ impl Seed {
     }
 
     fn samples(&self) -> &[u32] {
-        &self.samples[..self.len]
+        &self.samples[..usize::from(self.len)]
     }
 }
 
@@ -466,24 +469,63 @@ impl From<Bootstrap> for Seed {
     }
 }
 
+/// [`Admission`] as plain numbers, for a small per-peer footprint: absent
+/// rules are sentinels that never trigger.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Rules {
+    /// Intervals above this many ns are capped (`u64::MAX`: none).
+    max_ns: u64,
+    /// Cap by clamping rather than ignoring.
+    clamp: bool,
+    /// Intervals below this many ns are ignored (0: none).
+    min_ns: u64,
+    /// Level at which the ending interval is skipped (`+inf`: never).
+    skip_at: f64,
+    /// Level at which the window restarts (`+inf`: never).
+    reset_at: f64,
+}
+
+impl From<Admission> for Rules {
+    fn from(a: Admission) -> Rules {
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let (max_ns, clamp) = match a.max_interval {
+            None => (u64::MAX, false),
+            Some(MaxInterval::Ignore(d)) => (ns(d), false),
+            Some(MaxInterval::Clamp(d)) => (ns(d), true),
+        };
+        Rules {
+            max_ns,
+            clamp,
+            min_ns: a.min_interval.map_or(0, ns),
+            skip_at: a.skip_if_level_at_least.unwrap_or(f64::INFINITY),
+            reset_at: a.reset_if_level_at_least.unwrap_or(f64::INFINITY),
+        }
+    }
+}
+
 /// Arrivals plus a window, with admission and bootstrap applied.
 #[derive(Debug, Clone)]
 pub(crate) struct History {
     pub(crate) arrivals: Arrivals,
     pub(crate) window: Window,
-    pub(crate) admission: Admission,
+    rules: Rules,
     pub(crate) seed: Seed,
 }
 
 impl History {
     pub(crate) fn new(window: usize, admission: Admission, seed: impl Into<Seed>) -> History {
-        History { arrivals: Arrivals::default(), window: Window::new(window), admission, seed: seed.into() }
+        History {
+            arrivals: Arrivals::default(),
+            window: Window::new(window),
+            rules: admission.into(),
+            seed: seed.into(),
+        }
     }
 
     /// Whether [`observe`](Self::observe) needs the level at arrival.
     #[inline]
     pub(crate) fn needs_level(&self) -> bool {
-        self.admission.needs_level()
+        self.rules.skip_at.is_finite() || self.rules.reset_at.is_finite()
     }
 
     #[inline]
@@ -515,39 +557,28 @@ impl History {
         };
         let interval_ns = interval;
         let interval = Duration::from_nanos(interval_ns);
-        let a = self.admission;
-        if let Some(reset_at) = a.reset_if_level_at_least
-            && level_at_arrival >= reset_at
-        {
-            self.arrivals.counters.restarts += 1;
+        let r = self.rules;
+        let counters = &mut self.arrivals.counters;
+        if level_at_arrival >= r.reset_at {
+            counters.restarts = counters.restarts.saturating_add(1);
             self.window.clear();
             self.apply_bootstrap();
             return (HeartbeatOutcome::Restarted { interval }, Change::Rebuilt);
         }
-        let skip = |reason| {
-            let outcome = HeartbeatOutcome::Skipped { interval, reason };
-            (outcome, Change::None)
+        let reason = if level_at_arrival >= r.skip_at {
+            Some(SkipReason::EndedSuspicion)
+        } else if interval_ns < r.min_ns {
+            Some(SkipReason::TooShort)
+        } else if interval_ns > r.max_ns && !r.clamp {
+            Some(SkipReason::TooLong)
+        } else {
+            None
         };
-        if let Some(skip_at) = a.skip_if_level_at_least
-            && level_at_arrival >= skip_at
-        {
-            self.arrivals.counters.skipped += 1;
-            return skip(SkipReason::EndedSuspicion);
+        if let Some(reason) = reason {
+            counters.skipped = counters.skipped.saturating_add(1);
+            return (HeartbeatOutcome::Skipped { interval, reason }, Change::None);
         }
-        if let Some(min) = a.min_interval
-            && interval < min
-        {
-            self.arrivals.counters.skipped += 1;
-            return skip(SkipReason::TooShort);
-        }
-        let sample = match a.max_interval {
-            Some(MaxInterval::Ignore(cap)) if interval > cap => {
-                self.arrivals.counters.skipped += 1;
-                return skip(SkipReason::TooLong);
-            }
-            Some(MaxInterval::Clamp(cap)) if interval > cap => to_sample(cap),
-            _ => ns_to_sample(interval_ns),
-        };
+        let sample = ns_to_sample(interval_ns.min(r.max_ns));
         let evicted = self.window.push(sample);
         (HeartbeatOutcome::Recorded { interval }, Change::Pushed { sample, evicted })
     }
