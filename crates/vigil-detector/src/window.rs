@@ -330,6 +330,16 @@ impl Window {
         u128_to_f64(scaled) / (n * n) as f64
     }
 
+    /// `(n, Σx, n Σx² - (Σx)²)` as floats (µs units): the parts of the mean
+    /// and variance, with the variance's numerator exact before conversion.
+    #[inline]
+    pub(crate) fn variance_parts(&self) -> (f64, f64, f64) {
+        let n = u64::from(self.len);
+        let s = u128::from(self.sum);
+        let scaled = u128::from(n) * self.sum_sq - s * s;
+        (n as f64, self.sum as f64, u128_to_f64(scaled))
+    }
+
     /// Heap bytes owned by the window.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.buf.len() * size_of::<u32>()

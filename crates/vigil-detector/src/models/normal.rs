@@ -1,5 +1,6 @@
 //! The φ accrual detector with the exact normal tail, and Akka's variant.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::detector::crossing_from_guess;
@@ -83,16 +84,72 @@ impl Fit {
     }
 }
 
-/// Refits μ and σ from a history's window.
+/// Fits μ and σ from a history's window.
+///
+/// Arranged for a short dependency chain to 1/σ, which every level query
+/// needs first: `1/σ = min(n / sqrt(n Σx² - (Σx)²), 1 / min σ)`, one square
+/// root and one division.
 #[inline]
 fn fit(history: &History, pause_ns: f64, min_std_ns: f64) -> Option<Fit> {
     let w = &history.window;
     if w.is_empty() {
         return None;
     }
-    let mu = w.mean_us() * 1e3 + pause_ns;
-    let sigma = (w.variance_us2().sqrt() * 1e3).max(min_std_ns);
-    Some(Fit { mu, sigma, inv_sigma: 1.0 / sigma })
+    let (n, sum_us, scaled) = w.variance_parts();
+    let root_ns = scaled.sqrt() * 1e3; // n σ, in ns
+    Some(Fit {
+        mu: sum_us * 1e3 / n + pause_ns,
+        sigma: (root_ns / n).max(min_std_ns),
+        // root = 0 gives +inf, and the floor takes over.
+        inv_sigma: (n / root_ns).min(1.0 / min_std_ns),
+    })
+}
+
+/// The last fit, computed on the first query after the window changed.
+///
+/// A heartbeat only marks the cache stale, so taking one costs no square root
+/// or division, and a window that changes several times between queries is
+/// fitted once. The cache uses atomics (plain loads and stores on common
+/// hardware) so detectors stay `Sync`: readers that race to fill it store
+/// identical values, and the `fresh` flag is published with release/acquire
+/// ordering after the values. Writers hold `&mut`.
+#[derive(Debug, Default)]
+struct FitCache {
+    mu: AtomicU64,
+    sigma: AtomicU64,
+    inv_sigma: AtomicU64,
+    fresh: AtomicBool,
+}
+
+impl Clone for FitCache {
+    fn clone(&self) -> Self {
+        // A clone refits on first use.
+        FitCache::default()
+    }
+}
+
+impl FitCache {
+    #[inline]
+    fn get(&self, history: &History, pause_ns: f64, min_std_ns: f64) -> Option<Fit> {
+        if self.fresh.load(Ordering::Acquire) {
+            return Some(Fit {
+                mu: f64::from_bits(self.mu.load(Ordering::Relaxed)),
+                sigma: f64::from_bits(self.sigma.load(Ordering::Relaxed)),
+                inv_sigma: f64::from_bits(self.inv_sigma.load(Ordering::Relaxed)),
+            });
+        }
+        let f = fit(history, pause_ns, min_std_ns)?;
+        self.mu.store(f.mu.to_bits(), Ordering::Relaxed);
+        self.sigma.store(f.sigma.to_bits(), Ordering::Relaxed);
+        self.inv_sigma.store(f.inv_sigma.to_bits(), Ordering::Relaxed);
+        self.fresh.store(true, Ordering::Release);
+        Some(f)
+    }
+
+    #[inline]
+    fn invalidate(&mut self) {
+        *self.fresh.get_mut() = false;
+    }
 }
 
 fn elapsed_ns(last: Instant, now: Instant) -> f64 {
@@ -132,7 +189,7 @@ pub struct Normal {
     history: History,
     pause_ns: f64,
     min_std_ns: f64,
-    fit: Option<Fit>,
+    cache: FitCache,
 }
 
 impl Normal {
@@ -143,14 +200,19 @@ impl Normal {
             history: History::new(config.window, config.admission, config.bootstrap),
             pause_ns: config.acceptable_pause.as_nanos() as f64,
             min_std_ns: config.min_std_dev.as_nanos() as f64,
-            fit: None,
+            cache: FitCache::default(),
         })
+    }
+
+    #[inline]
+    fn fit(&self) -> Option<Fit> {
+        self.cache.get(&self.history, self.pause_ns, self.min_std_ns)
     }
 
     /// The fitted mean (including the acceptable pause) and σ (including the
     /// floor), if the model has an estimate.
     pub fn fitted(&self) -> Option<(Duration, Duration)> {
-        self.fit.map(|f| (Duration::from_nanos(f.mu as u64), Duration::from_nanos(f.sigma as u64)))
+        self.fit().map(|f| (Duration::from_nanos(f.mu as u64), Duration::from_nanos(f.sigma as u64)))
     }
 }
 
@@ -159,14 +221,14 @@ impl Detector for Normal {
         let level = if self.history.needs_level() { self.level(now) } else { 0.0 };
         let (outcome, change) = self.history.observe(now, level);
         if change != crate::window::Change::None {
-            self.fit = fit(&self.history, self.pause_ns, self.min_std_ns);
+            self.cache.invalidate();
         }
         outcome
     }
 
     #[inline]
     fn level(&self, now: Instant) -> f64 {
-        match (self.history.last(), self.fit) {
+        match (self.history.last(), self.fit()) {
             (Some(last), Some(f)) => normal_phi(f.y(elapsed_ns(last, now))),
             _ => 0.0,
         }
@@ -176,7 +238,7 @@ impl Detector for Normal {
         crossing_from_guess(
             self.history.last(),
             threshold,
-            || self.fit.map(|f| f.mu + normal_phi_inverse(threshold) * f.sigma),
+            || self.fit().map(|f| f.mu + normal_phi_inverse(threshold) * f.sigma),
             |t| self.level(t),
         )
     }
@@ -187,7 +249,7 @@ impl Detector for Normal {
 
     fn reset(&mut self) {
         self.history.reset();
-        self.fit = None;
+        self.cache.invalidate();
     }
 
     fn last_heartbeat(&self) -> Option<Instant> {
@@ -270,12 +332,14 @@ impl AkkaConfig {
 pub struct Akka {
     history: History,
     threshold: f64,
-    /// `pause + threshold_y × min σ`, ns: a silence shorter than the mean plus
-    /// this is below the threshold whatever the window's σ (σ >= min σ).
-    surely_available_ns: f64,
+    /// `pause + threshold_y × min σ` in whole ns, rounded down: a silence
+    /// shorter than the mean plus this is below the threshold whatever the
+    /// window's σ (σ >= min σ). `None` when the threshold is below the mean
+    /// (thresholds under log10 2), where this bound does not hold.
+    surely_available_ns: Option<u64>,
     pause_ns: f64,
     min_std_ns: f64,
-    fit: Option<Fit>,
+    cache: FitCache,
 }
 
 impl Akka {
@@ -292,16 +356,23 @@ impl Akka {
         Ok(Akka {
             history: History::new(config.window, admission, bootstrap),
             threshold: config.threshold,
-            // Only a lower bound when the threshold is past the mean (y >= 0);
-            // below that (thresholds under log10 2) always compute the level.
             surely_available_ns: match logistic_phi_inverse(config.threshold) {
-                y if y >= 0.0 => config.acceptable_pause.as_nanos() as f64 + y * config.min_std_dev.as_nanos() as f64,
-                _ => f64::NEG_INFINITY,
+                y if y >= 0.0 => {
+                    let ns = config.acceptable_pause.as_nanos() as f64 + y * config.min_std_dev.as_nanos() as f64;
+                    // One microsecond on the safe side of float rounding.
+                    Some((ns - 1e3).max(0.0).min(u64::MAX as f64) as u64)
+                }
+                _ => None,
             },
             pause_ns: config.acceptable_pause.as_nanos() as f64,
             min_std_ns: config.min_std_dev.as_nanos() as f64,
-            fit: None,
+            cache: FitCache::default(),
         })
+    }
+
+    #[inline]
+    fn fit(&self) -> Option<Fit> {
+        self.cache.get(&self.history, self.pause_ns, self.min_std_ns)
     }
 
     /// The configured threshold.
@@ -320,13 +391,16 @@ impl Detector for Akka {
         // Akka records the interval only if the peer is still available when
         // the heartbeat arrives. Well before the threshold (the usual case)
         // that is certain from the window's sum alone, without the fitted σ:
-        // elapsed < mean + pause + y_threshold × min σ. The comparison is
-        // scaled by n to avoid a division, and kept a little on the safe side.
+        // elapsed < mean + pause + y_threshold × min σ. Compared exactly in
+        // integers, scaled by n to avoid a division (the mean times n is the
+        // sum of whole-microsecond samples).
         let w = &self.history.window;
-        let n = w.len() as f64;
-        let surely_available = |last: Instant| {
-            let bound = (w.sum() as f64 * 1e3 + self.surely_available_ns * n) * (1.0 - 1e-9);
-            !w.is_empty() && elapsed_ns(last, now) * n < bound
+        let surely_available = |last: Instant| match self.surely_available_ns {
+            Some(margin) if !w.is_empty() => {
+                let n = w.len() as u128;
+                u128::from(now.nanos_since(last)) * n < u128::from(w.sum()) * 1_000 + u128::from(margin) * n
+            }
+            _ => false,
         };
         let level = match self.history.last() {
             Some(last) if surely_available(last) => 0.0,
@@ -334,14 +408,14 @@ impl Detector for Akka {
         };
         let (outcome, change) = self.history.observe(now, level);
         if change != crate::window::Change::None {
-            self.fit = fit(&self.history, self.pause_ns, self.min_std_ns);
+            self.cache.invalidate();
         }
         outcome
     }
 
     #[inline]
     fn level(&self, now: Instant) -> f64 {
-        match (self.history.last(), self.fit) {
+        match (self.history.last(), self.fit()) {
             (Some(last), Some(f)) => logistic_phi(f.y(elapsed_ns(last, now))),
             _ => 0.0,
         }
@@ -351,7 +425,7 @@ impl Detector for Akka {
         crossing_from_guess(
             self.history.last(),
             threshold,
-            || self.fit.map(|f| f.mu + logistic_phi_inverse(threshold) * f.sigma),
+            || self.fit().map(|f| f.mu + logistic_phi_inverse(threshold) * f.sigma),
             |t| self.level(t),
         )
     }
@@ -362,7 +436,7 @@ impl Detector for Akka {
 
     fn reset(&mut self) {
         self.history.reset();
-        self.fit = None;
+        self.cache.invalidate();
     }
 
     fn last_heartbeat(&self) -> Option<Instant> {
