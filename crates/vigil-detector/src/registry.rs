@@ -475,6 +475,9 @@ struct Peer<K, D> {
     /// The time of this peer's live heap entry (never later than its next
     /// decision).
     scheduled: Option<Instant>,
+    /// Whether `scheduled` is exactly the next decision (it was computed and
+    /// nothing has changed since), as opposed to possibly early.
+    exact: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -659,6 +662,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
             heard: false,
             counted: false,
             scheduled: None,
+            exact: false,
         };
         let np = self.npolicies();
         let slot = match self.free.pop() {
@@ -717,7 +721,10 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         let np = self.npolicies();
         let base = slot as usize * np;
         let Some(p) = self.slots[slot as usize].peer.as_mut() else { unreachable_slot() };
-        let level_before = if p.heard { p.detector.level(now) } else { 0.0 };
+        // Levels around the heartbeat matter only to suspected policies.
+        let any_suspected =
+            self.states[base..base + np].iter().any(|s| matches!(s.state, PolicyState::Suspected { .. }));
+        let level_before = if p.heard && any_suspected { p.detector.level(now) } else { 0.0 };
         let outcome = p.detector.heartbeat(now);
         if let HeartbeatOutcome::Backwards { .. } = outcome {
             self.counters.backwards += 1;
@@ -729,7 +736,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         if was_counted {
             self.brake.silent = self.brake.silent.saturating_sub(1);
         }
-        let level_after = p.detector.level(now);
+        let level_after = if any_suspected { p.detector.level(now) } else { 0.0 };
         let mut must_reschedule = p.scheduled.is_none();
         for i in 0..np {
             let policy = &self.config.policies[i];
@@ -750,7 +757,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
                         st.calm = 0;
                     }
                     if level_after < policy.rearm {
-                        st.calm += 1;
+                        st.calm = st.calm.saturating_add(1);
                     } else {
                         st.calm = 0;
                     }
@@ -778,6 +785,10 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         }
         if must_reschedule {
             self.reschedule(slot);
+        } else if let Some(p) = self.slots[slot as usize].peer.as_mut() {
+            // The kept entry is no later than the next decision, but may be
+            // earlier now.
+            p.exact = false;
         }
         if was_counted {
             self.maybe_release(now);
@@ -913,9 +924,15 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
 
     fn reschedule(&mut self, slot: u32) {
         let wake = self.next_wake(slot);
+        self.schedule_at(slot, wake);
+    }
+
+    /// Queues `slot` at `wake`, which must be its exact next decision.
+    fn schedule_at(&mut self, slot: u32, wake: Option<Instant>) {
         let generation = self.slots[slot as usize].generation;
         let Some(p) = self.slots[slot as usize].peer.as_mut() else { return };
         p.scheduled = wake;
+        p.exact = true;
         if let Some(t) = wake {
             self.seq += 1;
             self.heap.push(Reverse((t, self.seq, slot, generation)));
@@ -1011,7 +1028,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         for _ in 0..=2 * self.npolicies() {
             match self.next_wake(slot) {
                 Some(t) if t <= until => self.decide(slot, t),
-                _ => break,
+                wake => return self.schedule_at(slot, wake),
             }
         }
         self.reschedule(slot);
@@ -1027,6 +1044,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
                 .get(slot as usize)
                 .and_then(|s| (s.generation == generation).then_some(s.peer.as_ref()).flatten());
             match live {
+                Some(p) if p.scheduled == Some(t) && p.exact => return Some(t),
                 Some(p) if p.scheduled == Some(t) => {
                     let wake = self.next_wake(slot);
                     if wake == Some(t) {
@@ -1087,6 +1105,8 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
     fn enter_quiet(&mut self, at: Instant, lateness: Duration, quiet: Duration) {
         let until = at + quiet;
         if until > self.quiet_until {
+            // Decisions may move later, never earlier: existing timer entries
+            // stay valid (at worst early), so nothing is rescheduled here.
             self.quiet_until = until;
         }
         self.counters.local_pauses += 1;

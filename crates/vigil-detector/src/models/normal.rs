@@ -328,6 +328,26 @@ impl AkkaConfig {
 /// The logistic tail is steeper than the true normal tail: Akka's 8 is reached
 /// at 5.23 σ past μ, the exact model's at 5.61 σ. Thresholds do not carry over
 /// between the two.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_detector::{Akka, AkkaConfig, Detector, Instant};
+///
+/// // Akka's cluster defaults: φ 8, σ >= 100 ms, 3 s acceptable pause.
+/// let mut d = Akka::new(AkkaConfig::default())?;
+/// for s in 0..=100 {
+///     d.heartbeat(Instant::from_secs(s));
+/// }
+/// // Steady 1 s heartbeats: unavailable after 4522.6 ms of silence.
+/// let silence = d.crossing(8.0).unwrap() - Instant::from_secs(100);
+/// assert!((silence.as_secs_f64() * 1e3 - 4522.6).abs() < 0.05);
+/// // A heartbeat that ends a suspicion does not teach the window the gap.
+/// d.heartbeat(Instant::from_secs(130));
+/// assert_eq!(d.stats().skipped, 1);
+/// # Ok::<(), vigil_detector::ConfigError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Akka {
     history: History,
