@@ -131,16 +131,24 @@ impl FromStr for Model {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
-#[allow(missing_docs)] // each variant holds that model's configuration
 pub enum ModelConfig {
+    /// Configures [`Normal`].
     Normal(NormalConfig),
+    /// Configures [`Akka`].
     Akka(AkkaConfig),
+    /// Configures [`Deadline`].
     Deadline(DeadlineConfig),
+    /// Configures [`Exponential`].
     Exponential(ExponentialConfig),
+    /// Configures [`Fixed`].
     Fixed(FixedConfig),
+    /// Configures [`Chen`].
     Chen(ChenConfig),
+    /// Configures [`Bertier`].
     Bertier(BertierConfig),
+    /// Configures [`TwoWindow`].
     TwoWindow(TwoWindowConfig),
+    /// Configures [`Empirical`].
     Empirical(EmpiricalConfig),
 }
 
@@ -208,17 +216,41 @@ impl ModelConfig {
 
 /// Any of the models, chosen at run time. Dispatch is a `match`, not a
 /// virtual call.
+///
+/// # Example
+///
+/// ```
+/// use vigil_detector::{AnyDetector, Detector, Instant, Model, ModelConfig};
+///
+/// // A model picked from configuration text, then driven like any detector.
+/// let model: Model = "2w".parse()?;
+/// let mut d = AnyDetector::new(&ModelConfig::default_for(model))?;
+/// for i in 0..20 {
+///     d.heartbeat(Instant::from_millis(i * 100));
+/// }
+/// assert_eq!(d.model(), Model::TwoWindow);
+/// assert!(d.is_available(Instant::from_millis(1_950), model.default_threshold()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
-#[allow(missing_docs)] // each variant holds that model's detector
 pub enum AnyDetector {
+    /// A [`Normal`] detector.
     Normal(Normal),
+    /// An [`Akka`] detector.
     Akka(Akka),
+    /// A [`Deadline`] detector.
     Deadline(Deadline),
+    /// An [`Exponential`] detector.
     Exponential(Exponential),
+    /// A [`Fixed`] detector.
     Fixed(Fixed),
+    /// A [`Chen`] detector.
     Chen(Chen),
+    /// A [`Bertier`] detector.
     Bertier(Bertier),
+    /// A [`TwoWindow`] detector.
     TwoWindow(TwoWindow),
+    /// An [`Empirical`] detector.
     Empirical(Empirical),
 }
 

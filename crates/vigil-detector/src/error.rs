@@ -118,10 +118,6 @@ pub(crate) mod check {
     pub(crate) fn positive(field: &'static str, value: f64) -> Result<(), ConfigError> {
         if value.is_finite() && value > 0.0 { Ok(()) } else { Err(ConfigError::NotPositive { field, value }) }
     }
-
-    pub(crate) fn non_negative(field: &'static str, value: f64) -> Result<(), ConfigError> {
-        if value.is_finite() && value >= 0.0 { Ok(()) } else { Err(ConfigError::Negative { field, value }) }
-    }
 }
 
 #[cfg(test)]

@@ -64,28 +64,33 @@
 //! let model = ModelConfig::default_for(Model::Akka);
 //! let mut registry = Registry::with_model(&model, RegistryConfig::new(policies))?;
 //!
-//! // A runtime's loop, here driven by a script of arrivals (peer, ms).
+//! // A runtime's loop, here driven by a script of arrivals (peer, ms): wait
+//! // for the next input or for the one timer, whichever comes first.
 //! let arrivals = (0..30u64).flat_map(|i| [("a", i * 1_000), ("b", i * 1_000 + 7)])
 //!     .filter(|&(peer, t)| !(peer == "b" && t > 12_000)); // b goes silent after 12 s
 //! let mut log = Vec::new();
 //! for (peer, ms) in arrivals {
 //!     let now = Instant::from_millis(ms);
-//!     // Before taking the next input, fire the one timer if it is due.
-//!     while let Some(deadline) = registry.next_deadline().filter(|&d| d <= now) {
-//!         log.extend(registry.poll(deadline));
+//!     // The timer fired before this input: poll with the current time.
+//!     if registry.next_deadline().is_some_and(|deadline| deadline <= now) {
+//!         log.extend(registry.poll(now));
 //!     }
 //!     registry.heartbeat(peer, now).expect("admitted");
 //! }
-//! // Run the timer on to 30 s (a, silent after 29 s, is not yet suspected).
-//! while let Some(deadline) = registry.next_deadline().filter(|&d| d <= Instant::from_secs(30)) {
-//!     log.extend(registry.poll(deadline));
-//! }
+//! let end = Instant::from_secs(30);
+//! log.extend(registry.poll(end));
 //!
+//! // Levels: a is fresh; b has been silent for 18 s.
+//! assert!(registry.level(&"a", end).unwrap() < 1.0);
+//! assert!(registry.level(&"b", end).unwrap() > 12.0);
+//! // Events: each consumer acted at its own point, in time order.
 //! let fired: Vec<_> = log.iter().filter_map(|e| match e {
-//!     Event::Suspected { peer, policy, .. } => Some((*peer, registry.policy(*policy).name.as_str())),
+//!     Event::Suspected { peer, policy, at, .. } => Some((*peer, registry.policy(*policy).name.as_str(), *at)),
 //!     _ => None,
 //! }).collect();
-//! assert_eq!(fired, [("b", "route"), ("b", "elect"), ("b", "evict")]);
+//! let names: Vec<_> = fired.iter().map(|&(peer, name, _)| (peer, name)).collect();
+//! assert_eq!(names, [("b", "route"), ("b", "elect"), ("b", "evict")]);
+//! assert!(fired.windows(2).all(|w| w[0].2 < w[1].2));
 //! # Ok::<(), vigil_detector::ConfigError>(())
 //! ```
 //!

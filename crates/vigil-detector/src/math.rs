@@ -696,6 +696,21 @@ mod tests {
     }
 
     #[test]
+    fn normal_phi_is_strictly_increasing_where_the_table_changes_piece() {
+        // The ln erfcx table switches polynomial at every integer x = y / √2.
+        for k in 1..26 {
+            let centre = f64::from(k) * SQRT_2;
+            let mut prev = normal_phi(centre - 1e-4);
+            for i in -99..=100 {
+                let y = centre + f64::from(i) * 1e-6;
+                let v = normal_phi(y);
+                assert!(v > prev, "not increasing at y={y} (x={k}): {v} <= {prev}");
+                prev = v;
+            }
+        }
+    }
+
+    #[test]
     fn normal_inverse_round_trips() {
         for level in [1e-9, 1e-3, 0.1, core::f64::consts::LOG10_2, 0.5, 1.0, 3.0, 8.0, 12.0, 50.0, 300.0, 1e4, 1e8] {
             let y = normal_phi_inverse(level);

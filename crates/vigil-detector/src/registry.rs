@@ -36,9 +36,11 @@ impl PolicyId {
 /// use std::time::Duration;
 /// use vigil_detector::Policy;
 ///
-/// // Stop routing at the first sign of trouble; re-replicate only after the
-/// // level has stayed above 16 for five minutes.
-/// let route = Policy::new("route", 1.0);
+/// // Stop routing at the first sign of trouble, and route again only after
+/// // three heartbeats in a row, the last two arriving before the level
+/// // reached 0.5. Re-replicate only after the level has stayed above 16 for
+/// // five minutes.
+/// let route = Policy::new("route", 1.0).rearm(0.5).recovery_heartbeats(3);
 /// let rereplicate = Policy::new("re-replicate", 16.0)
 ///     .dwell(Duration::from_secs(300))
 ///     .destructive(true);
@@ -53,13 +55,17 @@ pub struct Policy {
     /// How long the level must stay at or above the threshold before the
     /// policy fires. A heartbeat during the dwell cancels it. Default 0.
     pub dwell: Duration,
-    /// The level the peer must fall below to recover (hysteresis). At most the
-    /// threshold; default the threshold. Levels only fall when a heartbeat
-    /// arrives, so this is checked at heartbeats.
+    /// The re-arm level (hysteresis), at most the threshold; default the
+    /// threshold. A suspected peer earns trust back with punctual heartbeats:
+    /// after the heartbeat that ends its silence, each of the next
+    /// `recovery_heartbeats - 1` must arrive while the level is still below
+    /// `rearm`. A heartbeat that arrives later starts the count again. (A
+    /// level resets when a heartbeat arrives, so the level *at arrival*,
+    /// which measures how late the heartbeat was, is what hysteresis can use.)
     pub rearm: f64,
-    /// Consecutive heartbeats that must each leave the level below `rearm`,
-    /// with no new crossing of the threshold in between, before a suspected
-    /// peer recovers. Damps flapping. Default 1.
+    /// Heartbeats needed to recover, counting the one that ends the silence.
+    /// Default 1: the first heartbeat recovers the peer (Akka's behaviour).
+    /// A re-arm level below the threshold needs 2 or more to have an effect.
     pub recovery_heartbeats: u32,
     /// Whether acting on this policy is destructive (eviction,
     /// re-replication): destructive policies are withheld by the
@@ -123,6 +129,15 @@ impl Policy {
         if self.recovery_heartbeats == 0 {
             return Err(ConfigError::OutOfRange { field: "recovery_heartbeats", value: 0.0, range: "1 or more" });
         }
+        if self.rearm < self.threshold && self.recovery_heartbeats < 2 {
+            return Err(ConfigError::Inconsistent {
+                reason: format!(
+                    "policy '{}': a rearm level below the threshold only acts on the heartbeats after the first, \
+                     so it needs recovery_heartbeats of 2 or more",
+                    self.name
+                ),
+            });
+        }
         Ok(())
     }
 }
@@ -144,6 +159,35 @@ impl Policy {
 ///
 /// The brake counts crossings as they happen, so give destructive policies a
 /// dwell: it is what lets the brake see the whole wave before anything fires.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_detector::{Brake, Fixed, FixedConfig, Instant, Policy, Registry, RegistryConfig};
+///
+/// let evict = Policy::new("evict", 1.0).dwell(Duration::from_secs(30)).destructive(true);
+/// let config = RegistryConfig {
+///     brake: Some(Brake { fraction: 0.25, window: Duration::from_secs(10), min_peers: 2 }),
+///     ..RegistryConfig::new(vec![evict])
+/// };
+/// let timeout = Fixed::new(FixedConfig { timeout: Duration::from_secs(1) })?;
+/// let mut r = Registry::new(timeout, config)?;
+/// for p in 0..8u32 {
+///     r.heartbeat(p, Instant::ZERO).unwrap();
+/// }
+/// // Peers 0..4 keep talking; 4..8 all go quiet at once (our network?).
+/// for s in 1..=40 {
+///     for p in 0..4u32 {
+///         r.heartbeat(p, Instant::from_secs(s)).unwrap();
+///     }
+///     r.poll(Instant::from_secs(s));
+/// }
+/// assert!(r.brake_engaged());
+/// assert_eq!(r.counters().suspicions, 0); // no eviction fired
+/// assert_eq!(r.counters().withheld, 4);
+/// # Ok::<(), vigil_detector::ConfigError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Brake {
     /// The fraction of peers, in (0, 1]. Default 0.3.
@@ -163,11 +207,37 @@ impl Default for Brake {
 /// Cassandra's local-pause guard: when the observer itself stalled, its view
 /// of everyone's silence is unreliable, so no policy fires for a while.
 ///
-/// A stall is detected when a poll comes more than `max_lateness` after the
-/// earliest decision that was due (the runtime's timer fired late, or the
-/// process was frozen), or reported with [`Registry::note_local_pause`].
-/// Decisions due during the quiet period are deferred to its end and taken
-/// then only if the silence continued.
+/// A stall is noticed when a call (heartbeat or poll) comes more than
+/// `max_lateness` after the previous call, while a decision that fell due
+/// after that previous call is now more than `max_lateness` overdue: the
+/// runtime neither took heartbeats nor fired its timer, so the process was
+/// frozen or starved. A runtime may also report its own lag with
+/// [`Registry::note_local_pause`]. Decisions that fall due during the quiet
+/// period are deferred to its end and taken then only if the silence
+/// continued (deferred decisions do not count as a new stall).
+///
+/// In a cluster whose heartbeats keep arriving, any poll rhythm works. A
+/// runtime that polls on a fixed grid slower than `max_lateness` while no
+/// heartbeat arrives at all will see its late polls as stalls: poll at
+/// [`Registry::next_deadline`], or raise `max_lateness`.
+///
+/// # Example
+///
+/// ```
+/// use vigil_detector::{Event, Fixed, FixedConfig, Instant, Policy, Registry, RegistryConfig};
+///
+/// let mut r = Registry::new(Fixed::new(FixedConfig::default())?, RegistryConfig::new(vec![Policy::new("p", 1.0)]))?;
+/// r.heartbeat("a", Instant::ZERO).unwrap();
+/// // The observer froze for 12 s: its first call since shows the stall, and
+/// // a's heartbeat, queued meanwhile, arrives before the deferred decision.
+/// let events = r.poll(Instant::from_secs(12));
+/// assert!(matches!(events[..], [Event::LocalPause { .. }]));
+/// r.heartbeat("a", Instant::from_secs(12)).unwrap();
+/// // The suspicion due at 1 s was deferred, then cancelled by the heartbeat.
+/// assert!(r.poll(Instant::from_millis(12_900)).is_empty());
+/// assert_eq!(r.counters().suspicions, 0);
+/// # Ok::<(), vigil_detector::ConfigError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct PauseGuard {
     /// How late a poll may be before it counts as a stall. Default 5 s
@@ -196,6 +266,22 @@ pub enum UnknownPeers {
 }
 
 /// Configuration of a [`Registry`].
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_detector::{Policy, RegistryConfig, UnknownPeers};
+///
+/// let config = RegistryConfig {
+///     // Peer keys come from the network: only monitor registered peers.
+///     unknown_peers: UnknownPeers::Reject,
+///     max_peers: 5_000,
+///     first_heartbeat_timeout: Some(Duration::from_secs(3)),
+///     ..RegistryConfig::new(vec![Policy::new("route", 1.0), Policy::new("evict", 12.0).destructive(true)])
+/// };
+/// assert!(config.validate().is_ok());
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RegistryConfig {
     /// The policies; at least one, names unique.
@@ -205,9 +291,10 @@ pub struct RegistryConfig {
     /// The most peers monitored at once; heartbeats that would exceed it are
     /// rejected. Default 10,000,000.
     pub max_peers: usize,
-    /// A peer added with [`Registry::register`] and never heard from is
-    /// suspected by every policy this long after registration (Akka's
-    /// `expected-response-after`). Default 1 s. `None`: never.
+    /// A peer added with [`Registry::register`] and never heard from crosses
+    /// every policy's threshold this long after registration (Akka's
+    /// `expected-response-after`); each policy then fires after its own dwell.
+    /// Default 1 s. `None`: never.
     pub first_heartbeat_timeout: Option<Duration>,
     /// The mass-failure brake. Default: on, with [`Brake::default`].
     pub brake: Option<Brake>,
@@ -280,6 +367,24 @@ pub enum Cause {
 }
 
 /// What a registry reports from [`Registry::poll`].
+///
+/// # Example
+///
+/// ```
+/// use vigil_detector::{Cause, Event, Fixed, FixedConfig, Instant, Policy, Registry, RegistryConfig};
+///
+/// let mut r = Registry::new(Fixed::new(FixedConfig::default())?, RegistryConfig::new(vec![Policy::new("p", 1.0)]))?;
+/// r.heartbeat("a", Instant::ZERO).unwrap();
+/// for event in r.poll(Instant::from_secs(2)) {
+///     match event {
+///         Event::Suspected { peer, at, cause: Cause::Level(level), .. } => {
+///             assert_eq!((peer, at, level), ("a", Instant::from_secs(1), 1.0));
+///         }
+///         other => panic!("unexpected {other:?}"),
+///     }
+/// }
+/// # Ok::<(), vigil_detector::ConfigError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event<K> {
     /// A policy started suspecting a peer.
@@ -310,7 +415,7 @@ pub enum Event<K> {
     BrakeEngaged {
         /// When.
         at: Instant,
-        /// Peers that crossed within the window.
+        /// Distinct peers that crossed within the window.
         crossed: usize,
         /// Peers monitored.
         peers: usize,
@@ -472,6 +577,9 @@ struct Peer<K, D> {
     heard: bool,
     /// Whether this silence's destructive crossing was counted by the brake.
     counted: bool,
+    /// When the brake last recorded a crossing of this peer (one entry per
+    /// peer per window).
+    noted_at: Option<Instant>,
     /// The time of this peer's live heap entry (never later than its next
     /// decision).
     scheduled: Option<Instant>,
@@ -511,8 +619,8 @@ struct BrakeState {
 ///   [`UnknownPeers::Reject`] is configured.
 /// - **Registered but never heard.** [`register`](Self::register) starts the
 ///   first-heartbeat clock: without a heartbeat within
-///   [`RegistryConfig::first_heartbeat_timeout`], every policy fires with
-///   [`Cause::NeverHeard`].
+///   [`RegistryConfig::first_heartbeat_timeout`], every policy crosses, and
+///   fires after its dwell with [`Cause::NeverHeard`].
 /// - **Time.** Pass monotonic times. Decisions are exact: a policy fires at
 ///   the crossing instant plus its dwell, whenever `poll` is called; a
 ///   heartbeat first settles the decisions that were due before it.
@@ -530,6 +638,7 @@ struct BrakeState {
 ///     registry.heartbeat("db-1", Instant::from_secs(i)).unwrap();
 /// }
 /// // Nothing arrives after 19 s. The router gives up first, eviction later.
+/// // (Simulated time: the timer fires exactly at each deadline.)
 /// let mut fired = Vec::new();
 /// while let Some(deadline) = registry.next_deadline() {
 ///     for event in registry.poll(deadline) {
@@ -558,6 +667,8 @@ pub struct Registry<K, D = AnyDetector> {
     events: Vec<Event<K>>,
     brake: BrakeState,
     quiet_until: Instant,
+    /// The latest time of any call, for the stall check.
+    last_call: Option<Instant>,
     counters: RegistryCounters,
 }
 
@@ -587,6 +698,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
             events: Vec::new(),
             brake: BrakeState::default(),
             quiet_until: Instant::ZERO,
+            last_call: None,
             counters: RegistryCounters::default(),
         })
     }
@@ -661,6 +773,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
             registered_at: now,
             heard: false,
             counted: false,
+            noted_at: None,
             scheduled: None,
             exact: false,
         };
@@ -687,6 +800,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
     /// Starts monitoring `peer` as of `now`, before any heartbeat, so that the
     /// first-heartbeat rule applies. Returns false if it was already known.
     pub fn register(&mut self, peer: K, now: Instant) -> Result<bool, HeartbeatError> {
+        self.check_stall(now);
         if self.index.contains_key(&peer) {
             return Ok(false);
         }
@@ -701,6 +815,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
     /// (so a late caller loses nothing); then recoveries are checked and
     /// queued for the next [`poll`](Self::poll).
     pub fn heartbeat(&mut self, peer: K, now: Instant) -> Result<HeartbeatOutcome, HeartbeatError> {
+        self.check_stall(now);
         let slot = match self.index.entry(peer) {
             Entry::Occupied(e) => *e.get(),
             Entry::Vacant(e) => {
@@ -753,14 +868,10 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
                     must_reschedule = true;
                 }
                 PolicyState::Suspected { .. } => {
-                    if level_before >= policy.threshold {
-                        st.calm = 0;
-                    }
-                    if level_after < policy.rearm {
-                        st.calm = st.calm.saturating_add(1);
-                    } else {
-                        st.calm = 0;
-                    }
+                    // The heartbeat that ends the silence proves life; each
+                    // later one counts only if it came before the level
+                    // reached the re-arm level, else the count starts again.
+                    st.calm = if st.calm == 0 || level_before >= policy.rearm { 1 } else { st.calm.saturating_add(1) };
                     if st.calm >= policy.recovery_heartbeats {
                         *st = PolicySlot::TRUSTED;
                         self.counters.recoveries += 1;
@@ -849,6 +960,9 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
     pub fn state(&self, peer: &K, policy: PolicyId) -> Option<PolicyState> {
         let slot = *self.index.get(peer)?;
         let np = self.npolicies();
+        if policy.index() >= np {
+            return None;
+        }
         self.states.get(slot as usize * np + policy.index()).map(|s| s.state)
     }
 
@@ -987,7 +1101,13 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         p.counted = true;
         self.brake.silent += 1;
         let horizon = at - b.window;
-        self.brake.crossings.push_back(at);
+        // One entry per peer per window: a flapping peer is one peer.
+        if p.noted_at.is_none_or(|t| t < horizon) {
+            p.noted_at = Some(at);
+            // Crossings settled by a heartbeat can come out of time order.
+            let i = self.brake.crossings.partition_point(|&c| c <= at);
+            self.brake.crossings.insert(i, at);
+        }
         while self.brake.crossings.front().is_some_and(|&c| c < horizon) {
             self.brake.crossings.pop_front();
         }
@@ -1074,12 +1194,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
     /// time order (including recoveries noted by heartbeats since the last
     /// poll).
     pub fn poll(&mut self, now: Instant) -> Vec<Event<K>> {
-        if let Some(guard) = self.config.pause_guard.clone()
-            && let Some(due) = self.clean_top()
-            && due + guard.max_lateness < now
-        {
-            self.enter_quiet(now, now - due, guard.quiet);
-        }
+        self.check_stall(now);
         while let Some(&Reverse((t, _, slot, generation))) = self.heap.peek() {
             if t > now {
                 break;
@@ -1098,8 +1213,24 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
             self.decide(slot, t);
             self.reschedule(slot);
         }
+        self.maybe_release(now);
         self.events.sort_by_key(|e| e.at());
         std::mem::take(&mut self.events)
+    }
+
+    /// Notices a stall of the observer (see [`PauseGuard`]) and records the
+    /// time of this call.
+    fn check_stall(&mut self, now: Instant) {
+        if let Some(guard) = self.config.pause_guard.clone()
+            && let Some(prev) = self.last_call
+            && now > prev + guard.max_lateness
+            && let Some(due) = self.clean_top()
+            && due > prev.max(self.quiet_until)
+            && due + guard.max_lateness < now
+        {
+            self.enter_quiet(now, now - due, guard.quiet);
+        }
+        self.last_call = Some(self.last_call.map_or(now, |p| p.max(now)));
     }
 
     fn enter_quiet(&mut self, at: Instant, lateness: Duration, quiet: Duration) {
@@ -1136,12 +1267,12 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
     pub fn release_brake(&mut self, now: Instant) {
         if self.brake.engaged {
             self.release(now, true);
-            self.brake.crossings.clear();
         }
     }
 
     fn release(&mut self, now: Instant, by_operator: bool) {
         self.brake.engaged = false;
+        self.brake.crossings.clear();
         let withheld = std::mem::take(&mut self.brake.withheld);
         let np = self.npolicies();
         let mut resumed = 0;

@@ -266,7 +266,7 @@ impl Window {
     }
 
     /// Appends a sample, evicting (and returning) the oldest if full.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push(&mut self, sample: u32) -> Option<u32> {
         let cap = self.buf.len() as u32;
         let slot = &mut self.buf[self.head as usize];
@@ -332,7 +332,7 @@ impl Window {
 
     /// `(n, Σx, n Σx² - (Σx)²)` as floats (µs units): the parts of the mean
     /// and variance, with the variance's numerator exact before conversion.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn variance_parts(&self) -> (f64, f64, f64) {
         let n = u64::from(self.len);
         let s = u128::from(self.sum);
@@ -394,7 +394,7 @@ pub(crate) enum Arrival {
 impl Arrivals {
     /// Classifies a heartbeat at `now`, updating the last arrival unless it is
     /// backwards.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn arrive(&mut self, now: Instant) -> Arrival {
         match self.last {
             Some(last) if now < last => {
@@ -554,7 +554,7 @@ impl History {
     /// pass anything otherwise).
     ///
     /// Returns the outcome and how the window changed.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn observe(&mut self, now: Instant, level_at_arrival: f64) -> (HeartbeatOutcome, Change) {
         let interval = match self.arrivals.arrive(now) {
             Arrival::Backwards(by) => return (HeartbeatOutcome::Backwards { by }, Change::None),

@@ -23,8 +23,8 @@
 //! a large finite value there. Assertions are ported in their intended
 //! meaning: "== 0.0" stays `== 0.0`, and "+inf / unavailable" becomes
 //! "unavailable", i.e. `level >= threshold`. Where Akka's `-0.0` comes from
-//! rounding (`1 - 1/(1+e)` is 1.0 once `e > 2^53`) rather than from
-//! underflow, this crate returns the true tiny positive value; see
+//! rounding (`1 - 1/(1+e)` is 1.0 once `e >= 2^54`), this crate returns
+//! exactly 0 too; see
 //! `the_level_at_the_heartbeat_instant_is_exactly_zero_as_in_hazelcast`.
 //!
 //! Tolerances: `±t (≤)` is inclusive, as ScalaTest's `+-` and JUnit's
@@ -981,12 +981,9 @@ mod hazelcast {
         let after = d.level(at(TS + 2000));
         assert!(after >= 1.0, "suspicion after the timeout = {after} must be >= 1");
         // suspicionLevel_whenHeartbeat expects exactly 0 (delta 0); Hazelcast
-        // gets -0.0 by rounding. The true value at y = -11 is about 1.6e-49,
-        // which this crate returns. Checked exactly in the ignored test
-        // below; here: below 2^-53 / ln 10 ≈ 4.8e-17, the largest value
-        // Akka's expression can round to -0.0.
+        // gets -0.0 by rounding, and so does this crate's Akka form (exact 0).
         let at_heartbeat = d.level(at(TS));
-        assert!((0.0..4.8e-17).contains(&at_heartbeat), "suspicion at the heartbeat = {at_heartbeat}");
+        assert_eq!(at_heartbeat, 0.0, "suspicion at the heartbeat");
     }
 
     #[test]
@@ -1054,10 +1051,9 @@ mod hazelcast {
         assert!(before < failure_level, "{name}: suspicionLevel_beforeHeartbeatTimeout = {before}");
         let after = r.level(&m, at(TS + 2000)).unwrap();
         assert!(after >= failure_level, "{name}: suspicionLevel_afterHeartbeatTimeout = {after}");
-        // suspicionLevel_whenHeartbeat (0, delta 0): exact for the deadline
-        // type; see the ignored test for phi accrual. Here: below 4.8e-17.
+        // suspicionLevel_whenHeartbeat (0, delta 0): exact for both types.
         let at_heartbeat = r.level(&m, at(TS)).unwrap();
-        assert!((0.0..4.8e-17).contains(&at_heartbeat), "{name}: suspicionLevel_whenHeartbeat = {at_heartbeat}");
+        assert_eq!(at_heartbeat, 0.0, "{name}: suspicionLevel_whenHeartbeat");
 
         // remove_whenNoHeartbeat, remove_afterHeartbeat.
         let mut r = new();
@@ -1412,8 +1408,15 @@ mod regressions {
                     assert!(l >= previous, "{model} ×{duplicates}: level fell to {l} at {t}");
                     previous = l;
                 }
-                let _ = d.crossing(8.0);
+                // The inverse is consistent with the level wherever it exists.
+                if let Some(t) = d.crossing(8.0) {
+                    assert!(d.level(t) >= 8.0, "{model} ×{duplicates}: crossing {t} below 8");
+                }
+                d.reset();
+                assert_eq!(d.level(Instant::from_secs(9)), 0.0, "{model}: after reset, level 0");
+                assert_eq!(d.last_heartbeat(), None, "{model}: after reset, no heartbeat");
             }
+            // Never fed at all: level 0.
             d.reset();
             assert_eq!(d.level(Instant::from_secs(9)), 0.0, "{model}: no heartbeat, level 0");
         }

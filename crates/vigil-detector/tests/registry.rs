@@ -2,14 +2,11 @@
 //! the first-heartbeat rule, unknown peers, the brake, the pause guard, and
 //! one-timer scheduling checked against fine-grained polling.
 
-use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::rc::Rc;
 use std::time::Duration;
 
 use vigil_detector::{
     Akka, AkkaConfig, Brake, Cause, Detector, Event, Fixed, FixedConfig, HeartbeatError, HeartbeatOutcome, Instant,
-    Policy, PolicyId, PolicyState, Registry, RegistryConfig, Stats, UnknownPeers,
+    PauseGuard, Policy, PolicyId, PolicyState, Registry, RegistryConfig, UnknownPeers,
 };
 
 fn ms(n: u64) -> Instant {
@@ -110,61 +107,35 @@ fn a_heartbeat_during_the_dwell_cancels_it_and_a_heartbeat_after_settles_first()
     assert_eq!(recoveries(&ev), vec![("a", PolicyId(0), ms(12_000))]);
 }
 
-/// A detector whose level just after each heartbeat is scripted, and which
-/// then rises by 1 per second of silence.
-#[derive(Clone)]
-struct Scripted {
-    last: Option<Instant>,
-    floor: f64,
-    script: Rc<RefCell<VecDeque<f64>>>,
-}
-
-impl Detector for Scripted {
-    fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
-        self.last = Some(now);
-        self.floor = self.script.borrow_mut().pop_front().unwrap_or(0.0);
-        HeartbeatOutcome::First
+#[test]
+fn recovery_under_a_rearm_level_needs_punctual_heartbeats() {
+    // Threshold 1 (the 1 s timeout), re-arm 0.5: after the heartbeat that
+    // ends the silence, two more must each come within 500 ms.
+    let policies = vec![Policy::new("p", 1.0).rearm(0.5).recovery_heartbeats(3)];
+    let mut r = Registry::new(fixed(1_000), plain(policies)).unwrap();
+    let mut log = Vec::new();
+    r.heartbeat("a", ms(0)).unwrap();
+    drive(&mut r, ms(1_500), &mut log);
+    assert_eq!(suspicions(&log), vec![("a", PolicyId(0), ms(1_000))]);
+    // 1.5 s ends it (1 of 3); 1.8 s is punctual (2); 2.4 s came at level 0.6,
+    // late for the re-arm level: the count starts again (1); 2.7 s (2);
+    // 2.9 s (3): recovered.
+    for t in [1_500, 1_800, 2_400, 2_700] {
+        r.heartbeat("a", ms(t)).unwrap();
+        log.extend(r.poll(ms(t)));
+        assert_eq!(r.is_suspected(&"a", PolicyId(0)), Some(true), "at {t}");
     }
-    fn level(&self, now: Instant) -> f64 {
-        self.last.map_or(0.0, |l| self.floor + (now - l).as_secs_f64())
-    }
-    fn crossing(&self, threshold: f64) -> Option<Instant> {
-        let last = self.last?;
-        let need = threshold - self.floor;
-        if need <= 0.0 { Some(last) } else { Some(last + Duration::from_secs_f64(need)) }
-    }
-    fn stats(&self) -> Stats {
-        Stats::default()
-    }
-    fn reset(&mut self) {
-        self.last = None;
-    }
-    fn last_heartbeat(&self) -> Option<Instant> {
-        self.last
-    }
-    fn heap_bytes(&self) -> usize {
-        0
-    }
+    r.heartbeat("a", ms(2_900)).unwrap();
+    let ev = r.poll(ms(2_900));
+    assert_eq!(recoveries(&ev), vec![("a", PolicyId(0), ms(2_900))]);
+    assert!(matches!(ev[0], Event::Recovered { level, .. } if level == 0.0));
 }
 
 #[test]
-fn recovery_needs_the_level_below_the_rearm_level() {
-    let script = Rc::new(RefCell::new(VecDeque::new()));
-    let d = Scripted { last: None, floor: 0.0, script: script.clone() };
-    let mut r = Registry::new(d, plain(vec![Policy::new("p", 4.0).rearm(2.0)])).unwrap();
-    r.heartbeat("a", ms(0)).unwrap();
-    let mut log = Vec::new();
-    drive(&mut r, ms(4_000), &mut log);
-    assert_eq!(suspicions(&log), vec![("a", PolicyId(0), ms(4_000))]);
-    // A heartbeat that leaves the level at 3 (above the re-arm level 2) does
-    // not recover; one that leaves it at 1 does.
-    script.borrow_mut().extend([3.0, 1.0]);
-    r.heartbeat("a", ms(4_500)).unwrap();
-    assert!(r.poll(ms(4_500)).is_empty());
-    assert_eq!(r.is_suspected(&"a", PolicyId(0)), Some(true));
-    r.heartbeat("a", ms(4_900)).unwrap();
-    let ev = r.poll(ms(4_900));
-    assert_eq!(ev, vec![Event::Recovered { peer: "a", policy: PolicyId(0), at: ms(4_900), level: 1.0 }]);
+fn a_rearm_level_without_enough_recovery_heartbeats_is_rejected() {
+    let bad = Policy::new("p", 4.0).rearm(2.0);
+    assert!(bad.validate().is_err());
+    assert!(Policy::new("p", 4.0).rearm(2.0).recovery_heartbeats(2).validate().is_ok());
 }
 
 #[test]
@@ -410,6 +381,79 @@ fn a_reported_local_pause_defers_decisions() {
     let mut log = Vec::new();
     drive(&mut r, ms(10_000), &mut log);
     assert_eq!(suspicions(&log), vec![("a", PolicyId(0), ms(5_500))]);
+}
+
+#[test]
+fn heartbeats_taken_first_after_a_freeze_do_not_convict() {
+    let config = RegistryConfig { brake: None, ..RegistryConfig::new(vec![Policy::new("p", 1.0)]) };
+    let mut r = Registry::new(fixed(1_000), config).unwrap();
+    r.heartbeat("a", ms(0)).unwrap();
+    r.heartbeat("b", ms(0)).unwrap();
+    // Frozen for 10 s; the runtime drains its socket before its timer.
+    r.heartbeat("a", ms(10_001)).unwrap();
+    let ev = r.poll(ms(10_002));
+    assert!(matches!(ev[0], Event::LocalPause { at, .. } if at == ms(10_001)), "{ev:?}");
+    // a spoke; its decision due at 1 s was deferred, then cancelled.
+    assert!(suspicions(&ev).is_empty(), "{ev:?}");
+    let mut log = Vec::new();
+    for t in (10_500..=16_000).step_by(500) {
+        r.heartbeat("a", ms(t)).unwrap();
+        drive(&mut r, ms(t), &mut log);
+    }
+    assert_eq!(suspicions(&log), vec![("b", PolicyId(0), ms(15_001))]);
+}
+
+#[test]
+fn a_slow_poll_grid_is_not_a_stall_while_heartbeats_flow() {
+    let config = RegistryConfig {
+        brake: None,
+        pause_guard: Some(PauseGuard::default()),
+        ..RegistryConfig::new(vec![Policy::new("p", 1.0)])
+    };
+    let mut r = Registry::new(fixed(1_000), config).unwrap();
+    let mut log = Vec::new();
+    // Heartbeats from a every 100 ms; b stops at 2 s; polls every 8 s.
+    for t in (0..=40_000u64).step_by(100) {
+        r.heartbeat("a", ms(t)).unwrap();
+        if t <= 2_000 {
+            r.heartbeat("b", ms(t)).unwrap();
+        }
+        if t % 8_000 == 0 {
+            log.extend(r.poll(ms(t)));
+        }
+    }
+    assert!(log.iter().all(|e| !matches!(e, Event::LocalPause { .. })), "{log:?}");
+    assert_eq!(suspicions(&log), vec![("b", PolicyId(0), ms(3_000))]);
+}
+
+#[test]
+fn one_flapping_peer_does_not_engage_the_brake() {
+    let mut r = Registry::new(fixed(1_000), braked(0.3)).unwrap();
+    let mut log = Vec::new();
+    for p in 0..10u32 {
+        r.heartbeat(p, ms(0)).unwrap();
+    }
+    // Peer 0 misses its heartbeat every other second; the rest are steady.
+    for t in (500..=20_000u64).step_by(500) {
+        for p in 1..10u32 {
+            r.heartbeat(p, ms(t)).unwrap();
+        }
+        if t % 2_000 == 0 {
+            r.heartbeat(0, ms(t)).unwrap();
+        }
+        drive(&mut r, ms(t), &mut log);
+    }
+    assert!(!r.brake_engaged());
+    assert!(log.iter().all(|e| !matches!(e, Event::BrakeEngaged { .. })), "{log:?}");
+}
+
+#[test]
+fn policy_ids_from_another_registry_are_not_found() {
+    let mut r = Registry::new(fixed(1_000), plain(vec![Policy::new("p", 1.0)])).unwrap();
+    r.heartbeat("a", ms(0)).unwrap();
+    r.heartbeat("b", ms(0)).unwrap();
+    assert_eq!(r.state(&"a", PolicyId(1)), None);
+    assert_eq!(r.is_suspected(&"a", PolicyId(7)), None);
 }
 
 /// A small deterministic generator for the differential test.

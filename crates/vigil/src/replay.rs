@@ -379,7 +379,9 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
             break;
         }
         number += 1;
-        match parse_line(&line) {
+        // A byte-order mark at the start of the file is not part of the data.
+        let bytes = if number == 1 { line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line) } else { &line[..] };
+        match parse_line(bytes) {
             Ok(Line::Skip) => {}
             Ok(Line::Heartbeat(t)) => {
                 if let HeartbeatOutcome::Backwards { .. } = detector.heartbeat(t) {

@@ -208,6 +208,13 @@ fn bad_lines_stop_with_status_2_naming_the_line_and_print_nothing_after() {
 }
 
 #[test]
+fn a_byte_order_mark_is_ignored() {
+    let out = vigil(&["replay", "--model", "fixed", "-"], "\u{feff}0,hb\n500,q\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "time_ms,phi,available\n500,0.5,true\n");
+}
+
+#[test]
 fn invalid_utf8_is_a_named_error() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
         .args(["replay", "--model", "fixed", "-"])
@@ -266,7 +273,8 @@ fn backwards_heartbeats_are_ignored_and_reported() {
     let input = "0,hb\n1000,hb\n500,hb\n2000,hb\n2500,q\n";
     let out = vigil(&["replay", "--model", "fixed", "--timeout-ms", "1000", "-"], input);
     assert!(out.status.success());
-    // The heartbeat at 500 is ignored: the last one stays at 2000 ms.
+    // The heartbeat at 500 is ignored (the last one stays at 1000 ms); the
+    // query comes 500 ms after the one at 2000 ms.
     assert_eq!(stdout(&out), "time_ms,phi,available\n2500,0.5,true\n");
     assert!(stderr(&out).contains("1 heartbeat(s) earlier than the previous one were ignored (line 3)"));
 }

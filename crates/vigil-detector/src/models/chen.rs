@@ -86,7 +86,9 @@ impl Margin {
     fn value_ns(&self) -> f64 {
         match *self {
             Margin::Constant(alpha) => alpha,
-            Margin::Jacobson { beta, phi, delay, var, .. } => beta * delay + phi * var,
+            // Bounded weights and finite errors keep this finite; the clamp
+            // (±31 years) is a last guard so a level can never be infinite.
+            Margin::Jacobson { beta, phi, delay, var, .. } => (beta * delay + phi * var).clamp(-1e18, 1e18),
         }
     }
 
@@ -365,9 +367,10 @@ delegate_detector!(Chen);
 pub struct BertierConfig {
     /// Heartbeats averaged by Chen's estimator. Default 1,000.
     pub window: usize,
-    /// β: weight of the smoothed delay in the margin. Default 1.
+    /// β: weight of the smoothed delay in the margin, in [0, 100]. Default 1.
     pub beta: f64,
-    /// φ: weight of the smoothed deviation in the margin. Default 4.
+    /// φ: weight of the smoothed deviation in the margin, in [0, 100].
+    /// Default 4.
     pub phi: f64,
     /// γ: smoothing gain of both estimates, in (0, 1]. Default 0.1.
     pub gamma: f64,
@@ -397,8 +400,11 @@ impl BertierConfig {
     /// Checks every field; see [`ConfigError`].
     pub fn validate(&self) -> Result<(), ConfigError> {
         check::window("window", self.window)?;
-        check::non_negative("beta", self.beta)?;
-        check::non_negative("phi", self.phi)?;
+        for (field, value) in [("beta", self.beta), ("phi", self.phi)] {
+            if !(value.is_finite() && (0.0..=100.0).contains(&value)) {
+                return Err(ConfigError::OutOfRange { field, value, range: "[0, 100]" });
+            }
+        }
         if !(self.gamma > 0.0 && self.gamma <= 1.0) {
             return Err(ConfigError::OutOfRange { field: "gamma", value: self.gamma, range: "(0, 1]" });
         }

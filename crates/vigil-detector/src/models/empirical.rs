@@ -38,8 +38,9 @@ impl EmpiricalConfig {
 ///
 /// With `n` samples of which `c` are longer than the current silence Δ, the
 /// estimated probability that the next heartbeat comes later still is
-/// `(c + 1) / (n + 1)`, and the level is `-log10` of that: 0 at Δ = 0,
-/// `log10(n + 1)` once Δ reaches the longest sample. Beyond the longest sample
+/// `(c + 1) / (n + 1)`, and the level is `-log10` of that: 0 at Δ = 0 (unless
+/// zero-length samples, duplicates, are in the window), and `log10(n + 1)`
+/// once Δ reaches the longest sample. Beyond the longest sample
 /// the data says nothing, so the survival is continued with an exponential
 /// tail of the window's mean: the level grows by `1 / ln 10` per mean interval
 /// of further silence. The level is thus finite, non-decreasing, and grows

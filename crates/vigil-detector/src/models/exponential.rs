@@ -153,7 +153,8 @@ impl Exponential {
         let w = &self.history.window;
         let (sum_us, n) = (w.sum() as f64, w.len() as f64);
         let mean_us = match self.prior {
-            Some((prior_us, weight)) => (sum_us + weight * prior_us) / (n + weight),
+            // Written so that a huge weight cannot overflow to infinity.
+            Some((prior_us, weight)) => sum_us / (n + weight) + prior_us * (weight / (n + weight)),
             None if n > 0.0 => sum_us / n,
             None => {
                 self.rate = None;

@@ -89,7 +89,7 @@ impl Fit {
 /// Arranged for a short dependency chain to 1/σ, which every level query
 /// needs first: `1/σ = min(n / sqrt(n Σx² - (Σx)²), 1 / min σ)`, one square
 /// root and one division.
-#[inline]
+#[inline(always)]
 fn fit(history: &History, pause_ns: f64, min_std_ns: f64) -> Option<Fit> {
     let w = &history.window;
     if w.is_empty() {
@@ -129,7 +129,7 @@ impl Clone for FitCache {
 }
 
 impl FitCache {
-    #[inline]
+    #[inline(always)]
     fn get(&self, history: &History, pause_ns: f64, min_std_ns: f64) -> Option<Fit> {
         if self.fresh.load(Ordering::Acquire) {
             return Some(Fit {
@@ -280,8 +280,9 @@ pub struct AkkaConfig {
     pub min_std_dev: Duration,
     /// Added to the mean (`acceptable-heartbeat-pause`). Default 3 s.
     pub acceptable_pause: Duration,
-    /// Bootstrap estimate (`heartbeat-interval`): two samples at ±25 %.
-    /// Default 1 s.
+    /// Bootstrap estimate (`heartbeat-interval`): two samples at ±25 %,
+    /// computed in whole milliseconds as Akka does (the estimate is truncated
+    /// to milliseconds, and 1 ms gives two samples of 1 ms). Default 1 s.
     pub first_heartbeat_estimate: Duration,
 }
 
