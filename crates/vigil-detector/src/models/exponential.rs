@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::detector::crossing_from_guess;
 use crate::error::check;
-use crate::window::{Admission, Bootstrap, Change, History, MaxInterval};
+use crate::window::{Admission, Bootstrap, History, MaxInterval};
 use crate::{ConfigError, Detector, HeartbeatOutcome, Instant, Stats};
 
 /// An additive-smoothing prior on the mean (chitchat): the mean is
@@ -134,8 +134,6 @@ impl ExponentialConfig {
 pub struct Exponential {
     history: History,
     prior: Option<(f64, f64)>,
-    /// `1 / (mean_ns · ln 10)`, if there is an estimate.
-    rate: Option<f64>,
 }
 
 impl Exponential {
@@ -145,46 +143,41 @@ impl Exponential {
         Ok(Exponential {
             history: History::new(config.window, config.admission, config.bootstrap),
             prior: config.prior.map(|p| (p.mean.as_nanos() as f64 / 1e3, p.weight)),
-            rate: None,
         })
     }
 
-    fn refit(&mut self) {
+    /// `mean · ln 10` in nanoseconds (the mean floored at 1 µs), if there is
+    /// an estimate. Computed from the window's sum when asked, so a heartbeat
+    /// costs no division.
+    #[inline]
+    fn scale_ns(&self) -> Option<f64> {
         let w = &self.history.window;
         let (sum_us, n) = (w.sum() as f64, w.len() as f64);
         let mean_us = match self.prior {
             // Written so that a huge weight cannot overflow to infinity.
             Some((prior_us, weight)) => sum_us / (n + weight) + prior_us * (weight / (n + weight)),
             None if n > 0.0 => sum_us / n,
-            None => {
-                self.rate = None;
-                return;
-            }
+            None => return None,
         };
-        let mean_ns = (mean_us * 1e3).max(1e3);
-        self.rate = Some(1.0 / (mean_ns * LN_10));
+        Some((mean_us * 1e3).max(1e3) * LN_10)
     }
 
     /// The mean used by the model (with the prior), if it has one.
     pub fn effective_mean(&self) -> Option<Duration> {
-        self.rate.map(|r| Duration::from_nanos((1.0 / (r * LN_10)).round() as u64))
+        self.scale_ns().map(|s| Duration::from_nanos((s / LN_10).round() as u64))
     }
 }
 
 impl Detector for Exponential {
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
         let level = if self.history.needs_level() { self.level(now) } else { 0.0 };
-        let (outcome, change) = self.history.observe(now, level);
-        if change != Change::None {
-            self.refit();
-        }
-        outcome
+        self.history.observe(now, level).0
     }
 
     #[inline]
     fn level(&self, now: Instant) -> f64 {
-        match (self.history.last(), self.rate) {
-            (Some(last), Some(rate)) => now.nanos_since(last) as f64 * rate,
+        match (self.history.last(), self.scale_ns()) {
+            (Some(last), Some(scale)) => now.nanos_since(last) as f64 / scale,
             _ => 0.0,
         }
     }
@@ -193,7 +186,7 @@ impl Detector for Exponential {
         crossing_from_guess(
             self.history.last(),
             threshold,
-            || self.rate.map(|rate| threshold / rate),
+            || self.scale_ns().map(|scale| threshold * scale),
             |t| self.level(t),
         )
     }
@@ -204,7 +197,6 @@ impl Detector for Exponential {
 
     fn reset(&mut self) {
         self.history.reset();
-        self.refit();
     }
 
     fn last_heartbeat(&self) -> Option<Instant> {
