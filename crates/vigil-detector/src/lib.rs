@@ -135,3 +135,8 @@ pub use registry::{
 };
 pub use time::Instant;
 pub use window::{Admission, Bootstrap, HeartbeatOutcome, MAX_WINDOW, MaxInterval, SkipReason, Stats};
+
+/// The README's examples are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
