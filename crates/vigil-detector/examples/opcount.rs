@@ -30,7 +30,15 @@ fn gaps() -> Vec<u64> {
         .collect()
 }
 
-fn run_detector(mut d: impl Detector, op: &str, n: usize) {
+/// What each iteration does.
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    Heartbeat,
+    Level,
+    Pair,
+}
+
+fn run_detector(mut d: impl Detector, op: Op, n: usize) {
     let gaps = gaps();
     let mut t = 0u64;
     for &g in gaps.iter().cycle().take(WINDOW + 10) {
@@ -40,14 +48,14 @@ fn run_detector(mut d: impl Detector, op: &str, n: usize) {
     for i in 0..n {
         let silence = (i as u64 & 63) * 100_000_000;
         match op {
-            "heartbeat" => {
+            Op::Heartbeat => {
                 t += gaps[i & 4095];
                 d.heartbeat(black_box(Instant::from_nanos(t)));
             }
-            "level" => {
+            Op::Level => {
                 black_box(d.level(black_box(Instant::from_nanos(t + silence))));
             }
-            _ => {
+            Op::Pair => {
                 t += gaps[i & 4095];
                 d.heartbeat(black_box(Instant::from_nanos(t)));
                 black_box(d.level(black_box(Instant::from_nanos(t + silence))));
@@ -69,7 +77,7 @@ impl phi_accrual_failure_detector::Clock for FakeClock {
     }
 }
 
-fn run_heilhead(op: &str, n: usize) {
+fn run_heilhead(op: Op, n: usize) {
     use phi_accrual_failure_detector::Detector as _;
     let gaps = gaps();
     let clock = FakeClock(Rc::new(Cell::new(0)));
@@ -83,19 +91,19 @@ fn run_heilhead(op: &str, n: usize) {
     }
     for i in 0..n {
         let silence = (i as u64 & 63) * 100_000_000;
-        if op != "level" {
+        if op != Op::Level {
             t += gaps[i & 4095];
             clock.0.set(black_box(t));
             d.heartbeat();
         }
-        if op != "heartbeat" {
+        if op != Op::Heartbeat {
             clock.0.set(black_box(t + silence));
             black_box(d.phi());
         }
     }
 }
 
-fn run_akiradeveloper(op: &str, n: usize) {
+fn run_akiradeveloper(op: Op, n: usize) {
     let gaps = gaps();
     let mut w = phi_detector::PingWindow::new(Duration::from_secs(1));
     for &g in gaps.iter().cycle().take(WINDOW + 10) {
@@ -103,10 +111,10 @@ fn run_akiradeveloper(op: &str, n: usize) {
     }
     for i in 0..n {
         let silence = (i as u64 & 63) * 100_000_000;
-        if op != "level" {
+        if op != Op::Level {
             w.add_ping(black_box(Duration::from_nanos(gaps[i & 4095])));
         }
-        if op != "heartbeat" {
+        if op != Op::Heartbeat {
             black_box(w.normal_dist().phi(black_box(Duration::from_nanos(silence))));
         }
     }
@@ -119,7 +127,12 @@ fn main() {
         [_, imp, op, n] => (imp.as_str(), op.as_str(), n.parse::<usize>().expect(usage)),
         _ => panic!("{usage}"),
     };
-    assert!(["heartbeat", "level", "pair"].contains(&op), "{usage}");
+    let op = match op {
+        "heartbeat" => Op::Heartbeat,
+        "level" => Op::Level,
+        "pair" => Op::Pair,
+        _ => panic!("{usage}"),
+    };
     match imp {
         "akka" => run_detector(Akka::new(AkkaConfig::default()).unwrap(), op, n),
         "normal" => run_detector(Normal::new(NormalConfig::default()).unwrap(), op, n),

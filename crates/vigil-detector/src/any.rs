@@ -293,6 +293,7 @@ impl AnyDetector {
 }
 
 impl Detector for AnyDetector {
+    #[inline]
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
         dispatch!(self, d => d.heartbeat(now))
     }

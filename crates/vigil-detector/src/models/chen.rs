@@ -237,6 +237,7 @@ impl FreshnessCore {
 macro_rules! delegate_detector {
     ($ty:ty) => {
         impl Detector for $ty {
+            #[inline]
             fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
                 self.core.heartbeat(now)
             }

@@ -131,6 +131,7 @@ impl Empirical {
 }
 
 impl Detector for Empirical {
+    #[inline]
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
         let level = if self.history.needs_level() { self.level(now) } else { 0.0 };
         let (outcome, change) = self.history.observe(now, level);

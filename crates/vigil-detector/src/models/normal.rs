@@ -217,6 +217,7 @@ impl Normal {
 }
 
 impl Detector for Normal {
+    #[inline]
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
         let level = if self.history.needs_level() { self.level(now) } else { 0.0 };
         let (outcome, change) = self.history.observe(now, level);
@@ -408,6 +409,7 @@ impl Akka {
 }
 
 impl Detector for Akka {
+    #[inline]
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
         // Akka records the interval only if the peer is still available when
         // the heartbeat arrives. Well before the threshold (the usual case)

@@ -79,6 +79,7 @@ impl Fixed {
 }
 
 impl Detector for Fixed {
+    #[inline]
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
         take(&mut self.arrivals, now)
     }
@@ -183,6 +184,7 @@ impl Deadline {
 }
 
 impl Detector for Deadline {
+    #[inline]
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
         take(&mut self.arrivals, now)
     }
