@@ -152,8 +152,86 @@ impl FitCache {
     }
 }
 
-fn elapsed_ns(last: Instant, now: Instant) -> f64 {
-    now.nanos_since(last) as f64
+/// What the two normal-model detectors share: the history, the pause and σ
+/// floor, and the lazily fitted μ and σ.
+#[derive(Debug, Clone)]
+struct GaussianCore {
+    history: History,
+    pause_ns: f64,
+    min_std_ns: f64,
+    cache: FitCache,
+}
+
+impl GaussianCore {
+    fn new(window: usize, admission: Admission, seed: impl Into<Seed>, pause: Duration, min_std: Duration) -> Self {
+        GaussianCore {
+            history: History::new(window, admission, seed),
+            pause_ns: pause.as_nanos() as f64,
+            min_std_ns: min_std.as_nanos() as f64,
+            cache: FitCache::default(),
+        }
+    }
+
+    #[inline]
+    fn fit(&self) -> Option<Fit> {
+        self.cache.get(&self.history, self.pause_ns, self.min_std_ns)
+    }
+
+    /// Standard deviations past μ at `now`, if there is a heartbeat and an
+    /// estimate.
+    #[inline]
+    fn y(&self, now: Instant) -> Option<f64> {
+        let last = self.history.last()?;
+        Some(self.fit()?.y(now.nanos_since(last) as f64))
+    }
+
+    /// Records a heartbeat, given the level at arrival (for admission).
+    #[inline]
+    fn observe(&mut self, now: Instant, level_at_arrival: f64) -> HeartbeatOutcome {
+        let (outcome, change) = self.history.observe(now, level_at_arrival);
+        if change != crate::window::Change::None {
+            self.cache.invalidate();
+        }
+        outcome
+    }
+
+    /// The crossing of `threshold`, given where the model's level reaches it
+    /// (`y_at_threshold` σ past μ) and the level function.
+    fn crossing(
+        &self,
+        threshold: f64,
+        y_at_threshold: impl FnOnce() -> f64,
+        level: impl Fn(Instant) -> f64,
+    ) -> Option<Instant> {
+        crossing_from_guess(
+            self.history.last(),
+            threshold,
+            || self.fit().map(|f| f.mu + y_at_threshold() * f.sigma),
+            level,
+        )
+    }
+}
+
+/// The [`Detector`] methods that are the same for both normal models.
+macro_rules! gaussian_common {
+    () => {
+        fn stats(&self) -> Stats {
+            self.core.history.stats()
+        }
+
+        fn reset(&mut self) {
+            self.core.history.reset();
+            self.core.cache.invalidate();
+        }
+
+        fn last_heartbeat(&self) -> Option<Instant> {
+            self.core.history.last()
+        }
+
+        fn heap_bytes(&self) -> usize {
+            self.core.history.window.heap_bytes()
+        }
+    };
 }
 
 /// The φ accrual detector of Hayashibara et al. with the exact normal tail.
@@ -186,80 +264,47 @@ fn elapsed_ns(last: Instant, now: Instant) -> f64 {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Normal {
-    history: History,
-    pause_ns: f64,
-    min_std_ns: f64,
-    cache: FitCache,
+    core: GaussianCore,
 }
 
 impl Normal {
     /// Builds a detector after validating `config`.
     pub fn new(config: NormalConfig) -> Result<Normal, ConfigError> {
         config.validate()?;
-        Ok(Normal {
-            history: History::new(config.window, config.admission, config.bootstrap),
-            pause_ns: config.acceptable_pause.as_nanos() as f64,
-            min_std_ns: config.min_std_dev.as_nanos() as f64,
-            cache: FitCache::default(),
-        })
-    }
-
-    #[inline]
-    fn fit(&self) -> Option<Fit> {
-        self.cache.get(&self.history, self.pause_ns, self.min_std_ns)
+        let core = GaussianCore::new(
+            config.window,
+            config.admission,
+            config.bootstrap,
+            config.acceptable_pause,
+            config.min_std_dev,
+        );
+        Ok(Normal { core })
     }
 
     /// The fitted mean (including the acceptable pause) and σ (including the
     /// floor), if the model has an estimate.
     pub fn fitted(&self) -> Option<(Duration, Duration)> {
-        self.fit().map(|f| (Duration::from_nanos(f.mu as u64), Duration::from_nanos(f.sigma as u64)))
+        self.core.fit().map(|f| (Duration::from_nanos(f.mu as u64), Duration::from_nanos(f.sigma as u64)))
     }
 }
 
 impl Detector for Normal {
     #[inline]
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
-        let level = if self.history.needs_level() { self.level(now) } else { 0.0 };
-        let (outcome, change) = self.history.observe(now, level);
-        if change != crate::window::Change::None {
-            self.cache.invalidate();
-        }
-        outcome
+        let level = if self.core.history.needs_level() { self.level(now) } else { 0.0 };
+        self.core.observe(now, level)
     }
 
     #[inline]
     fn level(&self, now: Instant) -> f64 {
-        match (self.history.last(), self.fit()) {
-            (Some(last), Some(f)) => normal_phi(f.y(elapsed_ns(last, now))),
-            _ => 0.0,
-        }
+        self.core.y(now).map_or(0.0, normal_phi)
     }
 
     fn crossing(&self, threshold: f64) -> Option<Instant> {
-        crossing_from_guess(
-            self.history.last(),
-            threshold,
-            || self.fit().map(|f| f.mu + normal_phi_inverse(threshold) * f.sigma),
-            |t| self.level(t),
-        )
+        self.core.crossing(threshold, || normal_phi_inverse(threshold), |t| self.level(t))
     }
 
-    fn stats(&self) -> Stats {
-        self.history.stats()
-    }
-
-    fn reset(&mut self) {
-        self.history.reset();
-        self.cache.invalidate();
-    }
-
-    fn last_heartbeat(&self) -> Option<Instant> {
-        self.history.last()
-    }
-
-    fn heap_bytes(&self) -> usize {
-        self.history.window.heap_bytes()
-    }
+    gaussian_common!();
 }
 
 /// Configuration of [`Akka`]: exactly the five parameters of Akka's and
@@ -352,16 +397,13 @@ impl AkkaConfig {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Akka {
-    history: History,
+    core: GaussianCore,
     threshold: f64,
     /// `pause + threshold_y × min σ` in whole ns, rounded down: a silence
     /// shorter than the mean plus this is below the threshold whatever the
     /// window's σ (σ >= min σ). `None` when the threshold is below the mean
     /// (thresholds under log10 2), where this bound does not hold.
     surely_available_ns: Option<u64>,
-    pause_ns: f64,
-    min_std_ns: f64,
-    cache: FitCache,
 }
 
 impl Akka {
@@ -375,26 +417,19 @@ impl Akka {
         let spread_ms = estimate_ms / 4;
         let to_us = |ms: u32| ms.saturating_mul(1_000);
         let bootstrap = Seed::pair(to_us(estimate_ms - spread_ms), to_us(estimate_ms + spread_ms));
+        let surely_available_ns = match logistic_phi_inverse(config.threshold) {
+            y if y >= 0.0 => {
+                let ns = config.acceptable_pause.as_nanos() as f64 + y * config.min_std_dev.as_nanos() as f64;
+                // One microsecond on the safe side of float rounding.
+                Some((ns - 1e3).max(0.0).min(u64::MAX as f64) as u64)
+            }
+            _ => None,
+        };
         Ok(Akka {
-            history: History::new(config.window, admission, bootstrap),
+            core: GaussianCore::new(config.window, admission, bootstrap, config.acceptable_pause, config.min_std_dev),
             threshold: config.threshold,
-            surely_available_ns: match logistic_phi_inverse(config.threshold) {
-                y if y >= 0.0 => {
-                    let ns = config.acceptable_pause.as_nanos() as f64 + y * config.min_std_dev.as_nanos() as f64;
-                    // One microsecond on the safe side of float rounding.
-                    Some((ns - 1e3).max(0.0).min(u64::MAX as f64) as u64)
-                }
-                _ => None,
-            },
-            pause_ns: config.acceptable_pause.as_nanos() as f64,
-            min_std_ns: config.min_std_dev.as_nanos() as f64,
-            cache: FitCache::default(),
+            surely_available_ns,
         })
-    }
-
-    #[inline]
-    fn fit(&self) -> Option<Fit> {
-        self.cache.get(&self.history, self.pause_ns, self.min_std_ns)
     }
 
     /// The configured threshold.
@@ -404,7 +439,7 @@ impl Akka {
 
     /// Whether a heartbeat has ever arrived (Akka's `isMonitoring`).
     pub fn is_monitoring(&self) -> bool {
-        self.history.last().is_some()
+        self.core.history.last().is_some()
     }
 }
 
@@ -417,7 +452,7 @@ impl Detector for Akka {
         // elapsed < mean + pause + y_threshold × min σ. Compared exactly in
         // integers, scaled by n to avoid a division (the mean times n is the
         // sum of whole-microsecond samples).
-        let w = &self.history.window;
+        let w = &self.core.history.window;
         let surely_available = |last: Instant| match self.surely_available_ns {
             Some(margin) if !w.is_empty() => {
                 let n = w.len() as u128;
@@ -425,48 +460,21 @@ impl Detector for Akka {
             }
             _ => false,
         };
-        let level = match self.history.last() {
+        let level = match self.core.history.last() {
             Some(last) if surely_available(last) => 0.0,
             _ => self.level(now),
         };
-        let (outcome, change) = self.history.observe(now, level);
-        if change != crate::window::Change::None {
-            self.cache.invalidate();
-        }
-        outcome
+        self.core.observe(now, level)
     }
 
     #[inline]
     fn level(&self, now: Instant) -> f64 {
-        match (self.history.last(), self.fit()) {
-            (Some(last), Some(f)) => logistic_phi(f.y(elapsed_ns(last, now))),
-            _ => 0.0,
-        }
+        self.core.y(now).map_or(0.0, logistic_phi)
     }
 
     fn crossing(&self, threshold: f64) -> Option<Instant> {
-        crossing_from_guess(
-            self.history.last(),
-            threshold,
-            || self.fit().map(|f| f.mu + logistic_phi_inverse(threshold) * f.sigma),
-            |t| self.level(t),
-        )
+        self.core.crossing(threshold, || logistic_phi_inverse(threshold), |t| self.level(t))
     }
 
-    fn stats(&self) -> Stats {
-        self.history.stats()
-    }
-
-    fn reset(&mut self) {
-        self.history.reset();
-        self.cache.invalidate();
-    }
-
-    fn last_heartbeat(&self) -> Option<Instant> {
-        self.history.last()
-    }
-
-    fn heap_bytes(&self) -> usize {
-        self.history.window.heap_bytes()
-    }
+    gaussian_common!();
 }

@@ -7,22 +7,69 @@ use crate::error::check;
 use crate::window::{Arrival, Arrivals};
 use crate::{ConfigError, Detector, HeartbeatOutcome, Instant, Stats};
 
-/// The level of a timeout detector: elapsed silence as a fraction of the
-/// timeout.
-fn fraction(arrivals: &Arrivals, timeout_ns: f64, now: Instant) -> f64 {
-    match arrivals.last {
-        Some(last) => now.nanos_since(last) as f64 / timeout_ns,
-        None => 0.0,
+/// A timeout detector's whole state: the last arrival and the timeout. The
+/// level is the elapsed silence as a fraction of the timeout.
+#[derive(Debug, Clone)]
+struct TimeoutCore {
+    arrivals: Arrivals,
+    timeout_ns: f64,
+}
+
+impl TimeoutCore {
+    fn new(timeout: Duration) -> TimeoutCore {
+        TimeoutCore { arrivals: Arrivals::default(), timeout_ns: timeout.as_nanos() as f64 }
     }
 }
 
-fn take(arrivals: &mut Arrivals, now: Instant) -> HeartbeatOutcome {
-    match arrivals.arrive(now) {
-        Arrival::Backwards(by) => HeartbeatOutcome::Backwards { by },
-        Arrival::First => HeartbeatOutcome::First,
-        // Nothing is learned from intervals, but they count as recorded.
-        Arrival::After(interval) => HeartbeatOutcome::Recorded { interval: Duration::from_nanos(interval) },
-    }
+/// Implements [`Detector`] for a newtype around [`TimeoutCore`].
+macro_rules! timeout_detector {
+    ($ty:ty) => {
+        impl Detector for $ty {
+            #[inline]
+            fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
+                match self.core.arrivals.arrive(now) {
+                    Arrival::Backwards(by) => HeartbeatOutcome::Backwards { by },
+                    Arrival::First => HeartbeatOutcome::First,
+                    // Nothing is learned from intervals, but they count as recorded.
+                    Arrival::After(interval) => HeartbeatOutcome::Recorded { interval: Duration::from_nanos(interval) },
+                }
+            }
+
+            #[inline]
+            fn level(&self, now: Instant) -> f64 {
+                match self.core.arrivals.last {
+                    Some(last) => now.nanos_since(last) as f64 / self.core.timeout_ns,
+                    None => 0.0,
+                }
+            }
+
+            fn crossing(&self, threshold: f64) -> Option<Instant> {
+                let timeout_ns = self.core.timeout_ns;
+                crossing_from_guess(
+                    self.core.arrivals.last,
+                    threshold,
+                    || Some(threshold * timeout_ns),
+                    |t| self.level(t),
+                )
+            }
+
+            fn stats(&self) -> Stats {
+                self.core.arrivals.stats()
+            }
+
+            fn reset(&mut self) {
+                self.core.arrivals.reset();
+            }
+
+            fn last_heartbeat(&self) -> Option<Instant> {
+                self.core.arrivals.last
+            }
+
+            fn heap_bytes(&self) -> usize {
+                0
+            }
+        }
+    };
 }
 
 /// Configuration of [`Fixed`].
@@ -66,49 +113,18 @@ impl FixedConfig {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Fixed {
-    arrivals: Arrivals,
-    timeout_ns: f64,
+    core: TimeoutCore,
 }
 
 impl Fixed {
     /// Builds a detector after validating `config`.
     pub fn new(config: FixedConfig) -> Result<Fixed, ConfigError> {
         config.validate()?;
-        Ok(Fixed { arrivals: Arrivals::default(), timeout_ns: config.timeout.as_nanos() as f64 })
+        Ok(Fixed { core: TimeoutCore::new(config.timeout) })
     }
 }
 
-impl Detector for Fixed {
-    #[inline]
-    fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
-        take(&mut self.arrivals, now)
-    }
-
-    #[inline]
-    fn level(&self, now: Instant) -> f64 {
-        fraction(&self.arrivals, self.timeout_ns, now)
-    }
-
-    fn crossing(&self, threshold: f64) -> Option<Instant> {
-        crossing_from_guess(self.arrivals.last, threshold, || Some(threshold * self.timeout_ns), |t| self.level(t))
-    }
-
-    fn stats(&self) -> Stats {
-        self.arrivals.stats()
-    }
-
-    fn reset(&mut self) {
-        self.arrivals.reset();
-    }
-
-    fn last_heartbeat(&self) -> Option<Instant> {
-        self.arrivals.last
-    }
-
-    fn heap_bytes(&self) -> usize {
-        0
-    }
-}
+timeout_detector!(Fixed);
 
 /// Configuration of [`Deadline`]: Akka's `DeadlineFailureDetector`.
 ///
@@ -166,51 +182,20 @@ impl DeadlineConfig {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Deadline {
-    arrivals: Arrivals,
-    deadline_ns: f64,
+    core: TimeoutCore,
 }
 
 impl Deadline {
     /// Builds a detector after validating `config`.
     pub fn new(config: DeadlineConfig) -> Result<Deadline, ConfigError> {
         config.validate()?;
-        Ok(Deadline { arrivals: Arrivals::default(), deadline_ns: config.deadline().as_nanos() as f64 })
+        Ok(Deadline { core: TimeoutCore::new(config.deadline()) })
     }
 
     /// Whether a heartbeat has ever arrived (Akka's `isMonitoring`).
     pub fn is_monitoring(&self) -> bool {
-        self.arrivals.last.is_some()
+        self.core.arrivals.last.is_some()
     }
 }
 
-impl Detector for Deadline {
-    #[inline]
-    fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
-        take(&mut self.arrivals, now)
-    }
-
-    #[inline]
-    fn level(&self, now: Instant) -> f64 {
-        fraction(&self.arrivals, self.deadline_ns, now)
-    }
-
-    fn crossing(&self, threshold: f64) -> Option<Instant> {
-        crossing_from_guess(self.arrivals.last, threshold, || Some(threshold * self.deadline_ns), |t| self.level(t))
-    }
-
-    fn stats(&self) -> Stats {
-        self.arrivals.stats()
-    }
-
-    fn reset(&mut self) {
-        self.arrivals.reset();
-    }
-
-    fn last_heartbeat(&self) -> Option<Instant> {
-        self.arrivals.last
-    }
-
-    fn heap_bytes(&self) -> usize {
-        0
-    }
-}
+timeout_detector!(Deadline);
