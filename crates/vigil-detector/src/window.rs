@@ -21,7 +21,8 @@ pub(crate) const MAX_SAMPLE_US: u32 = u32::MAX;
 #[inline]
 pub(crate) fn ns_to_sample(nanos: u64) -> u32 {
     let micros = nanos.saturating_add(500) / 1_000;
-    u32::try_from(micros).unwrap_or(MAX_SAMPLE_US)
+    // Saturate, then narrow: the value fits after `min`.
+    micros.min(u64::from(MAX_SAMPLE_US)) as u32
 }
 
 /// [`ns_to_sample`] for a duration.
@@ -493,6 +494,9 @@ struct Rules {
     skip_at: f64,
     /// Level at which the window restarts (`+inf`: never).
     reset_at: f64,
+    /// Whether either level rule is set (so the model must compute the level
+    /// at arrival).
+    needs_level: bool,
 }
 
 impl From<Admission> for Rules {
@@ -509,6 +513,7 @@ impl From<Admission> for Rules {
             min_ns: a.min_interval.map_or(0, ns),
             skip_at: a.skip_if_level_at_least.unwrap_or(f64::INFINITY),
             reset_at: a.reset_if_level_at_least.unwrap_or(f64::INFINITY),
+            needs_level: a.skip_if_level_at_least.is_some() || a.reset_if_level_at_least.is_some(),
         }
     }
 }
@@ -535,7 +540,7 @@ impl History {
     /// Whether [`observe`](Self::observe) needs the level at arrival.
     #[inline]
     pub(crate) fn needs_level(&self) -> bool {
-        self.rules.skip_at.is_finite() || self.rules.reset_at.is_finite()
+        self.rules.needs_level
     }
 
     #[inline]
@@ -543,7 +548,13 @@ impl History {
         self.arrivals.last
     }
 
-    fn apply_bootstrap(&mut self) {
+    /// Empties the window and applies the bootstrap: the rare path of a
+    /// first heartbeat or a restart, kept out of line so the common path
+    /// stays small.
+    #[cold]
+    #[inline(never)]
+    fn rebuild(&mut self) {
+        self.window.clear();
         for &sample in self.seed.samples() {
             self.window.push(sample);
         }
@@ -559,8 +570,7 @@ impl History {
         let interval = match self.arrivals.arrive(now) {
             Arrival::Backwards(by) => return (HeartbeatOutcome::Backwards { by }, Change::None),
             Arrival::First => {
-                self.window.clear();
-                self.apply_bootstrap();
+                self.rebuild();
                 return (HeartbeatOutcome::First, Change::Rebuilt);
             }
             Arrival::After(interval) => interval,
@@ -571,8 +581,7 @@ impl History {
         let counters = &mut self.arrivals.counters;
         if level_at_arrival >= r.reset_at {
             counters.restarts = counters.restarts.saturating_add(1);
-            self.window.clear();
-            self.apply_bootstrap();
+            self.rebuild();
             return (HeartbeatOutcome::Restarted { interval }, Change::Rebuilt);
         }
         let reason = if level_at_arrival >= r.skip_at {

@@ -432,6 +432,14 @@ impl Akka {
         })
     }
 
+    /// The level, out of line: the heartbeat path needs it only near or past
+    /// the threshold.
+    #[cold]
+    #[inline(never)]
+    fn level_slow(&self, now: Instant) -> f64 {
+        self.level(now)
+    }
+
     /// The configured threshold.
     pub fn threshold(&self) -> f64 {
         self.threshold
@@ -462,7 +470,7 @@ impl Detector for Akka {
         };
         let level = match self.core.history.last() {
             Some(last) if surely_available(last) => 0.0,
-            _ => self.level(now),
+            _ => self.level_slow(now),
         };
         self.core.observe(now, level)
     }
