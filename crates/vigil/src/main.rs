@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod model_spec;
 mod replay;
 mod time_arg;
 

@@ -13,18 +13,14 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use vigil_detector::{
-    Admission, AkkaConfig, BertierConfig, Bootstrap, ChenConfig, DeadlineConfig, Detector, EmpiricalConfig,
-    ExponentialConfig, FixedConfig, HeartbeatOutcome, MaxInterval, Model, ModelConfig, NormalConfig, Prior,
-    TwoWindowConfig,
-};
+use vigil_detector::{Detector, HeartbeatOutcome, Model, ModelConfig};
 
 use crate::UsageError;
-use crate::time_arg::{format_millis, parse_duration, parse_instant};
+use crate::model_spec::Params;
+use crate::time_arg::{format_millis, parse_instant};
 
 const DEFAULTS: &str = "\
 Defaults (the anchors' defaults):
@@ -67,10 +63,10 @@ pub(crate) struct ReplayArgs {
     file: PathBuf,
     /// Level at which the peer is unavailable (all models).
     #[arg(long, value_name = "X")]
-    threshold: Option<f64>,
+    threshold: Option<String>,
     /// Samples kept (normal, akka, exponential, chen, bertier, empirical).
     #[arg(long, value_name = "N")]
-    window: Option<usize>,
+    window: Option<String>,
     /// Floor on the standard deviation, ms (normal, akka).
     #[arg(long, value_name = "X")]
     min_std_ms: Option<String>,
@@ -95,7 +91,7 @@ pub(crate) struct ReplayArgs {
     prior_mean_ms: Option<String>,
     /// Weight of the prior, in samples (exponential).
     #[arg(long, value_name = "W")]
-    prior_weight: Option<f64>,
+    prior_weight: Option<String>,
     /// Timeout, ms (fixed); acceptable pause, ms (deadline).
     #[arg(long, value_name = "X")]
     timeout_ms: Option<String>,
@@ -108,225 +104,50 @@ pub(crate) struct ReplayArgs {
     alpha_ms: Option<String>,
     /// Short window, heartbeats (2w).
     #[arg(long, value_name = "N")]
-    n1: Option<usize>,
+    n1: Option<String>,
     /// Long window, heartbeats (2w).
     #[arg(long, value_name = "N")]
-    n2: Option<usize>,
+    n2: Option<String>,
     /// Weight of the smoothed delay in the margin (bertier).
     #[arg(long, value_name = "X")]
-    beta: Option<f64>,
+    beta: Option<String>,
     /// Weight of the smoothed deviation in the margin (bertier).
     #[arg(long, value_name = "X")]
-    phi: Option<f64>,
+    phi: Option<String>,
     /// Smoothing gain in (0, 1] (bertier).
     #[arg(long, value_name = "X")]
-    gamma: Option<f64>,
-}
-
-/// A flag that takes a duration in milliseconds or `none`.
-fn duration_or_none(flag: &str, value: &str) -> Result<Option<Duration>> {
-    if value == "none" {
-        return Ok(None);
-    }
-    parse_duration(value).map(Some).map_err(|e| UsageError(format!("--{flag}: {e}")).into())
-}
-
-fn duration(flag: &str, value: &str) -> Result<Duration> {
-    match duration_or_none(flag, value)? {
-        Some(d) => Ok(d),
-        None => bail!(UsageError(format!("--{flag}: 'none' is not allowed here"))),
-    }
+    gamma: Option<String>,
 }
 
 impl ReplayArgs {
-    /// The options given, by flag name, for the "does not apply" check.
-    fn given(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        let mut add = |name: &'static str, present: bool| {
-            if present {
-                v.push(name);
-            }
-        };
-        add("threshold", self.threshold.is_some());
-        add("window", self.window.is_some());
-        add("min-std-ms", self.min_std_ms.is_some());
-        add("pause-ms", self.pause_ms.is_some());
-        add("first-estimate-ms", self.first_estimate_ms.is_some());
-        add("initial-ms", self.initial_ms.is_some());
-        add("max-interval-ms", self.max_interval_ms.is_some());
-        add("prior-mean-ms", self.prior_mean_ms.is_some());
-        add("prior-weight", self.prior_weight.is_some());
-        add("timeout-ms", self.timeout_ms.is_some());
-        add("interval-ms", self.interval_ms.is_some());
-        add("alpha-ms", self.alpha_ms.is_some());
-        add("n1", self.n1.is_some());
-        add("n2", self.n2.is_some());
-        add("beta", self.beta.is_some());
-        add("phi", self.phi.is_some());
-        add("gamma", self.gamma.is_some());
-        v
-    }
-
-    fn bootstrap(&self) -> Result<Option<Bootstrap>> {
-        Ok(match &self.first_estimate_ms {
-            Some(v) => Some(Bootstrap::Estimate(duration("first-estimate-ms", v)?)),
-            None => None,
-        })
-    }
-
-    fn admission(&self, base: Admission) -> Result<Admission> {
-        let mut a = base;
-        if let Some(v) = &self.max_interval_ms {
-            a.max_interval = duration_or_none("max-interval-ms", v)?.map(MaxInterval::Ignore);
-        }
-        Ok(a)
+    /// The parameters given on the command line, by name.
+    fn given(&self) -> Vec<(&'static str, &str)> {
+        let flags: [(&'static str, &Option<String>); 17] = [
+            ("threshold", &self.threshold),
+            ("window", &self.window),
+            ("min-std-ms", &self.min_std_ms),
+            ("pause-ms", &self.pause_ms),
+            ("first-estimate-ms", &self.first_estimate_ms),
+            ("initial-ms", &self.initial_ms),
+            ("max-interval-ms", &self.max_interval_ms),
+            ("prior-mean-ms", &self.prior_mean_ms),
+            ("prior-weight", &self.prior_weight),
+            ("timeout-ms", &self.timeout_ms),
+            ("interval-ms", &self.interval_ms),
+            ("alpha-ms", &self.alpha_ms),
+            ("n1", &self.n1),
+            ("n2", &self.n2),
+            ("beta", &self.beta),
+            ("phi", &self.phi),
+            ("gamma", &self.gamma),
+        ];
+        flags.into_iter().filter_map(|(name, value)| value.as_deref().map(|v| (name, v))).collect()
     }
 
     /// Builds the model configuration and the threshold from the flags.
     pub(crate) fn config(&self) -> Result<(ModelConfig, f64)> {
-        let model = self.model;
-        let allowed: &[&str] = match model {
-            Model::Normal => &["threshold", "window", "min-std-ms", "pause-ms", "first-estimate-ms", "max-interval-ms"],
-            Model::Akka => &["threshold", "window", "min-std-ms", "pause-ms", "first-estimate-ms"],
-            Model::Deadline => &["threshold", "timeout-ms", "interval-ms"],
-            Model::Exponential => {
-                &["threshold", "window", "initial-ms", "max-interval-ms", "prior-mean-ms", "prior-weight"]
-            }
-            Model::Fixed => &["threshold", "timeout-ms"],
-            Model::Chen => &["threshold", "window", "alpha-ms", "interval-ms", "first-estimate-ms", "max-interval-ms"],
-            Model::Bertier => {
-                &["threshold", "window", "beta", "phi", "gamma", "interval-ms", "first-estimate-ms", "max-interval-ms"]
-            }
-            Model::TwoWindow => {
-                &["threshold", "n1", "n2", "alpha-ms", "interval-ms", "first-estimate-ms", "max-interval-ms"]
-            }
-            Model::Empirical => &["threshold", "window", "first-estimate-ms", "max-interval-ms"],
-        };
-        if let Some(flag) = self.given().into_iter().find(|f| !allowed.contains(f)) {
-            let list: Vec<String> = allowed.iter().map(|f| format!("--{f}")).collect();
-            bail!(UsageError(format!("--{flag} does not apply to the {model} model (it takes {})", list.join(", "))));
-        }
-        let threshold = self.threshold.unwrap_or(model.default_threshold());
-        if !(threshold.is_finite() && threshold > 0.0) {
-            bail!(UsageError(format!("--threshold: must be a finite number greater than zero (got {threshold})")));
-        }
-        let config = match model {
-            Model::Normal => {
-                let mut c = NormalConfig::default();
-                set(&mut c.window, self.window);
-                if let Some(v) = &self.min_std_ms {
-                    c.min_std_dev = duration("min-std-ms", v)?;
-                }
-                if let Some(v) = &self.pause_ms {
-                    c.acceptable_pause = duration("pause-ms", v)?;
-                }
-                c.bootstrap = self.bootstrap()?.unwrap_or(c.bootstrap);
-                c.admission = self.admission(c.admission)?;
-                ModelConfig::Normal(c)
-            }
-            Model::Akka => {
-                let mut c = AkkaConfig { threshold, ..AkkaConfig::default() };
-                set(&mut c.window, self.window);
-                if let Some(v) = &self.min_std_ms {
-                    c.min_std_dev = duration("min-std-ms", v)?;
-                }
-                if let Some(v) = &self.pause_ms {
-                    c.acceptable_pause = duration("pause-ms", v)?;
-                }
-                if let Some(Bootstrap::Estimate(d)) = self.bootstrap()? {
-                    c.first_heartbeat_estimate = d;
-                }
-                ModelConfig::Akka(c)
-            }
-            Model::Deadline => {
-                let mut c = DeadlineConfig::default();
-                if let Some(v) = &self.timeout_ms {
-                    c.acceptable_pause = duration("timeout-ms", v)?;
-                }
-                if let Some(v) = &self.interval_ms {
-                    c.heartbeat_interval = duration("interval-ms", v)?;
-                }
-                ModelConfig::Deadline(c)
-            }
-            Model::Exponential => {
-                let mut c = ExponentialConfig::cassandra();
-                set(&mut c.window, self.window);
-                if let Some(v) = &self.initial_ms {
-                    c.bootstrap = duration_or_none("initial-ms", v)?.map_or(Bootstrap::None, Bootstrap::Seed);
-                }
-                c.admission = self.admission(c.admission)?;
-                match (&self.prior_mean_ms, self.prior_weight) {
-                    (Some(mean), Some(weight)) => {
-                        c.prior = Some(Prior { mean: duration("prior-mean-ms", mean)?, weight });
-                    }
-                    (None, None) => {}
-                    _ => bail!(UsageError("--prior-mean-ms and --prior-weight go together".into())),
-                }
-                ModelConfig::Exponential(c)
-            }
-            Model::Fixed => {
-                let mut c = FixedConfig::default();
-                if let Some(v) = &self.timeout_ms {
-                    c.timeout = duration("timeout-ms", v)?;
-                }
-                ModelConfig::Fixed(c)
-            }
-            Model::Chen => {
-                let mut c = ChenConfig::default();
-                set(&mut c.window, self.window);
-                if let Some(v) = &self.alpha_ms {
-                    c.alpha = duration("alpha-ms", v)?;
-                }
-                if let Some(v) = &self.interval_ms {
-                    c.interval = Some(duration("interval-ms", v)?);
-                }
-                c.bootstrap = self.bootstrap()?.unwrap_or(c.bootstrap);
-                c.admission = self.admission(c.admission)?;
-                ModelConfig::Chen(c)
-            }
-            Model::Bertier => {
-                let mut c = BertierConfig::default();
-                set(&mut c.window, self.window);
-                set(&mut c.beta, self.beta);
-                set(&mut c.phi, self.phi);
-                set(&mut c.gamma, self.gamma);
-                if let Some(v) = &self.interval_ms {
-                    c.interval = Some(duration("interval-ms", v)?);
-                }
-                c.bootstrap = self.bootstrap()?.unwrap_or(c.bootstrap);
-                c.admission = self.admission(c.admission)?;
-                ModelConfig::Bertier(c)
-            }
-            Model::TwoWindow => {
-                let mut c = TwoWindowConfig::default();
-                set(&mut c.n1, self.n1);
-                set(&mut c.n2, self.n2);
-                if let Some(v) = &self.alpha_ms {
-                    c.alpha = duration("alpha-ms", v)?;
-                }
-                if let Some(v) = &self.interval_ms {
-                    c.interval = Some(duration("interval-ms", v)?);
-                }
-                c.bootstrap = self.bootstrap()?.unwrap_or(c.bootstrap);
-                c.admission = self.admission(c.admission)?;
-                ModelConfig::TwoWindow(c)
-            }
-            Model::Empirical => {
-                let mut c = EmpiricalConfig::default();
-                set(&mut c.window, self.window);
-                c.bootstrap = self.bootstrap()?.unwrap_or(c.bootstrap);
-                c.admission = self.admission(c.admission)?;
-                ModelConfig::Empirical(c)
-            }
-        };
-        config.validate().map_err(|e| UsageError(format!("invalid {model} configuration: {e}")))?;
-        Ok((config, threshold))
-    }
-}
-
-fn set<T>(slot: &mut T, value: Option<T>) {
-    if let Some(v) = value {
-        *slot = v;
+        let params = Params::new(self.model, self.given()).map_err(UsageError)?;
+        Ok(params.build().map_err(UsageError)?)
     }
 }
 
