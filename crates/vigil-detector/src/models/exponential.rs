@@ -169,7 +169,7 @@ impl Exponential {
 }
 
 impl Detector for Exponential {
-    #[inline]
+    #[inline(always)]
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
         let level = if self.history.needs_level() { self.level(now) } else { 0.0 };
         self.history.observe(now, level).0

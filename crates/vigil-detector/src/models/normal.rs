@@ -289,7 +289,7 @@ impl Normal {
 }
 
 impl Detector for Normal {
-    #[inline]
+    #[inline(always)]
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
         let level = if self.core.history.needs_level() { self.level(now) } else { 0.0 };
         self.core.observe(now, level)
@@ -452,7 +452,7 @@ impl Akka {
 }
 
 impl Detector for Akka {
-    #[inline]
+    #[inline(always)]
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
         // Akka records the interval only if the peer is still available when
         // the heartbeat arrives. Well before the threshold (the usual case)
