@@ -463,8 +463,10 @@ impl Detector for Akka {
         let w = &self.core.history.window;
         let surely_available = |last: Instant| match self.surely_available_ns {
             Some(margin) if !w.is_empty() => {
-                let n = w.len() as u128;
-                u128::from(now.nanos_since(last)) * n < u128::from(w.sum()) * 1_000 + u128::from(margin) * n
+                // elapsed < mean + margin, i.e. (elapsed - margin) n < Σ.
+                // A silence within the margin alone needs no arithmetic.
+                let elapsed = now.nanos_since(last);
+                elapsed <= margin || u128::from(elapsed - margin) * (w.len() as u128) < u128::from(w.sum()) * 1_000
             }
             _ => false,
         };
