@@ -9,9 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod demo;
-mod model_spec;
 mod replay;
-mod time_arg;
 
 /// Failure detection for distributed systems: accrual detectors, graded
 /// policies, trace replay.

@@ -19,8 +19,8 @@ use clap::Args;
 use vigil_detector::{Detector, HeartbeatOutcome, Model, ModelConfig};
 
 use crate::UsageError;
-use crate::model_spec::Params;
-use crate::time_arg::{format_millis, parse_instant};
+use vigil_lab::spec::Params;
+use vigil_lab::millis::{format_millis, parse_instant};
 
 const DEFAULTS: &str = "\
 Defaults (the anchors' defaults):

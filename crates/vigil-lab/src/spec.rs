@@ -2,8 +2,9 @@
 //!
 //! `vigil replay` takes them as flags (`--window 100`); the same names and
 //! values are what a detector spec such as `akka:threshold=8,min-std-ms=100`
-//! carries. Every model accepts only the parameters that make sense for it;
-//! anything else is an error that says which parameters it takes.
+//! carries ([`DetectorSpec`]). Every model accepts only the parameters that
+//! make sense for it; anything else is an error that says which parameters it
+//! takes. Durations are milliseconds (fractions allowed).
 
 use std::time::Duration;
 
@@ -12,10 +13,15 @@ use vigil_detector::{
     FixedConfig, MaxInterval, Model, ModelConfig, NormalConfig, Prior, TwoWindowConfig,
 };
 
-use crate::time_arg::parse_duration;
+use crate::millis::parse_duration;
 
 /// The parameters each model takes, in the order `--help` lists them.
-pub(crate) fn allowed(model: Model) -> &'static [&'static str] {
+///
+/// ```
+/// use vigil_detector::Model;
+/// assert_eq!(vigil_lab::spec::allowed(Model::Fixed), ["threshold", "timeout-ms"]);
+/// ```
+pub fn allowed(model: Model) -> &'static [&'static str] {
     match model {
         Model::Normal => &["threshold", "window", "min-std-ms", "pause-ms", "first-estimate-ms", "max-interval-ms"],
         Model::Akka => &["threshold", "window", "min-std-ms", "pause-ms", "first-estimate-ms"],
@@ -36,26 +42,37 @@ pub(crate) fn allowed(model: Model) -> &'static [&'static str] {
 }
 
 /// Named parameter values, checked against a model.
-pub(crate) struct Params<'a> {
+pub struct Params<'a> {
     model: Model,
-    given: Vec<(&'static str, &'a str)>,
+    given: Vec<(&'a str, &'a str)>,
+    prefix: &'static str,
 }
 
 impl<'a> Params<'a> {
     /// Checks that every parameter applies to `model` and none is repeated.
-    /// `given` pairs a parameter name with its text.
-    pub(crate) fn new(model: Model, given: Vec<(&'static str, &'a str)>) -> Result<Params<'a>, String> {
+    /// `given` pairs a parameter name with its text. Errors name parameters
+    /// as flags (`--window`).
+    pub fn new(model: Model, given: Vec<(&'a str, &'a str)>) -> Result<Params<'a>, String> {
+        Params::with_prefix(model, given, "--")
+    }
+
+    /// As [`Params::new`], naming parameters with `prefix` in errors (`""`
+    /// for detector specs).
+    pub fn with_prefix(model: Model, given: Vec<(&'a str, &'a str)>, prefix: &'static str) -> Result<Params<'a>, String> {
         let allowed = allowed(model);
         for (i, (name, _)) in given.iter().enumerate() {
             if !allowed.contains(name) {
-                let list: Vec<String> = allowed.iter().map(|f| format!("--{f}")).collect();
-                return Err(format!("--{name} does not apply to the {model} model (it takes {})", list.join(", ")));
+                let list: Vec<String> = allowed.iter().map(|f| format!("{prefix}{f}")).collect();
+                return Err(format!(
+                    "{prefix}{name} does not apply to the {model} model (it takes {})",
+                    list.join(", ")
+                ));
             }
             if given[..i].iter().any(|(other, _)| other == name) {
-                return Err(format!("--{name} is given twice"));
+                return Err(format!("{prefix}{name} is given twice"));
             }
         }
-        Ok(Params { model, given })
+        Ok(Params { model, given, prefix })
     }
 
     fn text(&self, name: &str) -> Option<&'a str> {
@@ -65,7 +82,7 @@ impl<'a> Params<'a> {
     fn number<T: std::str::FromStr>(&self, name: &str, what: &str) -> Result<Option<T>, String> {
         match self.text(name) {
             None => Ok(None),
-            Some(v) => v.parse().map(Some).map_err(|_| format!("--{name}: expected {what}, found '{v}'")),
+            Some(v) => v.parse().map(Some).map_err(|_| format!("{}{name}: expected {what}, found '{v}'", self.prefix)),
         }
     }
 
@@ -74,13 +91,13 @@ impl<'a> Params<'a> {
         match self.text(name) {
             None => Ok(None),
             Some("none") => Ok(Some(None)),
-            Some(v) => parse_duration(v).map(|d| Some(Some(d))).map_err(|e| format!("--{name}: {e}")),
+            Some(v) => parse_duration(v).map(|d| Some(Some(d))).map_err(|e| format!("{}{name}: {e}", self.prefix)),
         }
     }
 
     fn millis(&self, name: &str) -> Result<Option<Duration>, String> {
         match self.millis_or_none(name)? {
-            Some(None) => Err(format!("--{name}: 'none' is not allowed here")),
+            Some(None) => Err(format!("{}{name}: 'none' is not allowed here", self.prefix)),
             Some(Some(d)) => Ok(Some(d)),
             None => Ok(None),
         }
@@ -98,11 +115,11 @@ impl<'a> Params<'a> {
     }
 
     /// The configuration, and the threshold to compare the level with.
-    pub(crate) fn build(&self) -> Result<(ModelConfig, f64), String> {
+    pub fn build(&self) -> Result<(ModelConfig, f64), String> {
         let model = self.model;
         let threshold = self.number::<f64>("threshold", "a number")?.unwrap_or(model.default_threshold());
         if !(threshold.is_finite() && threshold > 0.0) {
-            return Err(format!("--threshold: must be a finite number greater than zero (got {threshold})"));
+            return Err(format!("{}threshold: must be a finite number greater than zero (got {threshold})", self.prefix));
         }
         let window = self.number::<usize>("window", "a whole number of samples")?;
         let set = |slot: &mut usize, v: Option<usize>| {
@@ -143,7 +160,7 @@ impl<'a> Params<'a> {
                 match (self.millis("prior-mean-ms")?, self.number::<f64>("prior-weight", "a number")?) {
                     (Some(mean), Some(weight)) => c.prior = Some(Prior { mean, weight }),
                     (None, None) => {}
-                    _ => return Err("--prior-mean-ms and --prior-weight go together".into()),
+                    _ => return Err(format!("{p}prior-mean-ms and {p}prior-weight go together", p = self.prefix)),
                 }
                 ModelConfig::Exponential(c)
             }
@@ -191,6 +208,138 @@ impl<'a> Params<'a> {
     }
 }
 
+/// A detector and its threshold, written `model[:name=value,...]`, for
+/// example `akka:threshold=8,min-std-ms=100` or `fixed:timeout-ms=250`.
+///
+/// Parameter names and defaults are those of `vigil replay`'s flags
+/// ([`allowed`]); unnamed parameters keep the model's defaults.
+///
+/// ```
+/// use vigil_lab::spec::DetectorSpec;
+///
+/// let spec: DetectorSpec = "normal:window=100,min-std-ms=1,threshold=8".parse()?;
+/// assert_eq!(spec.threshold(), 8.0);
+/// assert_eq!(spec.to_string(), "normal:window=100,min-std-ms=1,threshold=8");
+/// let other = spec.with("threshold", "12")?;
+/// assert_eq!(other.to_string(), "normal:window=100,min-std-ms=1,threshold=12");
+/// assert!("normal:timeout-ms=5".parse::<DetectorSpec>().is_err());
+/// # Ok::<(), vigil_lab::spec::SpecError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct DetectorSpec {
+    model: Model,
+    params: Vec<(String, String)>,
+    config: ModelConfig,
+    threshold: f64,
+}
+
+/// A detector spec that could not be parsed or built; the message names the
+/// spec and the parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecError(pub String);
+
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+impl DetectorSpec {
+    /// Builds a spec from a model and named parameter values.
+    pub fn new(model: Model, params: Vec<(String, String)>) -> Result<DetectorSpec, SpecError> {
+        let text = render(model, &params);
+        let given: Vec<(&str, &str)> = params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let (config, threshold) = Params::with_prefix(model, given, "")
+            .and_then(|p| p.build())
+            .map_err(|e| SpecError(format!("detector '{text}': {e}")))?;
+        Ok(DetectorSpec { model, params, config, threshold })
+    }
+
+    /// The model.
+    pub fn model(&self) -> Model {
+        self.model
+    }
+
+    /// The detector configuration.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// The threshold the level is compared with.
+    pub fn threshold(&self) -> f64 {
+        self.threshold
+    }
+
+    /// The parameters given, in order.
+    pub fn params(&self) -> &[(String, String)] {
+        &self.params
+    }
+
+    /// The value given for a parameter, if any.
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The same spec with one parameter set (replaced if given, appended if
+    /// not).
+    pub fn with(&self, name: &str, value: &str) -> Result<DetectorSpec, SpecError> {
+        let mut params = self.params.clone();
+        match params.iter_mut().find(|(k, _)| k == name) {
+            Some(slot) => slot.1 = value.to_string(),
+            None => params.push((name.to_string(), value.to_string())),
+        }
+        DetectorSpec::new(self.model, params)
+    }
+
+    /// The spec without its threshold: two specs with the same base build the
+    /// same detector (except Akka, whose threshold also decides which
+    /// intervals are recorded), so one run can serve many thresholds.
+    pub fn base(&self) -> String {
+        let params: Vec<(String, String)> = self.params.iter().filter(|(k, _)| k != "threshold").cloned().collect();
+        render(self.model, &params)
+    }
+
+    /// Whether the threshold changes the detector itself, not only the
+    /// comparison (true for Akka).
+    pub fn threshold_shapes_detector(&self) -> bool {
+        matches!(self.config, ModelConfig::Akka(_))
+    }
+}
+
+fn render(model: Model, params: &[(String, String)]) -> String {
+    if params.is_empty() {
+        return model.name().to_string();
+    }
+    let list: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{}:{}", model.name(), list.join(","))
+}
+
+impl std::fmt::Display for DetectorSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&render(self.model, &self.params))
+    }
+}
+
+impl std::str::FromStr for DetectorSpec {
+    type Err = SpecError;
+
+    fn from_str(text: &str) -> Result<DetectorSpec, SpecError> {
+        let text = text.trim();
+        let (name, rest) = text.split_once(':').unwrap_or((text, ""));
+        let model: Model = name.trim().parse().map_err(|e| SpecError(format!("detector '{text}': {e}")))?;
+        let mut params = Vec::new();
+        for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = item.split_once('=').ok_or_else(|| {
+                SpecError(format!("detector '{text}': '{item}' is not name=value"))
+            })?;
+            params.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        DetectorSpec::new(model, params)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +362,22 @@ mod tests {
         assert!(Params::new(Model::Akka, vec![("window", "5"), ("window", "6")]).is_err());
         let err = Params::new(Model::Fixed, vec![("window", "5")]).err().unwrap();
         assert_eq!(err, "--window does not apply to the fixed model (it takes --threshold, --timeout-ms)");
+    }
+
+    #[test]
+    fn detector_specs_parse_and_name_their_errors() {
+        let spec: DetectorSpec = "akka:threshold=8,min-std-ms=100".parse().unwrap();
+        assert_eq!(spec.model(), Model::Akka);
+        assert!(spec.threshold_shapes_detector());
+        assert_eq!(spec.base(), "akka:min-std-ms=100");
+        let fixed: DetectorSpec = "fixed".parse().unwrap();
+        assert_eq!(fixed.threshold(), 1.0);
+        let err = "akka:window".parse::<DetectorSpec>().unwrap_err().to_string();
+        assert_eq!(err, "detector 'akka:window': 'window' is not name=value");
+        let err = "akka:window=0".parse::<DetectorSpec>().unwrap_err().to_string();
+        assert!(err.starts_with("detector 'akka:window=0': invalid akka configuration"), "{err}");
+        let err = "normal:timeout-ms=3".parse::<DetectorSpec>().unwrap_err().to_string();
+        assert!(err.contains("timeout-ms does not apply to the normal model (it takes threshold, window"), "{err}");
+        assert!("nope:x=1".parse::<DetectorSpec>().is_err());
     }
 }

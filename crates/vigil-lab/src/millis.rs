@@ -8,7 +8,7 @@ use vigil_detector::Instant;
 /// `1.5e3`) into whole nanoseconds, rounding to nearest. Plain decimals are
 /// converted exactly (no float rounding); exponent notation goes through
 /// `f64`.
-pub(crate) fn parse_millis(text: &str) -> Result<u64, String> {
+pub fn parse_millis(text: &str) -> Result<u64, String> {
     let s = text.strip_prefix('+').unwrap_or(text);
     if s.is_empty() {
         return Err("expected a number of milliseconds, found nothing".into());
@@ -54,17 +54,17 @@ fn float_millis_to_nanos(ms: f64) -> Option<u64> {
 }
 
 /// Parses an instant given in milliseconds.
-pub(crate) fn parse_instant(text: &str) -> Result<Instant, String> {
+pub fn parse_instant(text: &str) -> Result<Instant, String> {
     parse_millis(text).map(Instant::from_nanos)
 }
 
 /// Parses a duration given in milliseconds.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
     parse_millis(text).map(Duration::from_nanos)
 }
 
 /// Formats an instant as milliseconds, without trailing zeros.
-pub(crate) fn format_millis(t: Instant) -> String {
+pub fn format_millis(t: Instant) -> String {
     let ns = t.as_nanos();
     let (ms, frac) = (ns / 1_000_000, ns % 1_000_000);
     if frac == 0 {
