@@ -7,14 +7,29 @@
 //! trust/suspect timeline (see [`qos`]).
 //!
 //! - [`trace`]: the trace model and its CSV and JSON-lines formats.
+//! - [`scenario`]: seeded generators, built-in scenarios, TOML scenarios.
+//! - [`dist`]: delay distributions.
 //! - [`engine`]: a trace and a detector in, an exact timeline out.
 //! - [`qos`]: detection time, mistake rate and duration, query accuracy.
 //! - [`spec`]: detector specs such as `akka:threshold=8,min-std-ms=100`.
+//! - [`sweep`]: parameter grids, Pareto frontiers, recommendations.
+//! - [`chen`] and [`nfds`]: Chen et al.'s NFD-S, its closed-form QoS, the
+//!   configuration procedures, and a simulation that checks them.
+//! - [`demo`]: seed 001's and seed 002's stories, as tables and figures.
+//! - [`svg`] and [`html`]: plots and the self-contained report.
 
 #![forbid(unsafe_code)]
 
+pub mod chen;
+pub mod demo;
+pub mod dist;
 pub mod engine;
+pub mod html;
 pub mod millis;
+pub mod nfds;
 pub mod qos;
+pub mod scenario;
 pub mod spec;
+pub mod svg;
+pub mod sweep;
 pub mod trace;

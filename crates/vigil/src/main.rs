@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod lab;
 mod replay;
 
 /// Failure detection for distributed systems: accrual detectors, graded
@@ -28,6 +29,9 @@ enum Command {
     /// Run the built-in demonstration: a seeded heartbeat stream through
     /// every model, then graded policies over a small cluster.
     Demo(demo::DemoArgs),
+    /// The lab: scenarios and recorded traces through every detector, with
+    /// exact quality-of-service metrics, frontiers and reports.
+    Lab(lab::LabArgs),
 }
 
 /// An error that is the user's input: reported as `vigil: <message>` with
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Replay(args) => replay::run(&args, &mut out),
         Command::Demo(args) => demo::run(&args, &mut out),
+        Command::Lab(args) => lab::run(&args, &mut out),
     };
     let flushed = out.flush();
     match result.and_then(|()| flushed.map_err(anyhow::Error::from)) {

@@ -1,0 +1,645 @@
+//! `vigil lab`: scenarios and traces through detectors, with exact QoS.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant as WallClock};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use vigil_lab::chen::{Network, Requirements, configure, configure_moments};
+use vigil_lab::demo::{DemoOptions, format_table, run_demo};
+use vigil_lab::dist::Delay;
+use vigil_lab::engine::{evaluate, time_to_suspect};
+use vigil_lab::nfds::simulate_nfds;
+use vigil_lab::qos::{Qos, Summary};
+use vigil_lab::scenario::{BUILTIN, Scenario, builtin};
+use vigil_lab::spec::DetectorSpec;
+use vigil_lab::svg::{Chart, Scale, Series, Style};
+use vigil_lab::sweep::{Family, Point, default_families, fastest_within, frontier, sweep};
+use vigil_lab::trace::Trace;
+
+use crate::UsageError;
+
+/// Arguments of `vigil lab`.
+#[derive(Debug, Args)]
+pub(crate) struct LabArgs {
+    #[command(subcommand)]
+    command: LabCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum LabCommand {
+    /// Run a scenario's traces through detectors and print the QoS table.
+    Run(RunArgs),
+    /// Sweep detector families over parameter grids: the Pareto frontier of
+    /// detection time against mistake rate, as a table and a plot.
+    Sweep(SweepArgs),
+    /// The QoS metrics of detectors on a recorded trace (crash optional).
+    Replay(LabReplayArgs),
+    /// The fastest detector and setting within a mistake-rate bound.
+    Recommend(RecommendArgs),
+    /// Chen et al.'s configuration procedure: from QoS requirements and the
+    /// network to a heartbeat interval and timeout, checked by simulation.
+    Configure(ConfigureArgs),
+    /// Seed 001's story end to end, with an HTML report in ./vigil-report/.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+struct Common {
+    /// Seed of every random choice (printed on stderr; replay a run with it).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Heartbeats that train a detector before judging starts.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    warmup: usize,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// A built-in scenario name, or a scenario TOML file.
+    scenario: String,
+    /// Traces to generate (default: the scenario's).
+    #[arg(long, value_name = "N")]
+    traces: Option<usize>,
+    /// A detector spec, e.g. `akka:threshold=8,min-std-ms=100`; repeat for
+    /// more. Default: one of each model.
+    #[arg(long = "detector", value_name = "SPEC")]
+    detectors: Vec<String>,
+    /// Write the generated traces here as CSV (one file per trace).
+    #[arg(long, value_name = "DIR")]
+    save_traces: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, Args)]
+struct SweepArgs {
+    /// A built-in scenario, a scenario TOML file, or a trace (CSV or JSONL).
+    source: String,
+    /// Traces to generate for a scenario (default: the scenario's).
+    #[arg(long, value_name = "N")]
+    traces: Option<usize>,
+    /// A family: `SPEC@PARAM=V1,V2,...` (e.g. `fixed@timeout-ms=150,250,400`),
+    /// optionally named `NAME=SPEC@...`; repeat for more. Default: every
+    /// model's main knob.
+    #[arg(long = "family", value_name = "FAMILY")]
+    families: Vec<String>,
+    /// Directory for the plot.
+    #[arg(long, default_value = "vigil-report", value_name = "DIR")]
+    out: PathBuf,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, Args)]
+struct LabReplayArgs {
+    /// A trace file (CSV or JSON lines; see the trace format in the docs).
+    trace: PathBuf,
+    /// A detector spec; repeat for more. Default: one of each model.
+    #[arg(long = "detector", value_name = "SPEC")]
+    detectors: Vec<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, Args)]
+struct RecommendArgs {
+    /// A trace, a built-in scenario, or a scenario TOML file.
+    source: String,
+    /// The largest acceptable rate of false suspicions, per hour.
+    #[arg(long, value_name = "X")]
+    max_mistakes_per_hour: f64,
+    /// Traces to generate for a scenario (default: the scenario's).
+    #[arg(long, value_name = "N")]
+    traces: Option<usize>,
+    /// Families to choose from (as for `sweep`). Default: every model's main
+    /// knob.
+    #[arg(long = "family", value_name = "FAMILY")]
+    families: Vec<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, Args)]
+struct ConfigureArgs {
+    /// Upper bound on detection time T_D^U (e.g. `30s`, `2500ms`).
+    #[arg(long, value_name = "DURATION")]
+    max_detection: String,
+    /// Lower bound on the mean time between mistakes T_MR^L (e.g. `30d`).
+    #[arg(long, value_name = "DURATION")]
+    min_recurrence: String,
+    /// Upper bound on the mean mistake duration T_M^U (e.g. `60s`).
+    #[arg(long, value_name = "DURATION")]
+    max_mistake_duration: String,
+    /// Probability that a heartbeat is lost.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    loss: f64,
+    /// The delay distribution, e.g. `exp:mean=20` (ms); see the docs for the
+    /// families. Or give --delay-mean-ms and --delay-var-ms2 for the
+    /// distribution-free procedure.
+    #[arg(long, value_name = "DIST", conflicts_with_all = ["delay_mean_ms", "delay_var_ms2"])]
+    delay: Option<String>,
+    /// Mean delay, ms (distribution-free procedure).
+    #[arg(long, value_name = "MS", requires = "delay_var_ms2")]
+    delay_mean_ms: Option<f64>,
+    /// Delay variance, ms² (distribution-free procedure).
+    #[arg(long, value_name = "MS2", requires = "delay_mean_ms")]
+    delay_var_ms2: Option<f64>,
+    /// Heartbeats to simulate for the check (0: no simulation).
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    simulate: u64,
+    /// Seed of the simulation.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// Where to write the report.
+    #[arg(long, default_value = "vigil-report", value_name = "DIR")]
+    out: PathBuf,
+    /// Traces per scenario.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    traces: usize,
+    /// Seed of every generated trace.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the tables as JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(args: &LabArgs, out: &mut dyn Write) -> Result<()> {
+    match &args.command {
+        LabCommand::Run(a) => run_cmd(a, out),
+        LabCommand::Sweep(a) => sweep_cmd(a, out),
+        LabCommand::Replay(a) => replay_cmd(a, out),
+        LabCommand::Recommend(a) => recommend_cmd(a, out),
+        LabCommand::Configure(a) => configure_cmd(a, out),
+        LabCommand::Demo(a) => demo_cmd(a, out),
+    }
+}
+
+/// Where heartbeats come from: a scenario to generate, or a recorded trace.
+enum Source {
+    Scenario(Scenario),
+    Trace(String, Trace),
+}
+
+fn load_scenario(name: &str) -> Result<Scenario> {
+    let path = Path::new(name);
+    if path.extension().is_some_and(|e| e == "toml") || (path.exists() && !BUILTIN.contains(&name)) {
+        let text = fs::read_to_string(path).with_context(|| format!("reading scenario {}", path.display()))?;
+        return Scenario::from_toml(&text).with_context(|| format!("in {}", path.display()));
+    }
+    builtin(name).map_err(|e| UsageError(e.to_string()).into())
+}
+
+fn load_trace(path: &Path) -> Result<Trace> {
+    let text = fs::read_to_string(path).with_context(|| format!("reading trace {}", path.display()))?;
+    Trace::parse(&text).map_err(|e| UsageError(format!("{}: {e}", path.display())).into())
+}
+
+fn load_source(name: &str) -> Result<Source> {
+    let path = Path::new(name);
+    let is_trace = path.exists() && path.extension().is_none_or(|e| e != "toml");
+    if is_trace && !BUILTIN.contains(&name) {
+        return Ok(Source::Trace(name.to_string(), load_trace(path)?));
+    }
+    load_scenario(name).map(Source::Scenario)
+}
+
+fn bar(len: u64, what: &str) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
+
+fn generate(s: &Scenario, seed: u64, traces: Option<usize>) -> Vec<Trace> {
+    let n = traces.unwrap_or(s.traces).max(1);
+    eprintln!("scenario {}: {n} traces, seed {seed} (replay with --seed {seed})", s.name);
+    s.generate(seed, n)
+}
+
+fn fmt_ms(v: f64) -> String {
+    if v.is_nan() { "—".into() } else { format!("{v:.1}") }
+}
+
+fn fmt_value(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn default_detectors(period_ms: f64) -> Vec<String> {
+    let p = fmt_value(period_ms);
+    vec![
+        vigil_lab::demo::SEED_PHI.to_string(),
+        "akka".into(),
+        "akka:pause-ms=0".into(),
+        "exponential".into(),
+        format!("fixed:timeout-ms={}", fmt_value(2.5 * period_ms)),
+        format!("chen:alpha-ms={p}"),
+        "bertier".into(),
+        format!("2w:alpha-ms={p}"),
+        "empirical".into(),
+    ]
+}
+
+fn parse_specs(texts: &[String], period_ms: f64) -> Result<Vec<DetectorSpec>> {
+    let texts = if texts.is_empty() { default_detectors(period_ms) } else { texts.to_vec() };
+    texts.iter().map(|t| t.parse::<DetectorSpec>().map_err(|e| UsageError(e.to_string()).into())).collect()
+}
+
+fn qos_rows(specs: &[DetectorSpec], qos: &[Qos], detection: Option<&[Summary]>) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = [
+        "detector",
+        "episodes",
+        "traces with one",
+        "at arrivals",
+        "λ_M (/h)",
+        "T_M mean (ms)",
+        "P_A",
+        "T_D mean (ms)",
+        "T_D p50",
+        "T_D p99",
+        "T_D max",
+        "T_D from due",
+        "undetected",
+    ];
+    let rows = specs
+        .iter()
+        .zip(qos)
+        .enumerate()
+        .map(|(i, (s, q))| {
+            let td = detection.map_or(q.detection_ms, |d| d[i]);
+            vec![
+                s.to_string(),
+                q.mistakes.to_string(),
+                format!("{}/{}", q.traces_with_mistake, q.traces),
+                q.sampled_mistakes.to_string(),
+                format!("{:.1}", q.mistake_rate_per_hour),
+                fmt_ms(q.mistake_duration_ms.mean),
+                format!("{:.6}", q.query_accuracy),
+                fmt_ms(td.mean),
+                fmt_ms(td.p50),
+                fmt_ms(td.p99),
+                fmt_ms(td.max),
+                fmt_ms(q.detection_from_due_ms.mean),
+                if detection.is_some() { "—".into() } else { q.undetected.to_string() },
+            ]
+        })
+        .collect();
+    (header.iter().map(|h| h.to_string()).collect(), rows)
+}
+
+fn print_table(out: &mut dyn Write, title: &str, header: Vec<String>, rows: Vec<Vec<String>>) -> Result<()> {
+    let t = vigil_lab::demo::Table { id: String::new(), title: title.to_string(), header, rows };
+    write!(out, "{}", format_table(&t))?;
+    Ok(())
+}
+
+fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
+    let s = load_scenario(&a.scenario)?;
+    let specs = parse_specs(&a.detectors, s.period_ms)?;
+    let traces = generate(&s, a.common.seed, a.traces);
+    if let Some(dir) = &a.save_traces {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (i, t) in traces.iter().enumerate() {
+            let path = dir.join(format!("{}-{i:04}.csv", s.name.replace(':', "-")));
+            fs::write(&path, t.to_csv()).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    let pb = bar(traces.len() as u64, "judging");
+    let qos = evaluate(&traces, &specs, a.common.warmup, &|| pb.inc(1))?;
+    pb.finish_and_clear();
+    if a.common.json {
+        let results: Vec<_> = specs.iter().zip(&qos).map(|(s, q)| json!({"detector": s.to_string(), "qos": q})).collect();
+        let doc = json!({"scenario": s.name, "seed": a.common.seed, "traces": traces.len(), "results": results});
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(());
+    }
+    let (header, rows) = qos_rows(&specs, &qos, None);
+    print_table(out, &format!("{}: {} traces, seed {}", s.name, traces.len(), a.common.seed), header, rows)
+}
+
+fn families(texts: &[String], period_ms: f64) -> Result<Vec<Family>> {
+    if texts.is_empty() {
+        return Ok(default_families(period_ms));
+    }
+    texts.iter().map(|t| Family::parse(t).map_err(|e| UsageError(e.to_string()).into())).collect()
+}
+
+fn source_traces(source: &Source, seed: u64, traces: Option<usize>) -> (String, Vec<Trace>, f64) {
+    match source {
+        Source::Scenario(s) => (s.name.clone(), generate(s, seed, traces), s.period_ms),
+        Source::Trace(name, t) => {
+            let period = t.period().map_or(1000.0, |p| p.as_secs_f64() * 1e3);
+            (name.clone(), vec![t.clone()], period)
+        }
+    }
+}
+
+fn run_sweep(traces: &[Trace], fams: &[Family], warmup: usize) -> Result<Vec<Point>> {
+    let groups: usize = fams.len();
+    let pb = bar(traces.len() as u64, "sweeping");
+    pb.set_message(format!("{groups} families"));
+    let points = sweep(traces, fams, warmup, &|| pb.inc(1))?;
+    pb.finish_and_clear();
+    Ok(points)
+}
+
+fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
+    let source = load_source(&a.source)?;
+    let (name, traces, period) = source_traces(&source, a.common.seed, a.traces);
+    let fams = families(&a.families, period)?;
+    let points = run_sweep(&traces, &fams, a.common.warmup)?;
+    let front = frontier(&points);
+    // The plot.
+    let positive = points.iter().map(|p| p.mistakes_per_hour).filter(|r| *r > 0.0 && r.is_finite()).fold(f64::INFINITY, f64::min);
+    let floor = if positive.is_finite() { positive / 2.0 } else { 1.0 };
+    let axis = if traces.iter().any(|t| t.crash.is_some()) {
+        "mean detection time from the crash (ms)"
+    } else {
+        "mean time to suspect after a heartbeat (ms)"
+    };
+    let mut chart = Chart::new(format!("Detection time against mistake rate: {name}"), axis, "mistakes per hour (log)")
+        .with_x_scale(Scale::Log10)
+        .with_y_scale(Scale::Log10)
+        .with_hline(floor, "no mistakes");
+    for f in &fams {
+        let mut pts: Vec<(f64, f64)> = points
+            .iter()
+            .filter(|p| p.family == f.name && p.detection_ms.is_finite())
+            .map(|p| (p.detection_ms, p.mistakes_per_hour.max(floor)))
+            .collect();
+        pts.sort_by(|x, y| x.0.total_cmp(&y.0));
+        chart = chart.with_series(Series::new(f.name.clone(), pts).with_style(Style::LinePoints));
+    }
+    let frontier_pts: Vec<(f64, f64)> =
+        front.iter().map(|&i| (points[i].detection_ms, points[i].mistakes_per_hour.max(floor))).collect();
+    chart = chart.with_series(Series::new("frontier", frontier_pts).with_style(Style::Step).with_dashed(true).with_color("#000000"));
+    fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let file = a.out.join(format!("sweep-{}.svg", sanitize(&name)));
+    fs::write(&file, chart.to_svg()).with_context(|| format!("writing {}", file.display()))?;
+    eprintln!("plot: {}", file.display());
+    if a.common.json {
+        let doc = json!({"source": name, "seed": a.common.seed, "traces": traces.len(), "points": points, "frontier": front, "plot": file});
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(());
+    }
+    let rows = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            vec![
+                if front.contains(&i) { "*".into() } else { String::new() },
+                p.family.clone(),
+                p.value.clone(),
+                fmt_ms(p.detection_ms),
+                format!("{:.1}", p.mistakes_per_hour),
+                format!("{}/{}", p.qos.traces_with_mistake, p.qos.traces),
+                format!("{:.6}", p.qos.query_accuracy),
+            ]
+        })
+        .collect();
+    let header = ["frontier", "family", "value", "T_D (ms)", "λ_M (/h)", "traces with one", "P_A"];
+    print_table(out, &format!("{name}: {} settings, * on the Pareto frontier", points.len()), header.iter().map(|h| h.to_string()).collect(), rows)
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+}
+
+fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
+    let trace = load_trace(&a.trace)?;
+    let period = trace.period().map_or(1000.0, |p| p.as_secs_f64() * 1e3);
+    let specs = parse_specs(&a.detectors, period)?;
+    let traces = [trace];
+    let qos = evaluate(&traces, &specs, a.common.warmup, &|| {})?;
+    let virtual_td: Option<Vec<Summary>> = if traces[0].crash.is_none() {
+        Some(
+            specs
+                .iter()
+                .map(|s| time_to_suspect(&traces[0], s.config(), &[s.threshold()], a.common.warmup).map(|v| v[0]))
+                .collect::<Result<_, _>>()?,
+        )
+    } else {
+        None
+    };
+    if a.common.json {
+        let results: Vec<_> = specs
+            .iter()
+            .zip(&qos)
+            .enumerate()
+            .map(|(i, (s, q))| json!({"detector": s.to_string(), "qos": q, "time_to_suspect_ms": virtual_td.as_ref().map(|v| v[i])}))
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&json!({"trace": a.trace, "results": results}))?)?;
+        return Ok(());
+    }
+    let (header, rows) = qos_rows(&specs, &qos, virtual_td.as_deref());
+    let title = if virtual_td.is_some() {
+        format!("{}: no crash; T_D columns are the time to suspect after each heartbeat", a.trace.display())
+    } else {
+        format!("{}", a.trace.display())
+    };
+    print_table(out, &title, header, rows)
+}
+
+fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
+    if !(a.max_mistakes_per_hour.is_finite() && a.max_mistakes_per_hour >= 0.0) {
+        return Err(UsageError(format!("--max-mistakes-per-hour must be 0 or more, got {}", a.max_mistakes_per_hour)).into());
+    }
+    let source = load_source(&a.source)?;
+    let (name, traces, period) = source_traces(&source, a.common.seed, a.traces);
+    let fams = families(&a.families, period)?;
+    let points = run_sweep(&traces, &fams, a.common.warmup)?;
+    let hours: f64 = points.first().map_or(0.0, |p| p.qos.alive_hours);
+    let Some(best) = fastest_within(&points, a.max_mistakes_per_hour) else {
+        let least = points.iter().min_by(|x, y| x.mistakes_per_hour.total_cmp(&y.mistakes_per_hour));
+        bail!(
+            "no setting makes at most {} mistakes per hour on {name}; the fewest is {}",
+            a.max_mistakes_per_hour,
+            least.map_or("none".into(), |p| format!("{} with {:.1} per hour", p.spec, p.mistakes_per_hour))
+        );
+    };
+    let runner_up: Vec<&Point> = fams
+        .iter()
+        .filter_map(|f| {
+            let own: Vec<Point> = points.iter().filter(|p| p.family == f.name).cloned().collect();
+            fastest_within(&own, a.max_mistakes_per_hour).map(|p| points.iter().find(|q| q.spec == p.spec).unwrap_or(best))
+        })
+        .collect();
+    if a.common.json {
+        let doc = json!({"source": name, "seed": a.common.seed, "max_mistakes_per_hour": a.max_mistakes_per_hour,
+            "observed_hours": hours, "recommendation": best, "best_per_family": runner_up});
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(());
+    }
+    let q = &best.qos;
+    writeln!(out, "recommendation for {name} with at most {} mistakes per hour:", a.max_mistakes_per_hour)?;
+    writeln!(out, "  {}", best.spec)?;
+    writeln!(out, "  detection: mean {} ms, p99 {} ms (from the crash, or time to suspect without one)", fmt_ms(best.detection_ms), fmt_ms(q.detection_ms.p99))?;
+    writeln!(
+        out,
+        "  mistakes: {:.2} per hour ({} in {:.2} h observed; {} of {} traces), mean duration {} ms, P_A {:.6}",
+        q.mistake_rate_per_hour,
+        q.mistakes,
+        q.alive_hours,
+        q.traces_with_mistake,
+        q.traces,
+        fmt_ms(q.mistake_duration_ms.mean),
+        q.query_accuracy
+    )?;
+    if q.mistakes == 0 {
+        writeln!(
+            out,
+            "  note: no mistakes were observed; with {:.2} h observed, a rate up to {:.2} per hour is consistent with that (95%)",
+            q.alive_hours,
+            3.0 / q.alive_hours.max(f64::MIN_POSITIVE)
+        )?;
+    }
+    let rows = runner_up
+        .iter()
+        .map(|p| vec![p.family.clone(), p.spec.clone(), fmt_ms(p.detection_ms), format!("{:.2}", p.mistakes_per_hour)])
+        .collect();
+    print_table(out, "best setting of each family within the bound", ["family", "setting", "T_D (ms)", "λ_M (/h)"].iter().map(|h| h.to_string()).collect(), rows)
+}
+
+/// Parses a duration with a unit: `250ms`, `30s`, `5min`, `2h`, `30d`; a bare
+/// number is milliseconds.
+fn human_duration(flag: &str, text: &str) -> Result<f64> {
+    let t = text.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.trim().parse().map_err(|_| UsageError(format!("{flag}: '{text}' is not a duration like 250ms, 30s or 30d")))?;
+    let scale = match unit.trim() {
+        "" | "ms" => 1.0,
+        "s" => 1e3,
+        "min" | "m" => 60e3,
+        "h" => 3.6e6,
+        "d" => 86.4e6,
+        other => return Err(UsageError(format!("{flag}: unknown unit '{other}' (ms, s, min, h, d)")).into()),
+    };
+    if !(v.is_finite() && v > 0.0) {
+        return Err(UsageError(format!("{flag}: must be more than zero, got '{text}'")).into());
+    }
+    Ok(v * scale)
+}
+
+fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
+    let req = Requirements {
+        max_detection_ms: human_duration("--max-detection", &a.max_detection)?,
+        min_recurrence_ms: human_duration("--min-recurrence", &a.min_recurrence)?,
+        max_mistake_duration_ms: human_duration("--max-mistake-duration", &a.max_mistake_duration)?,
+    };
+    if !(0.0..1.0).contains(&a.loss) {
+        return Err(UsageError(format!("--loss must be a probability in [0, 1), got {}", a.loss)).into());
+    }
+    let (config, delay) = match (&a.delay, a.delay_mean_ms, a.delay_var_ms2) {
+        (Some(d), _, _) => {
+            let delay: Delay = d.parse().map_err(|e| UsageError(format!("--delay: {e}")))?;
+            let network = Network { loss: a.loss, delay: delay.clone() };
+            (configure(&req, &network).map_err(|e| UsageError(e.to_string()))?, delay)
+        }
+        (None, Some(mean), Some(var)) => {
+            let c = configure_moments(&req, a.loss, mean, var).map_err(|e| UsageError(e.to_string()))?;
+            let delay = Delay::from_moments(mean, var).map_err(|e| UsageError(format!("--delay-mean-ms/--delay-var-ms2: {e}")))?;
+            (c, delay)
+        }
+        _ => return Err(UsageError("give --delay DIST, or --delay-mean-ms with --delay-var-ms2".into()).into()),
+    };
+    let network = Network { loss: a.loss, delay: delay.clone() };
+    let sim = if a.simulate > 0 {
+        let started = WallClock::now();
+        let pb = ProgressBar::new_spinner();
+        pb.set_message(format!("simulating {} heartbeats", a.simulate));
+        pb.enable_steady_tick(Duration::from_millis(120));
+        let timeline = simulate_nfds(config.eta_ms, config.delta_ms, &network, a.simulate, a.seed).map_err(|e| UsageError(e.to_string()))?;
+        pb.finish_and_clear();
+        eprintln!("simulated {} heartbeats in {:.1} s, seed {} (replay with --seed {})", a.simulate, started.elapsed().as_secs_f64(), a.seed, a.seed);
+        Some(Qos::from_timelines([&timeline]))
+    } else {
+        None
+    };
+    if a.json {
+        let doc = json!({"requirements": {"max_detection_ms": req.max_detection_ms, "min_recurrence_ms": req.min_recurrence_ms,
+            "max_mistake_duration_ms": req.max_mistake_duration_ms}, "loss": a.loss, "delay": delay,
+            "eta_ms": config.eta_ms, "delta_ms": config.delta_ms, "prediction": config.prediction, "simulated": sim, "seed": a.seed});
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(());
+    }
+    let p = &config.prediction;
+    writeln!(out, "Chen et al.'s NFD-S configuration ({})", if a.delay.is_some() { "known delay distribution" } else { "distribution-free: Cantelli bound, predictions are guarantees" })?;
+    writeln!(out, "  network: loss {}, delay {}", a.loss, delay.describe())?;
+    writeln!(out, "  heartbeat interval η = {:.4} ms", config.eta_ms)?;
+    writeln!(out, "  freshness shift δ = {:.4} ms (suspect when no heartbeat i has arrived by iη + δ)", config.delta_ms)?;
+    let rows = vec![
+        vec!["T_D upper bound (ms)".into(), format!("{:.1}", req.max_detection_ms), format!("{:.1}", p.max_detection_ms), sim.as_ref().map_or("—".into(), |_| "—".into())],
+        vec![
+            "E(T_MR) (ms)".into(),
+            format!("≥ {:.1}", req.min_recurrence_ms),
+            format!("{:.1}", p.mean_recurrence_ms),
+            sim.as_ref().map_or("—".into(), |q| if q.mistakes == 0 { "no mistakes".into() } else { format!("{:.1}", q.mean_recurrence_ms) }),
+        ],
+        vec![
+            "E(T_M) (ms)".into(),
+            format!("≤ {:.1}", req.max_mistake_duration_ms),
+            format!("{:.3}", p.mean_mistake_duration_ms),
+            sim.as_ref().map_or("—".into(), |q| fmt_ms(q.mistake_duration_ms.mean)),
+        ],
+        vec![
+            "λ_M (/h)".into(),
+            String::new(),
+            format!("{:.6}", p.mistake_rate_per_hour),
+            sim.as_ref().map_or("—".into(), |q| format!("{:.6} ({} mistakes in {:.1} h)", q.mistake_rate_per_hour, q.mistakes, q.alive_hours)),
+        ],
+        vec!["P_A".into(), String::new(), format!("{:.9}", p.query_accuracy), sim.as_ref().map_or("—".into(), |q| format!("{:.9}", q.query_accuracy))],
+    ];
+    print_table(out, "QoS: required, predicted (analytic), simulated", ["metric", "required", "predicted", "simulated"].iter().map(|h| h.to_string()).collect(), rows)
+}
+
+fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
+    eprintln!("vigil lab demo: seed {}, {} traces per scenario (replay with --seed {})", a.seed, a.traces, a.seed);
+    let started = WallClock::now();
+    let pb = ProgressBar::new_spinner();
+    pb.enable_steady_tick(Duration::from_millis(120));
+    let demo = run_demo(DemoOptions { seed: a.seed, traces: a.traces }, &|step| pb.set_message(step.to_string()))?;
+    pb.finish_and_clear();
+    let computed = started.elapsed();
+    fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let index = a.out.join("index.html");
+    fs::write(&index, demo.to_html()).with_context(|| format!("writing {}", index.display()))?;
+    for f in demo.figures() {
+        let path = a.out.join(&f.file);
+        fs::write(&path, &f.svg).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let json_path = a.out.join("demo.json");
+    fs::write(&json_path, serde_json::to_string_pretty(&demo)?).with_context(|| format!("writing {}", json_path.display()))?;
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&demo)?)?;
+    } else {
+        for b in &demo.blocks {
+            match b {
+                vigil_lab::demo::Block::Heading(h) => writeln!(out, "\n== {h} ==")?,
+                vigil_lab::demo::Block::Table(t) => writeln!(out, "\n{}", format_table(t))?,
+                _ => {}
+            }
+        }
+        writeln!(out, "\nreport: {} (figures beside it); computed in {} ms", index.display(), computed.as_millis())?;
+    }
+    eprintln!("done in {} ms", started.elapsed().as_millis());
+    Ok(())
+}
