@@ -661,7 +661,11 @@ pub fn format_table(t: &Table) -> String {
         t.rows.iter().map(|r| r.get(i).map_or(0, |c| c.chars().count())).chain([t.header[i].chars().count()]).max().unwrap_or(0)
     };
     let widths: Vec<usize> = (0..cols).map(width).collect();
-    let numeric = |s: &str| s.trim_start_matches(['-', '+']).chars().next().is_some_and(|c| c.is_ascii_digit());
+    let numeric = |s: &str| {
+        let s = s.trim_start_matches(['≤', '≥', ' ']);
+        let number = |x: &str| x.trim_end_matches(|c: char| c.is_alphabetic() || c == '%' || c == ' ').parse::<f64>().is_ok();
+        number(s) || s.split_once('/').is_some_and(|(a, b)| number(a) && number(b))
+    };
     let mut out = format!("{}\n", t.title);
     let line = |cells: &[String], out: &mut String| {
         let parts: Vec<String> = cells

@@ -24,7 +24,7 @@
 //!
 //! The same rules as `vigil replay`'s traces apply, so a lab trace whose
 //! events are all `hb` is also a replay trace. A sample is in
-//! `crates/vigil-lab/examples/traces/regime-change.csv`.
+//! `crates/vigil-lab/samples/regime-change.csv`.
 //!
 //! ```
 //! use vigil_lab::trace::Trace;

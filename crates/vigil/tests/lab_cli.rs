@@ -1,0 +1,222 @@
+//! `vigil lab`, tested through the real binary: every command, its JSON, its
+//! errors, and agreement with the library it wraps.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use vigil_lab::engine::evaluate;
+use vigil_lab::scenario::builtin;
+use vigil_lab::spec::DetectorSpec;
+
+fn vigil(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vigil")).args(args).output().expect("the vigil binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
+}
+
+fn json(o: &Output) -> Value {
+    assert!(o.status.success(), "status {:?}, stderr: {}", o.status, stderr(o));
+    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
+}
+
+/// A fresh scratch directory under the target directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("lab-cli-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const PHI: &str = "normal:window=100,min-std-ms=1,threshold=8";
+
+#[test]
+fn run_matches_the_library_and_is_reproducible_from_its_seed() {
+    let args = ["lab", "run", "regime-change", "--traces", "30", "--seed", "7", "--json", "--detector", PHI, "--detector", "fixed:timeout-ms=250"];
+    let a = vigil(&args);
+    let doc = json(&a);
+    assert_eq!(doc["traces"], 30);
+    assert_eq!(doc["seed"], 7);
+    assert!(stderr(&a).contains("seed 7"), "the seed is printed: {}", stderr(&a));
+    // Same seed, same bytes.
+    assert_eq!(vigil(&args).stdout, a.stdout);
+    // The library, called directly, gives the same numbers.
+    let traces = builtin("regime-change").unwrap().generate(7, 30);
+    let specs: Vec<DetectorSpec> = [PHI, "fixed:timeout-ms=250"].iter().map(|s| s.parse().unwrap()).collect();
+    let qos = evaluate(&traces, &specs, 1, &|| {}).unwrap();
+    for (i, q) in qos.iter().enumerate() {
+        let r = &doc["results"][i];
+        assert_eq!(r["detector"], specs[i].to_string());
+        assert_eq!(r["qos"]["mistakes"], q.mistakes);
+        assert_eq!(r["qos"]["sampled_mistakes"], q.sampled_mistakes);
+        assert!((r["qos"]["detection_ms"]["mean"].as_f64().unwrap() - q.detection_ms.mean).abs() < 1e-9);
+    }
+    // φ convicts at the regime change in most traces.
+    assert!(qos[0].traces_with_mistake >= 20);
+    // A different seed gives different traces.
+    let other = vigil(&["lab", "run", "regime-change", "--traces", "30", "--seed", "8", "--json", "--detector", PHI]);
+    assert_ne!(json(&other)["results"][0]["qos"], doc["results"][0]["qos"]);
+}
+
+#[test]
+fn run_prints_a_table_with_every_default_detector() {
+    let o = vigil(&["lab", "run", "calm", "--traces", "5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for name in ["normal:", "akka", "exponential", "fixed:", "chen:", "bertier", "2w:", "empirical"] {
+        assert!(text.contains(name), "{name} missing from:\n{text}");
+    }
+    assert!(text.contains("T_D mean (ms)"));
+}
+
+#[test]
+fn bad_input_is_named_and_exits_with_status_2() {
+    let o = vigil(&["lab", "run", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no built-in scenario 'nope'") && stderr(&o).contains("regime-change"), "{}", stderr(&o));
+    let o = vigil(&["lab", "run", "calm", "--detector", "akka:window=0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("detector 'akka:window=0'"), "{}", stderr(&o));
+    let dir = scratch("bad");
+    let trace = dir.join("bad.csv");
+    std::fs::write(&trace, "0,hb\n100,hb\n90,hb\n").unwrap();
+    let o = vigil(&["lab", "replay", trace.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("line 3, field time_ms"), "{}", stderr(&o));
+    let toml = dir.join("bad.toml");
+    std::fs::write(&toml, "name = 'x'\nperiod_ms = 100\n[[phases]]\nbeats = 10\ndelay = { kind = 'normal', mean_ms = 5 }\n").unwrap();
+    let o = vigil(&["lab", "run", toml.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("sd_ms"), "{}", stderr(&o));
+    let o = vigil(&["lab", "recommend", "calm", "--max-mistakes-per-hour", "-1"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn custom_scenarios_come_from_toml() {
+    let dir = scratch("toml");
+    let path = dir.join("wan.toml");
+    std::fs::write(
+        &path,
+        "name = 'wan'\nperiod_ms = 1000\ntraces = 4\n[loss]\nkind = 'bernoulli'\np = 0.05\n[[phases]]\nbeats = 60\n\
+         delay = { kind = 'shifted-gamma', shift_ms = 40, shape = 2, scale_ms = 10 }\n",
+    )
+    .unwrap();
+    let doc = json(&vigil(&["lab", "run", path.to_str().unwrap(), "--json", "--detector", "fixed:timeout-ms=2500"]));
+    assert_eq!(doc["scenario"], "wan");
+    assert_eq!(doc["traces"], 4);
+    assert_eq!(doc["results"][0]["qos"]["crashed"], 4);
+}
+
+#[test]
+fn replay_measures_a_recorded_trace_exactly() {
+    let dir = scratch("replay");
+    let path = dir.join("t.csv");
+    // Every 100 ms; beat 5 is lost; crash at 900 ms after beat 9 was sent.
+    let mut text = String::from("time_ms,event,sent_ms,seq\n");
+    for i in (0..10u64).filter(|&i| i != 5) {
+        text.push_str(&format!("{},hb,{},{i}\n", i * 100 + 7, i * 100));
+    }
+    text.push_str("900,crash\n");
+    std::fs::write(&path, text).unwrap();
+    let doc = json(&vigil(&["lab", "replay", path.to_str().unwrap(), "--json", "--detector", "fixed:timeout-ms=150"]));
+    let q = &doc["results"][0]["qos"];
+    // The 200 ms gap exceeds 150 ms for 50 ms; the crash is detected 150 ms
+    // after the last arrival (907 ms), and the next heartbeat was due at
+    // 1000 ms.
+    assert_eq!(q["mistakes"], 1);
+    assert_eq!(q["mistake_beats"][0][0], 6);
+    assert!((q["mistake_duration_ms"]["mean"].as_f64().unwrap() - 50.0).abs() < 1e-9);
+    assert!((q["detection_ms"]["mean"].as_f64().unwrap() - 157.0).abs() < 1e-9);
+    assert!((q["detection_from_due_ms"]["mean"].as_f64().unwrap() - 57.0).abs() < 1e-9);
+    // Without a crash, the time to suspect stands in for detection.
+    let path2 = dir.join("nocrash.jsonl");
+    let lines: String = (0..20).map(|i| format!("{{\"t\": {}}}\n", i * 100)).collect();
+    std::fs::write(&path2, lines).unwrap();
+    let doc = json(&vigil(&["lab", "replay", path2.to_str().unwrap(), "--json", "--detector", "fixed:timeout-ms=250"]));
+    assert_eq!(doc["results"][0]["time_to_suspect_ms"]["mean"], 250.0);
+    assert_eq!(doc["results"][0]["qos"]["crashed"], 0);
+}
+
+#[test]
+fn sweep_writes_a_frontier_and_a_plot() {
+    let dir = scratch("sweep");
+    let o = vigil(&[
+        "lab", "sweep", "regime-change", "--traces", "20", "--json", "--out", dir.to_str().unwrap(),
+        "--family", "fixed@timeout-ms=150,250,400", "--family", "floor=normal:window=100,threshold=8@min-std-ms=1,30,50",
+    ]);
+    let doc = json(&o);
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(points.len(), 6);
+    let front: Vec<usize> = doc["frontier"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+    assert!(!front.is_empty());
+    // Along the frontier, detection time rises and the mistake rate falls.
+    for w in front.windows(2) {
+        assert!(points[w[0]]["detection_ms"].as_f64() < points[w[1]]["detection_ms"].as_f64());
+        assert!(points[w[0]]["mistakes_per_hour"].as_f64() > points[w[1]]["mistakes_per_hour"].as_f64());
+    }
+    let svg = std::fs::read_to_string(dir.join("sweep-regime-change.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("fixed") && svg.trim_end().ends_with("</svg>"));
+}
+
+#[test]
+fn recommend_picks_the_fastest_setting_within_the_bound() {
+    let doc = json(&vigil(&["lab", "recommend", "regime-change", "--traces", "20", "--max-mistakes-per-hour", "200", "--json"]));
+    let best = &doc["recommendation"];
+    let rate = best["mistakes_per_hour"].as_f64().unwrap();
+    assert!(rate <= 200.0, "{rate}");
+    // No family's best within the bound is faster.
+    for p in doc["best_per_family"].as_array().unwrap() {
+        assert!(p["detection_ms"].as_f64().unwrap() >= best["detection_ms"].as_f64().unwrap());
+    }
+    let o = vigil(&["lab", "recommend", "regime-change", "--traces", "5", "--max-mistakes-per-hour", "200"]);
+    assert!(stdout(&o).contains("recommendation for regime-change"), "{}", stdout(&o));
+}
+
+#[test]
+fn configure_reproduces_chens_example_and_checks_it_by_simulation() {
+    let doc = json(&vigil(&[
+        "lab", "configure", "--max-detection", "30s", "--min-recurrence", "30d", "--max-mistake-duration", "60s",
+        "--loss", "0.01", "--delay", "exp:mean=20", "--simulate", "20000", "--json",
+    ]));
+    // Chen et al.: η ≈ 9.97 s, δ ≈ 20.03 s (reproduced as 9.9763 / 20.0237).
+    assert!((doc["eta_ms"].as_f64().unwrap() - 9976.3).abs() < 1.0, "{}", doc["eta_ms"]);
+    assert!((doc["delta_ms"].as_f64().unwrap() - 20023.7).abs() < 1.0, "{}", doc["delta_ms"]);
+    assert!(doc["simulated"]["alive_hours"].as_f64().unwrap() > 50.0);
+    let o = vigil(&["lab", "configure", "--max-detection", "30s", "--min-recurrence", "30d", "--max-mistake-duration", "60s", "--delay-mean-ms", "20", "--delay-var-ms2", "400", "--simulate", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Cantelli"), "{}", stdout(&o));
+    // Every heartbeat takes 50 ms: a 30 ms detection bound is unachievable.
+    let o = vigil(&["lab", "configure", "--max-detection", "30ms", "--min-recurrence", "30d", "--max-mistake-duration", "1s", "--delay", "constant:ms=50"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("cannot be met"), "{}", stderr(&o));
+    let o = vigil(&["lab", "configure", "--max-detection", "5 parsecs", "--min-recurrence", "30d", "--max-mistake-duration", "1s", "--delay", "exp:mean=20"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--max-detection"), "{}", stderr(&o));
+}
+
+#[test]
+fn demo_writes_a_self_contained_report() {
+    let dir = scratch("demo");
+    let o = vigil(&["lab", "demo", "--traces", "12", "--seed", "5", "--out", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("Seed 001: the regime change") && text.contains("Which family wins where"), "{text}");
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("φ around the regime change"));
+    // Self-contained: no scripts, no external resources.
+    assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href=\"http"));
+    for f in ["phi-regime-change.svg", "ramp.svg", "frontier-regime-change.svg", "frontier-noisy.svg"] {
+        let svg = std::fs::read_to_string(dir.join(f)).unwrap();
+        assert!(svg.starts_with("<svg"), "{f}");
+    }
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("demo.json")).unwrap()).unwrap();
+    assert_eq!(doc["seed"], 5);
+    assert_eq!(doc["traces"], 12);
+}
