@@ -186,7 +186,9 @@ fn shrugs(traces: &[Trace], timelines: &[Timeline]) -> (usize, usize) {
         let convicted_beats: Vec<u64> = tl.mistakes().filter_map(|(s, _)| s.beat).collect();
         let later = (k + 1..trace.beats.len()).any(|j| {
             let alive = trace.crash.is_none_or(|c| trace.beats[j].arrival <= c);
-            alive && gap(j) >= convicted + 40_000_000 && !convicted_beats.contains(&trace.beats[j].seq.unwrap_or(j as u64))
+            alive
+                && gap(j) >= convicted + 40_000_000
+                && !convicted_beats.contains(&trace.beats[j].seq.unwrap_or(j as u64))
         });
         shrug += usize::from(later);
     }
@@ -227,7 +229,7 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
     let traces = regime.generate(seed, n);
     let main = specs(&[SEED_PHI.into(), "fixed:timeout-ms=250".into(), "fixed:timeout-ms=300".into()])?;
     let timelines = judge_all(&traces, &main, 1, &|| {})?;
-    let q: Vec<Qos> = timelines.iter().map(|t| Qos::from_timelines(t)).collect();
+    let q: Vec<Qos> = timelines.iter().map(Qos::from_timelines).collect();
     let (with, shrug) = shrugs(&traces, &timelines[0]);
     out.heading("Seed 001: the regime change");
     out.text(format!(
@@ -294,7 +296,8 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
     let floor30 = spec("normal:window=100,min-std-ms=30,threshold=8")?;
     let a = phi_series(trace, &main[0], 30, 58)?;
     let b = phi_series(trace, &floor30, 30, 58)?;
-    let arrivals: Vec<(f64, f64)> = trace.beats[31..=58].iter().map(|b| (b.arrival.as_nanos() as f64 / 1e6, 0.0)).collect();
+    let arrivals: Vec<(f64, f64)> =
+        trace.beats[31..=58].iter().map(|b| (b.arrival.as_nanos() as f64 / 1e6, 0.0)).collect();
     let peak = a.iter().map(|p| p.1).fold(0.0, f64::max);
     let (x0, x1) = (a.first().map_or(3000.0, |p| p.0), a.last().map_or(6000.0, |p| p.0));
     let chart = Chart::new(
@@ -323,14 +326,22 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
     // --- The σ floor -------------------------------------------------------
     progress("σ floor");
     let floors = ["1", "30", "50", "100"];
-    let floor_specs = specs(&floors.iter().map(|f| format!("normal:window=100,min-std-ms={f},threshold=8")).collect::<Vec<_>>())?;
+    let floor_specs =
+        specs(&floors.iter().map(|f| format!("normal:window=100,min-std-ms={f},threshold=8")).collect::<Vec<_>>())?;
     let fq = run(&traces, &floor_specs)?;
     let seed_floor = [("384", "179.7"), ("5", "≈ 188 (+8)"), ("0", "≈ 290 (+110)"), ("—", "—")];
     out.heading("The load-bearing line: the σ floor (seed 001 §6.3)");
     out.table(
         "floor",
         "φ (threshold 8, window 100) with min σ 1, 30, 50 and 100 ms",
-        &["min σ (ms)", "false alarms (seed)", "false alarms (ours)", "traces with one", "T_D from due, seed", "T_D from due (ms)"],
+        &[
+            "min σ (ms)",
+            "false alarms (seed)",
+            "false alarms (ours)",
+            "traces with one",
+            "T_D from due, seed",
+            "T_D from due (ms)",
+        ],
         floors
             .iter()
             .zip(&fq)
@@ -351,7 +362,8 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
     // --- Thresholds 8 to 20 -------------------------------------------------
     progress("thresholds");
     let ths: Vec<String> = (4..=10).map(|t| (2 * t).to_string()).collect();
-    let th_specs = specs(&ths.iter().map(|t| format!("normal:window=100,min-std-ms=1,threshold={t}")).collect::<Vec<_>>())?;
+    let th_specs =
+        specs(&ths.iter().map(|t| format!("normal:window=100,min-std-ms=1,threshold={t}")).collect::<Vec<_>>())?;
     let tq = run(&traces, &th_specs)?;
     let fixed250 = &q[1];
     out.heading("Raising the threshold (seed 001 §6.2)");
@@ -364,7 +376,8 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
             .map(|(t, q)| {
                 let dominated = fixed250.mistakes <= q.mistakes
                     && fixed250.detection_from_due_ms.mean <= q.detection_from_due_ms.mean
-                    && (fixed250.mistakes < q.mistakes || fixed250.detection_from_due_ms.mean < q.detection_from_due_ms.mean);
+                    && (fixed250.mistakes < q.mistakes
+                        || fixed250.detection_from_due_ms.mean < q.detection_from_due_ms.mean);
                 vec![
                     t.clone(),
                     q.sampled_mistakes.to_string(),
@@ -438,7 +451,12 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
          timeout's 278.9 ms, and that φ still raises false alarms on a stationary network because a normal model \
          of a right-skewed delay underestimates its tail.",
     );
-    out.table("stationary", "φ and fixed timeouts on stationary networks", &["scenario", "detector", "false alarms", "traces with one", "T_D from due (ms)"], rows);
+    out.table(
+        "stationary",
+        "φ and fixed timeouts on stationary networks",
+        &["scenario", "detector", "false alarms", "traces with one", "T_D from due (ms)"],
+        rows,
+    );
 
     // --- Seed 002's paths -------------------------------------------------------
     progress("seed 002");
@@ -451,7 +469,10 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
     let mut rows = Vec::new();
     for (name, pause, th, fixed, (sp, sf, sdp, sdf)) in paths {
         let s = builtin(name)?;
-        let pspecs = specs(&[format!("normal:window=100,min-std-ms=1,pause-ms={pause},threshold={th}"), format!("fixed:timeout-ms={fixed}")])?;
+        let pspecs = specs(&[
+            format!("normal:window=100,min-std-ms=1,pause-ms={pause},threshold={th}"),
+            format!("fixed:timeout-ms={fixed}"),
+        ])?;
         let pq = run(&s.generate(seed, n), &pspecs)?;
         rows.push(vec![
             name.into(),
@@ -482,7 +503,14 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
     out.table(
         "seed002",
         "Seed 002: φ and fixed timeouts, per path",
-        &["path", "detector", "episodes (seed, 1 trace)", "episodes per trace (ours)", "detection (seed, ms)", "T_D from crash (ours, ms)"],
+        &[
+            "path",
+            "detector",
+            "episodes (seed, 1 trace)",
+            "episodes per trace (ours)",
+            "detection (seed, ms)",
+            "T_D from crash (ours, ms)",
+        ],
         rows,
     );
 
@@ -547,8 +575,11 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
             rows,
         );
         // The frontier plot.
-        let positive =
-            points.iter().map(|p| p.mistakes_per_hour).filter(|r| *r > 0.0 && r.is_finite()).fold(f64::INFINITY, f64::min);
+        let positive = points
+            .iter()
+            .map(|p| p.mistakes_per_hour)
+            .filter(|r| *r > 0.0 && r.is_finite())
+            .fold(f64::INFINITY, f64::min);
         let floor = if positive.is_finite() { positive / 2.0 } else { 1.0 };
         let mut chart = Chart::new(
             format!("Detection time against mistake rate: {name}"),
@@ -561,7 +592,8 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
         for (fam, pts) in by_family.values() {
             let mut sorted: Vec<&Point> = pts.iter().filter(|p| p.detection_ms.is_finite()).collect();
             sorted.sort_by(|a, b| a.detection_ms.total_cmp(&b.detection_ms));
-            let line: Vec<(f64, f64)> = sorted.iter().map(|p| (p.detection_ms, p.mistakes_per_hour.max(floor))).collect();
+            let line: Vec<(f64, f64)> =
+                sorted.iter().map(|p| (p.detection_ms, p.mistakes_per_hour.max(floor))).collect();
             chart = chart.with_series(Series::new(fam.clone(), line).with_style(Style::LinePoints));
         }
         out.figure(
@@ -572,19 +604,32 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
             ),
             chart.to_svg(),
         );
-        let front: Vec<String> = frontier(&points).into_iter().map(|i| format!("{} ({} ms)", points[i].spec, ms(points[i].detection_ms))).collect();
+        let front: Vec<String> = frontier(&points)
+            .into_iter()
+            .map(|i| format!("{} ({} ms)", points[i].spec, ms(points[i].detection_ms)))
+            .collect();
         out.text(format!("Overall frontier on {name}, fastest first: {}.", front.join("; ")));
         if name == "regime-change" {
             let fixed: Vec<Point> = points.iter().filter(|p| p.family == "fixed").cloned().collect();
             let free: Vec<String> = points
                 .iter()
                 .filter(|p| p.family != "fixed" && p.detection_ms.is_finite() && dominated_by(p, &fixed).is_none())
-                .map(|p| format!("{} ({} ms, {:.2} mistakes per trace)", p.spec, ms(p.detection_ms), p.qos.mistakes as f64 / p.qos.traces as f64))
+                .map(|p| {
+                    format!(
+                        "{} ({} ms, {:.2} mistakes per trace)",
+                        p.spec,
+                        ms(p.detection_ms),
+                        p.qos.mistakes as f64 / p.qos.traces as f64
+                    )
+                })
                 .collect();
             out.text(if free.is_empty() {
                 "No setting of another family escapes domination by some fixed timeout on this scenario.".to_string()
             } else {
-                format!("Settings of other families that no fixed timeout dominates on this scenario: {}.", free.join("; "))
+                format!(
+                    "Settings of other families that no fixed timeout dominates on this scenario: {}.",
+                    free.join("; ")
+                )
             });
         }
         summary_rows.push(vec![
@@ -658,12 +703,18 @@ impl Demo {
 pub fn format_table(t: &Table) -> String {
     let cols = t.header.len();
     let width = |i: usize| {
-        t.rows.iter().map(|r| r.get(i).map_or(0, |c| c.chars().count())).chain([t.header[i].chars().count()]).max().unwrap_or(0)
+        t.rows
+            .iter()
+            .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+            .chain([t.header[i].chars().count()])
+            .max()
+            .unwrap_or(0)
     };
     let widths: Vec<usize> = (0..cols).map(width).collect();
     let numeric = |s: &str| {
         let s = s.trim_start_matches(['≤', '≥', ' ']);
-        let number = |x: &str| x.trim_end_matches(|c: char| c.is_alphabetic() || c == '%' || c == ' ').parse::<f64>().is_ok();
+        let number =
+            |x: &str| x.trim_end_matches(|c: char| c.is_alphabetic() || c == '%' || c == ' ').parse::<f64>().is_ok();
         number(s) || s.split_once('/').is_some_and(|(a, b)| number(a) && number(b))
     };
     let mut out = format!("{}\n", t.title);

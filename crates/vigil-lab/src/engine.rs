@@ -57,7 +57,12 @@ struct State {
 /// Judging starts at the arrival of heartbeat number `warmup` (1-based; a
 /// `warmup` of 0 counts as 1): before it, heartbeats train the detector and
 /// nothing is judged. Returns one timeline per threshold, in order.
-pub fn judge(trace: &Trace, config: &ModelConfig, thresholds: &[f64], warmup: usize) -> Result<Vec<Timeline>, ConfigError> {
+pub fn judge(
+    trace: &Trace,
+    config: &ModelConfig,
+    thresholds: &[f64],
+    warmup: usize,
+) -> Result<Vec<Timeline>, ConfigError> {
     let mut d = AnyDetector::new(config)?;
     let warmup = warmup.max(1);
     let beats = &trace.beats;
@@ -116,14 +121,7 @@ pub fn judge(trace: &Trace, config: &ModelConfig, thresholds: &[f64], warmup: us
             if let Some((s, b)) = st.open.take() {
                 st.suspicions.push(Suspicion { start: s, end: None, beat: b });
             }
-            Timeline {
-                start,
-                end,
-                crash: trace.crash,
-                due,
-                suspicions: st.suspicions,
-                sampled_mistakes: st.sampled,
-            }
+            Timeline { start, end, crash: trace.crash, due, suspicions: st.suspicions, sampled_mistakes: st.sampled }
         })
         .collect())
 }
@@ -213,7 +211,7 @@ pub fn evaluate(
     warmup: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<Qos>, ConfigError> {
-    Ok(judge_all(traces, specs, warmup, progress)?.iter().map(|t| Qos::from_timelines(t)).collect())
+    Ok(judge_all(traces, specs, warmup, progress)?.iter().map(Qos::from_timelines).collect())
 }
 
 #[cfg(test)]

@@ -121,7 +121,13 @@ impl Summary {
         values.sort_by(f64::total_cmp);
         let n = values.len();
         let rank = |p: f64| values[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
-        Summary { count: n, mean: values.iter().sum::<f64>() / n as f64, p50: rank(0.5), p99: rank(0.99), max: values[n - 1] }
+        Summary {
+            count: n,
+            mean: values.iter().sum::<f64>() / n as f64,
+            p50: rank(0.5),
+            p99: rank(0.99),
+            max: values[n - 1],
+        }
     }
 }
 

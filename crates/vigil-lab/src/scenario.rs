@@ -291,7 +291,8 @@ impl Scenario {
                 }
             }
         }
-        let check = |r: Result<(), ScenarioError>| r.map_err(|e| ScenarioError(format!("scenario '{}': {e}", self.name)));
+        let check =
+            |r: Result<(), ScenarioError>| r.map_err(|e| ScenarioError(format!("scenario '{}': {e}", self.name)));
         match self.loss {
             Loss::None => {}
             Loss::Bernoulli { p } => check(probability("loss.p", p))?,
@@ -557,9 +558,11 @@ pub fn builtin(name: &str) -> Result<Scenario, ScenarioError> {
         "ramp" => {
             let beats = match arg {
                 None => DEFAULT_RAMP_BEATS,
-                Some(a) => a.trim_start_matches("beats=").parse::<u64>().ok().filter(|&b| b <= 30).ok_or_else(|| {
-                    ScenarioError(format!("ramp:{a}: expected a number of heartbeats from 0 to 30"))
-                })?,
+                Some(a) => {
+                    a.trim_start_matches("beats=").parse::<u64>().ok().filter(|&b| b <= 30).ok_or_else(|| {
+                        ScenarioError(format!("ramp:{a}: expected a number of heartbeats from 0 to 30"))
+                    })?
+                }
             };
             let mut s = base(
                 &format!("ramp:{beats}"),
@@ -570,14 +573,18 @@ pub fn builtin(name: &str) -> Result<Scenario, ScenarioError> {
             s.name = if arg.is_none() { "ramp".into() } else { s.name };
             s
         }
-        "calm" => base("calm", "seed 001 §6.5: N(10, 3) ms delay throughout, 100 beats, then a crash", 100.0, vec![
-            phase(100, calm()),
-        ]),
-        "congested" => {
-            base("congested", "seed 001 §6.5: N(80, 40) ms delay throughout, 100 beats, then a crash", 100.0, vec![
-                phase(100, congested()),
-            ])
-        }
+        "calm" => base(
+            "calm",
+            "seed 001 §6.5: N(10, 3) ms delay throughout, 100 beats, then a crash",
+            100.0,
+            vec![phase(100, calm())],
+        ),
+        "congested" => base(
+            "congested",
+            "seed 001 §6.5: N(80, 40) ms delay throughout, 100 beats, then a crash",
+            100.0,
+            vec![phase(100, congested())],
+        ),
         "noisy" => seed002("noisy", "default noisy path", 1000.0, 140.0, 10.0, 1800.0),
         "quiet" => seed002("quiet", "quiet path", 800.0, 60.0, 3.0, 900.0),
         "bursty" => seed002("bursty", "bursty path", 1200.0, 260.0, 12.0, 2400.0),
@@ -657,7 +664,8 @@ mod tests {
         }
         // Delays by phase: mean of N(10, 3) over 200 × 70 calm draws, and of
         // N(80, 40) (clamped at 0: mean 80.2) over 200 × 30; 5 standard errors.
-        let delay = |t: &Trace, i: usize| (t.beats[i].arrival.as_nanos() - t.beats[i].sent.unwrap().as_nanos()) as f64 / 1e6;
+        let delay =
+            |t: &Trace, i: usize| (t.beats[i].arrival.as_nanos() - t.beats[i].sent.unwrap().as_nanos()) as f64 / 1e6;
         let calm: Vec<f64> = traces.iter().flat_map(|t| (0..40).map(move |i| delay(t, i))).collect();
         let mean = calm.iter().sum::<f64>() / calm.len() as f64;
         assert!((mean - 10.0).abs() < 5.0 * 3.0 / (calm.len() as f64).sqrt(), "{mean}");
@@ -734,8 +742,10 @@ mod tests {
 
     #[test]
     fn bad_toml_is_named() {
-        let err = Scenario::from_toml("name = 'x'\nperiod_ms = -1\n[[phases]]\nbeats = 3\ndelay = { kind = 'constant', ms = 1 }")
-            .unwrap_err();
+        let err = Scenario::from_toml(
+            "name = 'x'\nperiod_ms = -1\n[[phases]]\nbeats = 3\ndelay = { kind = 'constant', ms = 1 }",
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("period_ms"), "{err}");
         let err = Scenario::from_toml("name = 'x'\nperiod_ms = 1\nphases = []\nbogus = 1").unwrap_err();
         assert!(err.to_string().contains("bogus"), "{err}");

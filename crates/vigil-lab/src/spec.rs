@@ -58,7 +58,11 @@ impl<'a> Params<'a> {
 
     /// As [`Params::new`], naming parameters with `prefix` in errors (`""`
     /// for detector specs).
-    pub fn with_prefix(model: Model, given: Vec<(&'a str, &'a str)>, prefix: &'static str) -> Result<Params<'a>, String> {
+    pub fn with_prefix(
+        model: Model,
+        given: Vec<(&'a str, &'a str)>,
+        prefix: &'static str,
+    ) -> Result<Params<'a>, String> {
         let allowed = allowed(model);
         for (i, (name, _)) in given.iter().enumerate() {
             if !allowed.contains(name) {
@@ -119,7 +123,10 @@ impl<'a> Params<'a> {
         let model = self.model;
         let threshold = self.number::<f64>("threshold", "a number")?.unwrap_or(model.default_threshold());
         if !(threshold.is_finite() && threshold > 0.0) {
-            return Err(format!("{}threshold: must be a finite number greater than zero (got {threshold})", self.prefix));
+            return Err(format!(
+                "{}threshold: must be a finite number greater than zero (got {threshold})",
+                self.prefix
+            ));
         }
         let window = self.number::<usize>("window", "a whole number of samples")?;
         let set = |slot: &mut usize, v: Option<usize>| {
@@ -331,9 +338,9 @@ impl std::str::FromStr for DetectorSpec {
         let model: Model = name.trim().parse().map_err(|e| SpecError(format!("detector '{text}': {e}")))?;
         let mut params = Vec::new();
         for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (k, v) = item.split_once('=').ok_or_else(|| {
-                SpecError(format!("detector '{text}': '{item}' is not name=value"))
-            })?;
+            let (k, v) = item
+                .split_once('=')
+                .ok_or_else(|| SpecError(format!("detector '{text}': '{item}' is not name=value")))?;
             params.push((k.trim().to_string(), v.trim().to_string()));
         }
         DetectorSpec::new(model, params)

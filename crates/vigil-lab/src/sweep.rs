@@ -53,7 +53,8 @@ impl Family {
     /// name defaults to the spec), for example
     /// `akka:pause-ms=0@threshold=1,2,4,8`.
     pub fn parse(text: &str) -> Result<Family, SpecError> {
-        let bad = || SpecError(format!("family '{text}': expected SPEC@PARAM=V1,V2,... (e.g. fixed@timeout-ms=150,250)"));
+        let bad =
+            || SpecError(format!("family '{text}': expected SPEC@PARAM=V1,V2,... (e.g. fixed@timeout-ms=150,250)"));
         let (spec, grid) = text.rsplit_once('@').ok_or_else(bad)?;
         let (param, values) = grid.split_once('=').ok_or_else(bad)?;
         let values: Vec<&str> = values.split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
@@ -83,14 +84,20 @@ fn fmt_value(v: f64) -> String {
 pub fn default_families(period_ms: f64) -> Vec<Family> {
     let scaled = |factors: &[f64]| -> Vec<String> { factors.iter().map(|f| fmt_value(f * period_ms)).collect() };
     let list = |v: &[f64]| -> Vec<String> { v.iter().map(|x| fmt_value(*x)).collect() };
-    let phi = list(&[0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 30.0, 50.0, 100.0, 200.0, 400.0]);
+    let phi =
+        list(&[0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 30.0, 50.0, 100.0, 200.0, 400.0]);
     let make = |name: &str, base: &str, param: &str, values: Vec<String>| -> Family {
         let refs: Vec<&str> = values.iter().map(String::as_str).collect();
         Family::new(name, base, param, &refs).expect("built-in families are valid")
     };
     let margins = scaled(&[0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.3, 1.7, 2.2, 3.0, 4.0, 6.0, 9.0]);
     vec![
-        make("fixed", "fixed", "timeout-ms", scaled(&[1.1, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 11.0, 15.0, 20.0])),
+        make(
+            "fixed",
+            "fixed",
+            "timeout-ms",
+            scaled(&[1.1, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 11.0, 15.0, 20.0]),
+        ),
         make("normal σ≥1ms", "normal:window=100,min-std-ms=1", "threshold", phi.clone()),
         make(
             "normal σ≥P/4",
@@ -99,14 +106,22 @@ pub fn default_families(period_ms: f64) -> Vec<Family> {
             phi.clone(),
         ),
         make("akka", "akka:window=100,pause-ms=0", "threshold", phi),
-        make("exponential", "exponential:window=100,initial-ms=none", "threshold", list(&[
-            0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0,
-        ])),
+        make(
+            "exponential",
+            "exponential:window=100,initial-ms=none",
+            "threshold",
+            list(&[0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0]),
+        ),
         make("chen n=1000", "chen:window=1000", "alpha-ms", margins.clone()),
         make("chen n=10", "chen:window=10", "alpha-ms", margins.clone()),
         make("bertier", "bertier:window=1000", "phi", list(&[0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 96.0])),
         make("2w n1=1", "2w:n1=1,n2=1000", "alpha-ms", margins),
-        make("empirical", "empirical:window=100", "threshold", list(&[0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0])),
+        make(
+            "empirical",
+            "empirical:window=100",
+            "threshold",
+            list(&[0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0]),
+        ),
     ]
 }
 
@@ -211,19 +226,17 @@ pub fn frontier(points: &[Point]) -> Vec<usize> {
 /// The fastest point (lowest detection time) with at most `max_per_hour`
 /// mistakes per hour.
 pub fn fastest_within(points: &[Point], max_per_hour: f64) -> Option<&Point> {
-    points
-        .iter()
-        .filter(|p| p.mistakes_per_hour <= max_per_hour && p.detection_ms.is_finite())
-        .min_by(|a, b| a.detection_ms.total_cmp(&b.detection_ms).then(a.mistakes_per_hour.total_cmp(&b.mistakes_per_hour)))
+    points.iter().filter(|p| p.mistakes_per_hour <= max_per_hour && p.detection_ms.is_finite()).min_by(|a, b| {
+        a.detection_ms.total_cmp(&b.detection_ms).then(a.mistakes_per_hour.total_cmp(&b.mistakes_per_hour))
+    })
 }
 
 /// The point with the fewest mistakes among those detecting within
 /// `max_detection_ms` (ties: the faster).
 pub fn fewest_mistakes_within(points: &[Point], max_detection_ms: f64) -> Option<&Point> {
-    points
-        .iter()
-        .filter(|p| p.detection_ms <= max_detection_ms && p.mistakes_per_hour.is_finite())
-        .min_by(|a, b| a.mistakes_per_hour.total_cmp(&b.mistakes_per_hour).then(a.detection_ms.total_cmp(&b.detection_ms)))
+    points.iter().filter(|p| p.detection_ms <= max_detection_ms && p.mistakes_per_hour.is_finite()).min_by(|a, b| {
+        a.mistakes_per_hour.total_cmp(&b.mistakes_per_hour).then(a.detection_ms.total_cmp(&b.detection_ms))
+    })
 }
 
 /// Whether `p` is dominated by some point of `others`: another detects at
@@ -242,12 +255,27 @@ mod tests {
 
     fn point(td: f64, rate: f64) -> Point {
         let qos = Qos::from_timelines(std::iter::empty());
-        Point { family: "f".into(), spec: format!("{td}/{rate}"), value: String::new(), detection_ms: td, mistakes_per_hour: rate, qos }
+        Point {
+            family: "f".into(),
+            spec: format!("{td}/{rate}"),
+            value: String::new(),
+            detection_ms: td,
+            mistakes_per_hour: rate,
+            qos,
+        }
     }
 
     #[test]
     fn frontier_keeps_only_non_dominated_points() {
-        let pts = vec![point(100.0, 50.0), point(150.0, 60.0), point(200.0, 10.0), point(90.0, 80.0), point(300.0, 10.0), point(400.0, 0.0), point(f64::NAN, 0.0)];
+        let pts = vec![
+            point(100.0, 50.0),
+            point(150.0, 60.0),
+            point(200.0, 10.0),
+            point(90.0, 80.0),
+            point(300.0, 10.0),
+            point(400.0, 0.0),
+            point(f64::NAN, 0.0),
+        ];
         assert_eq!(frontier(&pts), vec![3, 0, 2, 5]);
         assert_eq!(fastest_within(&pts, 10.0).unwrap().detection_ms, 200.0);
         assert_eq!(fastest_within(&pts, 0.0).unwrap().detection_ms, 400.0);

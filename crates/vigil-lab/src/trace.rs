@@ -158,7 +158,11 @@ impl Builder {
                 {
                     return Err(err(
                         "time_ms",
-                        format!("end {} ms is before the last arrival {} ms", format_millis(t), format_millis(last.arrival)),
+                        format!(
+                            "end {} ms is before the last arrival {} ms",
+                            format_millis(t),
+                            format_millis(last.arrival)
+                        ),
                     ));
                 }
                 self.trace.end = Some(t);
@@ -234,9 +238,7 @@ impl Trace {
                     message: format!("expected TIME_MS,EVENT[,SENT_MS[,SEQ]], found {} field(s)", fields.len()),
                 });
             }
-            let at = |field, text: &str| {
-                parse_instant(text).map_err(|message| TraceError { line, field, message })
-            };
+            let at = |field, text: &str| parse_instant(text).map_err(|message| TraceError { line, field, message });
             let t = at("time_ms", fields[0])?;
             let sent = match fields.get(2) {
                 Some(s) if !s.is_empty() => Some(at("sent_ms", s)?),
@@ -350,7 +352,8 @@ impl Trace {
     /// heartbeats.
     pub fn period(&self) -> Option<Duration> {
         let with_seq: Vec<(u64, Instant)> = self.beats.iter().filter_map(|b| Some((b.seq?, b.sent?))).collect();
-        if let (Some(&(s0, t0)), Some(&(s1, t1))) = (with_seq.iter().min_by_key(|x| x.0), with_seq.iter().max_by_key(|x| x.0))
+        if let (Some(&(s0, t0)), Some(&(s1, t1))) =
+            (with_seq.iter().min_by_key(|x| x.0), with_seq.iter().max_by_key(|x| x.0))
             && s1 > s0
             && t1 > t0
         {

@@ -63,12 +63,15 @@ fn seed_001_phi_against_fixed_timeouts() {
 fn seed_001_sigma_floor_and_thresholds() {
     for seed in [1, 2, 3] {
         let traces = builtin("regime-change").unwrap().generate(seed, 200);
-        let q = run(&traces, &[
-            PHI,
-            "normal:window=100,min-std-ms=30,threshold=8",
-            "normal:window=100,min-std-ms=50,threshold=8",
-            "fixed:timeout-ms=250",
-        ]);
+        let q = run(
+            &traces,
+            &[
+                PHI,
+                "normal:window=100,min-std-ms=30,threshold=8",
+                "normal:window=100,min-std-ms=50,threshold=8",
+                "fixed:timeout-ms=250",
+            ],
+        );
         // Seed: 384 / 5 / 0 false alarms at floors 1, 30, 50 ms. Counts of a
         // few rare events: 5 ± 3σ (σ ≈ √5) is 0 to 12.
         assert!(q[1].sampled_mistakes <= 12, "seed {seed}: {}", q[1].sampled_mistakes);
@@ -107,10 +110,18 @@ fn seed_001_ramp_and_stationary_networks() {
     assert!(calm[0].sampled_mistakes > 0);
     let congested = phi_at("congested");
     assert!(congested[0].sampled_mistakes > congested[1].sampled_mistakes);
-    assert!((congested[0].detection_from_due_ms.mean - 374.6).abs() < 30.0, "{}", congested[0].detection_from_due_ms.mean);
+    assert!(
+        (congested[0].detection_from_due_ms.mean - 374.6).abs() < 30.0,
+        "{}",
+        congested[0].detection_from_due_ms.mean
+    );
     // The fixed timeout's: 300 ms plus the last delay (N(80, 40), forced
     // monotonic) minus 100 ms.
-    assert!((congested[1].detection_from_due_ms.mean - 278.9).abs() < 15.0, "{}", congested[1].detection_from_due_ms.mean);
+    assert!(
+        (congested[1].detection_from_due_ms.mean - 278.9).abs() < 15.0,
+        "{}",
+        congested[1].detection_from_due_ms.mean
+    );
 }
 
 #[test]

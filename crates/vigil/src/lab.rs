@@ -222,7 +222,8 @@ fn load_source(name: &str) -> Result<Source> {
 fn bar(len: u64, what: &str) -> ProgressBar {
     let pb = ProgressBar::new(len);
     pb.set_style(
-        ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     pb.set_message(what.to_string());
     pb
@@ -326,7 +327,8 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let qos = evaluate(&traces, &specs, a.common.warmup, &|| pb.inc(1))?;
     pb.finish_and_clear();
     if a.common.json {
-        let results: Vec<_> = specs.iter().zip(&qos).map(|(s, q)| json!({"detector": s.to_string(), "qos": q})).collect();
+        let results: Vec<_> =
+            specs.iter().zip(&qos).map(|(s, q)| json!({"detector": s.to_string(), "qos": q})).collect();
         let doc = json!({"scenario": s.name, "seed": a.common.seed, "traces": traces.len(), "results": results});
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
@@ -368,7 +370,8 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let points = run_sweep(&traces, &fams, a.common.warmup)?;
     let front = frontier(&points);
     // The plot.
-    let positive = points.iter().map(|p| p.mistakes_per_hour).filter(|r| *r > 0.0 && r.is_finite()).fold(f64::INFINITY, f64::min);
+    let positive =
+        points.iter().map(|p| p.mistakes_per_hour).filter(|r| *r > 0.0 && r.is_finite()).fold(f64::INFINITY, f64::min);
     let floor = if positive.is_finite() { positive / 2.0 } else { 1.0 };
     let axis = if traces.iter().any(|t| t.crash.is_some()) {
         "mean detection time from the crash (ms)"
@@ -390,7 +393,9 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     }
     let frontier_pts: Vec<(f64, f64)> =
         front.iter().map(|&i| (points[i].detection_ms, points[i].mistakes_per_hour.max(floor))).collect();
-    chart = chart.with_series(Series::new("frontier", frontier_pts).with_style(Style::Step).with_dashed(true).with_color("#000000"));
+    chart = chart.with_series(
+        Series::new("frontier", frontier_pts).with_style(Style::Step).with_dashed(true).with_color("#000000"),
+    );
     fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let file = a.out.join(format!("sweep-{}.svg", sanitize(&name)));
     fs::write(&file, chart.to_svg()).with_context(|| format!("writing {}", file.display()))?;
@@ -416,7 +421,12 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         })
         .collect();
     let header = ["frontier", "family", "value", "T_D (ms)", "λ_M (/h)", "traces with one", "P_A"];
-    print_table(out, &format!("{name}: {} settings, * on the Pareto frontier", points.len()), header.iter().map(|h| h.to_string()).collect(), rows)
+    print_table(
+        out,
+        &format!("{name}: {} settings, * on the Pareto frontier", points.len()),
+        header.iter().map(|h| h.to_string()).collect(),
+        rows,
+    )
 }
 
 fn sanitize(name: &str) -> String {
@@ -460,7 +470,9 @@ fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
 
 fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
     if !(a.max_mistakes_per_hour.is_finite() && a.max_mistakes_per_hour >= 0.0) {
-        return Err(UsageError(format!("--max-mistakes-per-hour must be 0 or more, got {}", a.max_mistakes_per_hour)).into());
+        return Err(
+            UsageError(format!("--max-mistakes-per-hour must be 0 or more, got {}", a.max_mistakes_per_hour)).into()
+        );
     }
     let source = load_source(&a.source)?;
     let (name, traces, period) = source_traces(&source, a.common.seed, a.traces);
@@ -479,7 +491,8 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
         .iter()
         .filter_map(|f| {
             let own: Vec<Point> = points.iter().filter(|p| p.family == f.name).cloned().collect();
-            fastest_within(&own, a.max_mistakes_per_hour).map(|p| points.iter().find(|q| q.spec == p.spec).unwrap_or(best))
+            fastest_within(&own, a.max_mistakes_per_hour)
+                .map(|p| points.iter().find(|q| q.spec == p.spec).unwrap_or(best))
         })
         .collect();
     if a.common.json {
@@ -491,7 +504,12 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
     let q = &best.qos;
     writeln!(out, "recommendation for {name} with at most {} mistakes per hour:", a.max_mistakes_per_hour)?;
     writeln!(out, "  {}", best.spec)?;
-    writeln!(out, "  detection: mean {} ms, p99 {} ms (from the crash, or time to suspect without one)", fmt_ms(best.detection_ms), fmt_ms(q.detection_ms.p99))?;
+    writeln!(
+        out,
+        "  detection: mean {} ms, p99 {} ms (from the crash, or time to suspect without one)",
+        fmt_ms(best.detection_ms),
+        fmt_ms(q.detection_ms.p99)
+    )?;
     writeln!(
         out,
         "  mistakes: {:.2} per hour ({} in {:.2} h observed; {} of {} traces), mean duration {} ms, P_A {:.6}",
@@ -515,7 +533,12 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
         .iter()
         .map(|p| vec![p.family.clone(), p.spec.clone(), fmt_ms(p.detection_ms), format!("{:.2}", p.mistakes_per_hour)])
         .collect();
-    print_table(out, "best setting of each family within the bound", ["family", "setting", "T_D (ms)", "λ_M (/h)"].iter().map(|h| h.to_string()).collect(), rows)
+    print_table(
+        out,
+        "best setting of each family within the bound",
+        ["family", "setting", "T_D (ms)", "λ_M (/h)"].iter().map(|h| h.to_string()).collect(),
+        rows,
+    )
 }
 
 /// Parses a duration with a unit: `250ms`, `30s`, `5min`, `2h`, `30d`; a bare
@@ -524,7 +547,10 @@ fn human_duration(flag: &str, text: &str) -> Result<f64> {
     let t = text.trim();
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let v: f64 = num.trim().parse().map_err(|_| UsageError(format!("{flag}: '{text}' is not a duration like 250ms, 30s or 30d")))?;
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| UsageError(format!("{flag}: '{text}' is not a duration like 250ms, 30s or 30d")))?;
     let scale = match unit.trim() {
         "" | "ms" => 1.0,
         "s" => 1e3,
@@ -556,7 +582,8 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
         }
         (None, Some(mean), Some(var)) => {
             let c = configure_moments(&req, a.loss, mean, var).map_err(|e| UsageError(e.to_string()))?;
-            let delay = Delay::from_moments(mean, var).map_err(|e| UsageError(format!("--delay-mean-ms/--delay-var-ms2: {e}")))?;
+            let delay = Delay::from_moments(mean, var)
+                .map_err(|e| UsageError(format!("--delay-mean-ms/--delay-var-ms2: {e}")))?;
             (c, delay)
         }
         _ => return Err(UsageError("give --delay DIST, or --delay-mean-ms with --delay-var-ms2".into()).into()),
@@ -567,9 +594,16 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
         let pb = ProgressBar::new_spinner();
         pb.set_message(format!("simulating {} heartbeats", a.simulate));
         pb.enable_steady_tick(Duration::from_millis(120));
-        let timeline = simulate_nfds(config.eta_ms, config.delta_ms, &network, a.simulate, a.seed).map_err(|e| UsageError(e.to_string()))?;
+        let timeline = simulate_nfds(config.eta_ms, config.delta_ms, &network, a.simulate, a.seed)
+            .map_err(|e| UsageError(e.to_string()))?;
         pb.finish_and_clear();
-        eprintln!("simulated {} heartbeats in {:.1} s, seed {} (replay with --seed {})", a.simulate, started.elapsed().as_secs_f64(), a.seed, a.seed);
+        eprintln!(
+            "simulated {} heartbeats in {:.1} s, seed {} (replay with --seed {})",
+            a.simulate,
+            started.elapsed().as_secs_f64(),
+            a.seed,
+            a.seed
+        );
         Some(Qos::from_timelines([&timeline]))
     } else {
         None
@@ -582,17 +616,36 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
         return Ok(());
     }
     let p = &config.prediction;
-    writeln!(out, "Chen et al.'s NFD-S configuration ({})", if a.delay.is_some() { "known delay distribution" } else { "distribution-free: Cantelli bound, predictions are guarantees" })?;
+    writeln!(
+        out,
+        "Chen et al.'s NFD-S configuration ({})",
+        if a.delay.is_some() {
+            "known delay distribution"
+        } else {
+            "distribution-free: Cantelli bound, predictions are guarantees"
+        }
+    )?;
     writeln!(out, "  network: loss {}, delay {}", a.loss, delay.describe())?;
     writeln!(out, "  heartbeat interval η = {:.4} ms", config.eta_ms)?;
-    writeln!(out, "  freshness shift δ = {:.4} ms (suspect when no heartbeat i has arrived by iη + δ)", config.delta_ms)?;
+    writeln!(
+        out,
+        "  freshness shift δ = {:.4} ms (suspect when no heartbeat i has arrived by iη + δ)",
+        config.delta_ms
+    )?;
     let rows = vec![
-        vec!["T_D upper bound (ms)".into(), format!("{:.1}", req.max_detection_ms), format!("{:.1}", p.max_detection_ms), sim.as_ref().map_or("—".into(), |_| "—".into())],
+        vec![
+            "T_D upper bound (ms)".into(),
+            format!("{:.1}", req.max_detection_ms),
+            format!("{:.1}", p.max_detection_ms),
+            sim.as_ref().map_or("—".into(), |_| "—".into()),
+        ],
         vec![
             "E(T_MR) (ms)".into(),
             format!("≥ {:.1}", req.min_recurrence_ms),
             format!("{:.1}", p.mean_recurrence_ms),
-            sim.as_ref().map_or("—".into(), |q| if q.mistakes == 0 { "no mistakes".into() } else { format!("{:.1}", q.mean_recurrence_ms) }),
+            sim.as_ref().map_or("—".into(), |q| {
+                if q.mistakes == 0 { "no mistakes".into() } else { format!("{:.1}", q.mean_recurrence_ms) }
+            }),
         ],
         vec![
             "E(T_M) (ms)".into(),
@@ -604,11 +657,23 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
             "λ_M (/h)".into(),
             String::new(),
             format!("{:.6}", p.mistake_rate_per_hour),
-            sim.as_ref().map_or("—".into(), |q| format!("{:.6} ({} mistakes in {:.1} h)", q.mistake_rate_per_hour, q.mistakes, q.alive_hours)),
+            sim.as_ref().map_or("—".into(), |q| {
+                format!("{:.6} ({} mistakes in {:.1} h)", q.mistake_rate_per_hour, q.mistakes, q.alive_hours)
+            }),
         ],
-        vec!["P_A".into(), String::new(), format!("{:.9}", p.query_accuracy), sim.as_ref().map_or("—".into(), |q| format!("{:.9}", q.query_accuracy))],
+        vec![
+            "P_A".into(),
+            String::new(),
+            format!("{:.9}", p.query_accuracy),
+            sim.as_ref().map_or("—".into(), |q| format!("{:.9}", q.query_accuracy)),
+        ],
     ];
-    print_table(out, "QoS: required, predicted (analytic), simulated", ["metric", "required", "predicted", "simulated"].iter().map(|h| h.to_string()).collect(), rows)
+    print_table(
+        out,
+        "QoS: required, predicted (analytic), simulated",
+        ["metric", "required", "predicted", "simulated"].iter().map(|h| h.to_string()).collect(),
+        rows,
+    )
 }
 
 fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
@@ -627,7 +692,8 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
         fs::write(&path, &f.svg).with_context(|| format!("writing {}", path.display()))?;
     }
     let json_path = a.out.join("demo.json");
-    fs::write(&json_path, serde_json::to_string_pretty(&demo)?).with_context(|| format!("writing {}", json_path.display()))?;
+    fs::write(&json_path, serde_json::to_string_pretty(&demo)?)
+        .with_context(|| format!("writing {}", json_path.display()))?;
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&demo)?)?;
     } else {

@@ -19,8 +19,8 @@ use clap::Args;
 use vigil_detector::{Detector, HeartbeatOutcome, Model, ModelConfig};
 
 use crate::UsageError;
-use vigil_lab::spec::Params;
 use vigil_lab::millis::{format_millis, parse_instant};
+use vigil_lab::spec::Params;
 
 const DEFAULTS: &str = "\
 Defaults (the anchors' defaults):

@@ -38,7 +38,20 @@ const PHI: &str = "normal:window=100,min-std-ms=1,threshold=8";
 
 #[test]
 fn run_matches_the_library_and_is_reproducible_from_its_seed() {
-    let args = ["lab", "run", "regime-change", "--traces", "30", "--seed", "7", "--json", "--detector", PHI, "--detector", "fixed:timeout-ms=250"];
+    let args = [
+        "lab",
+        "run",
+        "regime-change",
+        "--traces",
+        "30",
+        "--seed",
+        "7",
+        "--json",
+        "--detector",
+        PHI,
+        "--detector",
+        "fixed:timeout-ms=250",
+    ];
     let a = vigil(&args);
     let doc = json(&a);
     assert_eq!(doc["traces"], 30);
@@ -79,7 +92,11 @@ fn run_prints_a_table_with_every_default_detector() {
 fn bad_input_is_named_and_exits_with_status_2() {
     let o = vigil(&["lab", "run", "nope"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no built-in scenario 'nope'") && stderr(&o).contains("regime-change"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no built-in scenario 'nope'") && stderr(&o).contains("regime-change"),
+        "{}",
+        stderr(&o)
+    );
     let o = vigil(&["lab", "run", "calm", "--detector", "akka:window=0"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("detector 'akka:window=0'"), "{}", stderr(&o));
@@ -90,7 +107,11 @@ fn bad_input_is_named_and_exits_with_status_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("line 3, field time_ms"), "{}", stderr(&o));
     let toml = dir.join("bad.toml");
-    std::fs::write(&toml, "name = 'x'\nperiod_ms = 100\n[[phases]]\nbeats = 10\ndelay = { kind = 'normal', mean_ms = 5 }\n").unwrap();
+    std::fs::write(
+        &toml,
+        "name = 'x'\nperiod_ms = 100\n[[phases]]\nbeats = 10\ndelay = { kind = 'normal', mean_ms = 5 }\n",
+    )
+    .unwrap();
     let o = vigil(&["lab", "run", toml.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("sd_ms"), "{}", stderr(&o));
@@ -148,8 +169,18 @@ fn replay_measures_a_recorded_trace_exactly() {
 fn sweep_writes_a_frontier_and_a_plot() {
     let dir = scratch("sweep");
     let o = vigil(&[
-        "lab", "sweep", "regime-change", "--traces", "20", "--json", "--out", dir.to_str().unwrap(),
-        "--family", "fixed@timeout-ms=150,250,400", "--family", "floor=normal:window=100,threshold=8@min-std-ms=1,30,50",
+        "lab",
+        "sweep",
+        "regime-change",
+        "--traces",
+        "20",
+        "--json",
+        "--out",
+        dir.to_str().unwrap(),
+        "--family",
+        "fixed@timeout-ms=150,250,400",
+        "--family",
+        "floor=normal:window=100,threshold=8@min-std-ms=1,30,50",
     ]);
     let doc = json(&o);
     let points = doc["points"].as_array().unwrap();
@@ -167,7 +198,16 @@ fn sweep_writes_a_frontier_and_a_plot() {
 
 #[test]
 fn recommend_picks_the_fastest_setting_within_the_bound() {
-    let doc = json(&vigil(&["lab", "recommend", "regime-change", "--traces", "20", "--max-mistakes-per-hour", "200", "--json"]));
+    let doc = json(&vigil(&[
+        "lab",
+        "recommend",
+        "regime-change",
+        "--traces",
+        "20",
+        "--max-mistakes-per-hour",
+        "200",
+        "--json",
+    ]));
     let best = &doc["recommendation"];
     let rate = best["mistakes_per_hour"].as_f64().unwrap();
     assert!(rate <= 200.0, "{rate}");
@@ -182,21 +222,71 @@ fn recommend_picks_the_fastest_setting_within_the_bound() {
 #[test]
 fn configure_reproduces_chens_example_and_checks_it_by_simulation() {
     let doc = json(&vigil(&[
-        "lab", "configure", "--max-detection", "30s", "--min-recurrence", "30d", "--max-mistake-duration", "60s",
-        "--loss", "0.01", "--delay", "exp:mean=20", "--simulate", "20000", "--json",
+        "lab",
+        "configure",
+        "--max-detection",
+        "30s",
+        "--min-recurrence",
+        "30d",
+        "--max-mistake-duration",
+        "60s",
+        "--loss",
+        "0.01",
+        "--delay",
+        "exp:mean=20",
+        "--simulate",
+        "20000",
+        "--json",
     ]));
     // Chen et al.: η ≈ 9.97 s, δ ≈ 20.03 s (reproduced as 9.9763 / 20.0237).
     assert!((doc["eta_ms"].as_f64().unwrap() - 9976.3).abs() < 1.0, "{}", doc["eta_ms"]);
     assert!((doc["delta_ms"].as_f64().unwrap() - 20023.7).abs() < 1.0, "{}", doc["delta_ms"]);
     assert!(doc["simulated"]["alive_hours"].as_f64().unwrap() > 50.0);
-    let o = vigil(&["lab", "configure", "--max-detection", "30s", "--min-recurrence", "30d", "--max-mistake-duration", "60s", "--delay-mean-ms", "20", "--delay-var-ms2", "400", "--simulate", "0"]);
+    let o = vigil(&[
+        "lab",
+        "configure",
+        "--max-detection",
+        "30s",
+        "--min-recurrence",
+        "30d",
+        "--max-mistake-duration",
+        "60s",
+        "--delay-mean-ms",
+        "20",
+        "--delay-var-ms2",
+        "400",
+        "--simulate",
+        "0",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("Cantelli"), "{}", stdout(&o));
     // Every heartbeat takes 50 ms: a 30 ms detection bound is unachievable.
-    let o = vigil(&["lab", "configure", "--max-detection", "30ms", "--min-recurrence", "30d", "--max-mistake-duration", "1s", "--delay", "constant:ms=50"]);
+    let o = vigil(&[
+        "lab",
+        "configure",
+        "--max-detection",
+        "30ms",
+        "--min-recurrence",
+        "30d",
+        "--max-mistake-duration",
+        "1s",
+        "--delay",
+        "constant:ms=50",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     assert!(stderr(&o).contains("cannot be met"), "{}", stderr(&o));
-    let o = vigil(&["lab", "configure", "--max-detection", "5 parsecs", "--min-recurrence", "30d", "--max-mistake-duration", "1s", "--delay", "exp:mean=20"]);
+    let o = vigil(&[
+        "lab",
+        "configure",
+        "--max-detection",
+        "5 parsecs",
+        "--min-recurrence",
+        "30d",
+        "--max-mistake-duration",
+        "1s",
+        "--delay",
+        "exp:mean=20",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--max-detection"), "{}", stderr(&o));
 }
