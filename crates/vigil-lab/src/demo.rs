@@ -610,10 +610,21 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
             .collect();
         out.text(format!("Overall frontier on {name}, fastest first: {}.", front.join("; ")));
         if name == "regime-change" {
-            let fixed: Vec<Point> = points.iter().filter(|p| p.family == "fixed").cloned().collect();
+            // Against a fine grid of fixed timeouts (every 5 ms from 105 to
+            // 500 ms), and only within its span.
+            let values: Vec<String> = (21..=100).map(|k| (5 * k).to_string()).collect();
+            let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+            let fine = crate::sweep::Family::new("fixed", "fixed", "timeout-ms", &refs)?;
+            let fixed = sweep(&ts, &[fine], 1, &|| {})?;
+            let fastest_fixed = fixed.iter().map(|p| p.detection_ms).fold(f64::INFINITY, f64::min);
             let free: Vec<String> = points
                 .iter()
-                .filter(|p| p.family != "fixed" && p.detection_ms.is_finite() && dominated_by(p, &fixed).is_none())
+                .filter(|p| {
+                    p.family != "fixed"
+                        && p.detection_ms.is_finite()
+                        && p.detection_ms >= fastest_fixed
+                        && dominated_by(p, &fixed).is_none()
+                })
                 .map(|p| {
                     format!(
                         "{} ({} ms, {:.2} mistakes per trace)",
@@ -627,7 +638,9 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
                 "No setting of another family escapes domination by some fixed timeout on this scenario.".to_string()
             } else {
                 format!(
-                    "Settings of other families that no fixed timeout dominates on this scenario: {}.",
+                    "Settings of other families that no fixed timeout dominates on this scenario (checked against \
+                     fixed timeouts every 5 ms from 105 to 500 ms, so from {} ms of detection time): {}.",
+                    ms(fastest_fixed),
                     free.join("; ")
                 )
             });

@@ -701,6 +701,7 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
             match b {
                 vigil_lab::demo::Block::Heading(h) => writeln!(out, "\n== {h} ==")?,
                 vigil_lab::demo::Block::Table(t) => writeln!(out, "\n{}", format_table(t))?,
+                vigil_lab::demo::Block::Text(t) => writeln!(out, "\n{}", wrap(t, 100))?,
                 _ => {}
             }
         }
@@ -708,4 +709,23 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
     }
     eprintln!("done in {} ms", started.elapsed().as_millis());
     Ok(())
+}
+
+/// Wraps text at `width` columns (on spaces).
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        let n = word.chars().count();
+        if line > 0 && line + 1 + n > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += n;
+    }
+    out
 }
