@@ -78,13 +78,6 @@ const MAX_WINDOW: f64 = 1e5;
 /// How far below η_max the configuration search looks, relatively.
 const SEARCH_FLOOR: f64 = 1e-4;
 
-/// The configuration search never tries η below T_D^U / `MAX_WINDOW`: f(η)
-/// has ⌈T_D^U/η⌉ − 1 factors, and the resulting δ/η must stay within
-/// `MAX_WINDOW` for [`predict_nfds`].
-fn search_floor(eta_max: f64, t_d: f64) -> f64 {
-    (eta_max * SEARCH_FLOOR).max(t_d / MAX_WINDOW)
-}
-
 /// The network between p and q: independent losses and delays.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -531,6 +524,30 @@ fn largest_eta(eta_max: f64, floor: f64, target: f64, f: impl Fn(f64) -> f64) ->
     }
 }
 
+/// Step 2 of both procedures: the largest η ≤ η_max with f(η) ≥ T_MR^L,
+/// searched down to max(η_max·10⁻⁴, T_D^U·10⁻⁵). The second limit keeps
+/// f(η), which has ⌈T_D^U/η⌉ − 1 factors, cheap, and δ/η within what
+/// [`predict_nfds`] accepts.
+fn search(req: &Requirements, eta_max: f64, f: impl Fn(f64) -> f64) -> Result<f64, ChenError> {
+    let t_d = req.max_detection_ms;
+    let floor = (eta_max * SEARCH_FLOOR).max(t_d / MAX_WINDOW);
+    if eta_max < floor {
+        return Err(ChenError::Unachievable {
+            reason: format!(
+                "η_max = {eta_max:e} ms is below T_D^U/1e5 = {:e} ms: more than 1e5 heartbeats per detection bound",
+                t_d / MAX_WINDOW
+            ),
+        });
+    }
+    largest_eta(eta_max, floor, req.min_recurrence_ms, f).ok_or_else(|| ChenError::Unachievable {
+        reason: format!(
+            "no η in [{floor:.6}, {eta_max:.6}] ms gives f(η) ≥ T_MR^L = {} ms (f grows as η shrinks, but the \
+             search stops at max(η_max·1e-4, T_D^U·1e-5))",
+            req.min_recurrence_ms
+        ),
+    })
+}
+
 /// Chen et al.'s configuration procedure when the delay distribution is
 /// known:
 ///
@@ -583,10 +600,7 @@ pub fn configure(req: &Requirements, network: &Network) -> Result<Configuration,
         let m = (t_d / eta).ceil() as u64;
         eta / tail.ladder(t_d, eta, 1, m.saturating_sub(1))
     };
-    let floor = search_floor(eta_max, req.max_detection_ms);
-    let eta = largest_eta(eta_max, floor, req.min_recurrence_ms, f).ok_or_else(|| ChenError::Unachievable {
-        reason: format!("no η in [{floor:.6}, {eta_max:.6}] ms gives f(η) ≥ T_MR^L = {} ms", req.min_recurrence_ms),
-    })?;
+    let eta = search(req, eta_max, f)?;
     let delta = t_d - eta;
     let prediction = predict_nfds(eta, delta, network)?;
     Ok(Configuration {
@@ -660,10 +674,7 @@ pub fn configure_moments(
         }
         value
     };
-    let floor = search_floor(eta_max, req.max_detection_ms);
-    let eta = largest_eta(eta_max, floor, req.min_recurrence_ms, f).ok_or_else(|| ChenError::Unachievable {
-        reason: format!("no η in [{floor:.6}, {eta_max:.6}] ms gives f(η) ≥ T_MR^L = {} ms", req.min_recurrence_ms),
-    })?;
+    let eta = search(req, eta_max, f)?;
     let delta = req.max_detection_ms - eta;
     let prediction = predict_nfds_cantelli(eta, delta, loss, mean_ms, variance_ms2)?;
     Ok(Configuration { eta_ms: eta, delta_ms: delta, eta_max_ms: eta_max, prediction, method: Method::Moments })

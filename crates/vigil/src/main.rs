@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod demo;
 mod lab;
+mod policies;
 mod replay;
 
 /// Failure detection for distributed systems: accrual detectors, graded
@@ -26,9 +26,10 @@ enum Command {
     /// Replay a heartbeat trace through one detector model and print its level
     /// at every query.
     Replay(Box<replay::ReplayArgs>),
-    /// Run the built-in demonstration: a seeded heartbeat stream through
-    /// every model, then graded policies over a small cluster.
-    Demo(demo::DemoArgs),
+    /// Graded policies at work: a seeded heartbeat stream through every
+    /// model, then a registry's policies, brake and pause guard over a small
+    /// cluster.
+    Policies(policies::DemoArgs),
     /// The lab: scenarios and recorded traces through every detector, with
     /// exact quality-of-service metrics, frontiers and reports.
     Lab(lab::LabArgs),
@@ -53,7 +54,7 @@ fn main() -> ExitCode {
     let mut out = io::BufWriter::new(stdout.lock());
     let result = match cli.command {
         Command::Replay(args) => replay::run(&args, &mut out),
-        Command::Demo(args) => demo::run(&args, &mut out),
+        Command::Policies(args) => policies::run(&args, &mut out),
         Command::Lab(args) => lab::run(&args, &mut out),
     };
     let flushed = out.flush();

@@ -310,3 +310,10 @@ fn demo_writes_a_self_contained_report() {
     assert_eq!(doc["seed"], 5);
     assert_eq!(doc["traces"], 12);
 }
+
+#[test]
+fn policies_demonstration_runs() {
+    let o = vigil(&["policies", "--traces", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("vigil policies (seed"), "{}", stdout(&o));
+}

@@ -1,4 +1,4 @@
-//! `vigil demo`: the built-in demonstration.
+//! `vigil policies`: graded policies at work on seeded traces.
 //!
 //! Part 1 replays seeded heartbeat traces (a sender every 100 ms; the network
 //! delay jumps from N(10, 3) ms to N(80, 40) ms for 30 beats and back; the
@@ -19,7 +19,7 @@ use vigil_detector::{
     TwoWindowConfig,
 };
 
-/// Arguments of `vigil demo`.
+/// Arguments of `vigil policies`.
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
     /// Seed for the random traces (printed, so a run can be replayed).
@@ -186,7 +186,7 @@ fn evaluate(row: &mut Row, arrivals: &[f64]) -> Result<()> {
 }
 
 fn part_one(args: &DemoArgs, out: &mut impl Write) -> Result<()> {
-    writeln!(out, "vigil demo (seed {}, {} traces)", args.seed, args.traces)?;
+    writeln!(out, "vigil policies (seed {}, {} traces)", args.seed, args.traces)?;
     writeln!(out)?;
     writeln!(out, "1. One sender, a heartbeat every 100 ms. The network delay is N(10, 3) ms for 40 beats,")?;
     writeln!(out, "   N(80, 40) ms for 30 beats, N(10, 3) ms for 30 beats; then the sender crashes.")?;
@@ -323,7 +323,7 @@ fn secs(t: Instant) -> f64 {
     t.as_nanos() as f64 / 1e9
 }
 
-/// Runs `vigil demo`.
+/// Runs `vigil policies`.
 pub(crate) fn run(args: &DemoArgs, out: &mut impl Write) -> Result<()> {
     part_one(args, out)?;
     part_two(out)?;
