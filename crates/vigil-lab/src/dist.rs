@@ -63,12 +63,15 @@ pub enum Delay {
         /// Standard deviation of the unclamped normal (> 0).
         sd_ms: f64,
     },
-    /// An exponential delay.
+    /// An exponential delay (`kind` `exponential`, or `exp` on input).
+    #[serde(alias = "exp")]
     Exponential {
         /// The mean (> 0).
         mean_ms: f64,
     },
-    /// A log-normal delay: ln D ~ N(ln median, sigma²).
+    /// A log-normal delay: ln D ~ N(ln median, sigma²) (`kind` `log-normal`,
+    /// or `lognormal` on input).
+    #[serde(alias = "lognormal")]
     LogNormal {
         /// The median (> 0).
         median_ms: f64,
@@ -83,7 +86,9 @@ pub enum Delay {
         /// variance only above 2.
         shape: f64,
     },
-    /// A gamma delay shifted by a constant: D = shift + Gamma(shape, scale).
+    /// A gamma delay shifted by a constant: D = shift + Gamma(shape, scale)
+    /// (`kind` `shifted-gamma`, or `gamma` on input).
+    #[serde(alias = "gamma")]
     ShiftedGamma {
         /// The minimum delay (≥ 0).
         shift_ms: f64,
@@ -1017,6 +1022,16 @@ mod tests {
         assert_eq!(g, Delay::ShiftedGamma { shift_ms: 5.0, shape: 2.0, scale_ms: 10.0 });
         let l: Delay = serde_json::from_str(r#"{"kind":"log-normal","median_ms":20,"sigma":0.5}"#).unwrap();
         assert_eq!(l, Delay::LogNormal { median_ms: 20.0, sigma: 0.5 });
+        // The command-line family names are accepted as aliases on input.
+        let l: Delay = serde_json::from_str(r#"{"kind":"lognormal","median_ms":20,"sigma":0.5}"#).unwrap();
+        assert_eq!(l, Delay::LogNormal { median_ms: 20.0, sigma: 0.5 });
+        let e: Delay = serde_json::from_str(r#"{"kind":"exp","mean_ms":20}"#).unwrap();
+        assert_eq!(e, Delay::Exponential { mean_ms: 20.0 });
+        let g: Delay = serde_json::from_str(r#"{"kind":"gamma","shift_ms":0,"shape":2,"scale_ms":10}"#).unwrap();
+        assert_eq!(
+            serde_json::to_string(&g).unwrap(),
+            r#"{"kind":"shifted-gamma","shift_ms":0.0,"shape":2.0,"scale_ms":10.0}"#
+        );
         assert!(serde_json::from_str::<Delay>(r#"{"kind":"exponential","mean_ms":20,"sd_ms":1}"#).is_err());
         assert!(serde_json::from_str::<Delay>(r#"{"kind":"cauchy","mean_ms":20}"#).is_err());
     }

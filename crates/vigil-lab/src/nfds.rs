@@ -42,8 +42,10 @@ use crate::qos::{Suspicion, Timeline};
 /// has `end` None. The same seed gives the same timeline
 /// ([`ChaCha8Rng`] seeded by `seed_from_u64`).
 ///
-/// Errors: invalid η, δ or network; `heartbeats` = 0; η below 1 ns; or a
-/// run so long that τ_N overflows 64-bit nanoseconds.
+/// Errors: invalid η, δ or network (as for [`crate::chen::predict_nfds`],
+/// so δ/η is at most 10⁴, which bounds the heartbeats in flight);
+/// `heartbeats` = 0; η below 1 ns; or a run so long that τ_N overflows
+/// 64-bit nanoseconds.
 ///
 /// ```
 /// use vigil_lab::chen::{predict_nfds, Network};
