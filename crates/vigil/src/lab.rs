@@ -229,10 +229,21 @@ fn bar(len: u64, what: &str) -> ProgressBar {
     pb
 }
 
-fn generate(s: &Scenario, seed: u64, traces: Option<usize>) -> Vec<Trace> {
+/// The most heartbeats one run generates (about 16 bytes each in memory).
+const MAX_RUN_HEARTBEATS: u128 = 500_000_000;
+
+fn generate(s: &Scenario, seed: u64, traces: Option<usize>) -> Result<Vec<Trace>> {
     let n = traces.unwrap_or(s.traces).max(1);
+    let total = n as u128 * u128::from(s.beats());
+    if total > MAX_RUN_HEARTBEATS {
+        return Err(UsageError(format!(
+            "{n} traces of {} heartbeats is {total} heartbeats; one run generates at most {MAX_RUN_HEARTBEATS}",
+            s.beats()
+        ))
+        .into());
+    }
     eprintln!("scenario {}: {n} traces, seed {seed} (replay with --seed {seed})", s.name);
-    s.generate(seed, n)
+    Ok(s.generate(seed, n))
 }
 
 fn fmt_ms(v: f64) -> String {
@@ -315,7 +326,7 @@ fn print_table(out: &mut dyn Write, title: &str, header: Vec<String>, rows: Vec<
 fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let s = load_scenario(&a.scenario)?;
     let specs = parse_specs(&a.detectors, s.period_ms)?;
-    let traces = generate(&s, a.common.seed, a.traces);
+    let traces = generate(&s, a.common.seed, a.traces)?;
     if let Some(dir) = &a.save_traces {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for (i, t) in traces.iter().enumerate() {
@@ -344,14 +355,14 @@ fn families(texts: &[String], period_ms: f64) -> Result<Vec<Family>> {
     texts.iter().map(|t| Family::parse(t).map_err(|e| UsageError(e.to_string()).into())).collect()
 }
 
-fn source_traces(source: &Source, seed: u64, traces: Option<usize>) -> (String, Vec<Trace>, f64) {
-    match source {
-        Source::Scenario(s) => (s.name.clone(), generate(s, seed, traces), s.period_ms),
+fn source_traces(source: &Source, seed: u64, traces: Option<usize>) -> Result<(String, Vec<Trace>, f64)> {
+    Ok(match source {
+        Source::Scenario(s) => (s.name.clone(), generate(s, seed, traces)?, s.period_ms),
         Source::Trace(name, t) => {
             let period = t.period().map_or(1000.0, |p| p.as_secs_f64() * 1e3);
             (name.clone(), vec![t.clone()], period)
         }
-    }
+    })
 }
 
 fn run_sweep(traces: &[Trace], fams: &[Family], warmup: usize) -> Result<Vec<Point>> {
@@ -365,7 +376,7 @@ fn run_sweep(traces: &[Trace], fams: &[Family], warmup: usize) -> Result<Vec<Poi
 
 fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let source = load_source(&a.source)?;
-    let (name, traces, period) = source_traces(&source, a.common.seed, a.traces);
+    let (name, traces, period) = source_traces(&source, a.common.seed, a.traces)?;
     let fams = families(&a.families, period)?;
     let points = run_sweep(&traces, &fams, a.common.warmup)?;
     let front = frontier(&points);
@@ -475,7 +486,7 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
         );
     }
     let source = load_source(&a.source)?;
-    let (name, traces, period) = source_traces(&source, a.common.seed, a.traces);
+    let (name, traces, period) = source_traces(&source, a.common.seed, a.traces)?;
     let fams = families(&a.families, period)?;
     let points = run_sweep(&traces, &fams, a.common.warmup)?;
     let hours: f64 = points.first().map_or(0.0, |p| p.qos.alive_hours);

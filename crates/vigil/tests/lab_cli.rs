@@ -115,6 +115,9 @@ fn bad_input_is_named_and_exits_with_status_2() {
     let o = vigil(&["lab", "run", toml.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("sd_ms"), "{}", stderr(&o));
+    let o = vigil(&["lab", "run", "calm", "--traces", "100000000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("at most"), "{}", stderr(&o));
     let o = vigil(&["lab", "recommend", "calm", "--max-mistakes-per-hour", "-1"]);
     assert_eq!(o.status.code(), Some(2));
 }
