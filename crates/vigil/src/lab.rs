@@ -290,6 +290,7 @@ fn qos_rows(specs: &[DetectorSpec], qos: &[Qos], detection: Option<&[Summary]>) 
         "T_D max",
         "T_D from due",
         "undetected",
+        "mistakes by beat (top 3)",
     ];
     let rows = specs
         .iter()
@@ -311,10 +312,19 @@ fn qos_rows(specs: &[DetectorSpec], qos: &[Qos], detection: Option<&[Summary]>) 
                 fmt_ms(td.max),
                 fmt_ms(q.detection_from_due_ms.mean),
                 if detection.is_some() { "—".into() } else { q.undetected.to_string() },
+                top_beats(q),
             ]
         })
         .collect();
     (header.iter().map(|h| h.to_string()).collect(), rows)
+}
+
+/// The heartbeats at which most mistakes happened: `40×171, 41×9`.
+fn top_beats(q: &Qos) -> String {
+    let mut beats = q.mistake_beats.clone();
+    beats.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let top: Vec<String> = beats.iter().take(3).map(|(b, n)| format!("{b}×{n}")).collect();
+    if top.is_empty() { "—".into() } else { top.join(", ") }
 }
 
 fn print_table(out: &mut dyn Write, title: &str, header: Vec<String>, rows: Vec<Vec<String>>) -> Result<()> {
