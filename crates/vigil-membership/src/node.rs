@@ -1,0 +1,1275 @@
+//! The membership state machine of one member.
+//!
+//! Sans-IO: the caller feeds it datagrams and timeouts, with the time, and
+//! drains what it wants to send, when it next needs to be woken, and what
+//! happened. Call order, after creating the node (and [`Node::join`]):
+//!
+//! 1. on a datagram: [`Node::handle_datagram`];
+//! 2. at or after [`Node::poll_timeout`]: [`Node::handle_timeout`];
+//! 3. after either: drain [`Node::poll_transmit`] and [`Node::poll_event`].
+//!
+//! A late or spurious `handle_timeout` is harmless.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use vigil_detector::{Akka, AkkaConfig, Detector, Instant};
+
+use crate::config::{Config, ConfigError, Mode};
+use crate::message::{Message, NodeId, Packet, Status, Update};
+use crate::wire::{self, MAX_DATAGRAM, MAX_STREAM, WireError};
+
+/// Something the node wants sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    /// Destination.
+    pub to: SocketAddr,
+    /// The encoded packet.
+    pub bytes: Vec<u8>,
+    /// Whether it is a stream message (push-pull), to be sent reliably;
+    /// otherwise a datagram of at most [`MAX_DATAGRAM`] bytes.
+    pub stream: bool,
+}
+
+/// What the node observed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A member joined, or came back with a new generation or after death.
+    Up {
+        /// Who.
+        id: NodeId,
+        /// Where.
+        addr: SocketAddr,
+    },
+    /// A member is suspected.
+    Suspected {
+        /// Who.
+        id: NodeId,
+        /// The accuser.
+        by: NodeId,
+        /// The φ that started it, when this node is the accuser in φ mode.
+        phi: Option<f64>,
+    },
+    /// A suspected member refuted the suspicion.
+    Refuted {
+        /// Who.
+        id: NodeId,
+        /// Its new incarnation.
+        incarnation: u64,
+    },
+    /// A member was declared dead.
+    Dead {
+        /// Who.
+        id: NodeId,
+        /// Who declared it.
+        by: NodeId,
+    },
+    /// A member left voluntarily.
+    Left {
+        /// Who.
+        id: NodeId,
+    },
+    /// φ said a member was silent, but it answered a probe: its heartbeats
+    /// are not getting through, it is not dead.
+    PathProblem {
+        /// The member.
+        id: NodeId,
+        /// φ when probing started.
+        phi: f64,
+        /// Whether only an indirect probe got an answer.
+        indirect: bool,
+    },
+    /// This node was accused and refuted it.
+    SelfRefuted {
+        /// Its new incarnation.
+        incarnation: u64,
+    },
+}
+
+/// Why a datagram was dropped. The node's state is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Rejected {
+    /// Not a valid packet.
+    Malformed(WireError),
+    /// A packet of another cluster.
+    WrongCluster {
+        /// Its cluster id.
+        cluster: u64,
+    },
+    /// A packet claiming to come from this node's own name.
+    FromSelf,
+}
+
+impl std::fmt::Display for Rejected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rejected::Malformed(e) => write!(f, "malformed packet: {e}"),
+            Rejected::WrongCluster { cluster } => write!(f, "packet of cluster {cluster:#x}"),
+            Rejected::FromSelf => f.write_str("packet claims to come from this node"),
+        }
+    }
+}
+
+impl std::error::Error for Rejected {}
+
+/// Counters, as data.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Packets sent, by message kind: heartbeat, ping, ping-req, ack, nack,
+    /// gossip, push-pull.
+    pub sent: [u64; 7],
+    /// Packets received and accepted, by message kind.
+    pub received: [u64; 7],
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Bytes received (accepted packets).
+    pub bytes_received: u64,
+    /// Malformed packets dropped.
+    pub rejected_malformed: u64,
+    /// Packets of another cluster dropped.
+    pub rejected_cluster: u64,
+    /// Packets claiming to be from this node dropped.
+    pub rejected_self: u64,
+    /// Probes started (φ-triggered or classic).
+    pub probes: u64,
+    /// Indirect probe requests sent.
+    pub indirect_probes: u64,
+    /// Probes answered only indirectly, or after φ crossed (path problems).
+    pub path_problems: u64,
+    /// Suspicions this node started.
+    pub suspicions_started: u64,
+    /// Deaths this node declared.
+    pub deaths_declared: u64,
+    /// Times this node refuted an accusation about itself.
+    pub self_refutations: u64,
+    /// Suspicions of others this node saw refuted.
+    pub refutations_seen: u64,
+    /// Late timers (local stalls) noticed.
+    pub local_stalls: u64,
+    /// Updates dropped because they were stale.
+    pub stale_updates: u64,
+}
+
+/// Index of a message kind in [`Stats::sent`] and [`Stats::received`].
+pub fn kind_index(m: &Message) -> usize {
+    match m {
+        Message::Heartbeat => 0,
+        Message::Ping { .. } => 1,
+        Message::PingReq { .. } => 2,
+        Message::Ack { .. } => 3,
+        Message::Nack { .. } => 4,
+        Message::Gossip => 5,
+        Message::PushPull { .. } => 6,
+    }
+}
+
+/// The names of the message kinds, in [`kind_index`] order.
+pub const KIND_NAMES: [&str; 7] = ["heartbeat", "ping", "ping-req", "ack", "nack", "gossip", "push-pull"];
+
+#[derive(Debug, Clone)]
+struct Suspicion {
+    started: Instant,
+    accusers: BTreeSet<String>,
+    min: Duration,
+    max: Duration,
+    k: u32,
+}
+
+impl Suspicion {
+    /// Lifeguard's shrinking timeout: from `max` towards `min` as independent
+    /// confirmations arrive (memberlist's formula).
+    fn deadline(&self) -> Instant {
+        let c = self.accusers.len().saturating_sub(1) as f64;
+        let timeout = if self.k == 0 {
+            self.min
+        } else {
+            let frac = ((c + 1.0).ln() / (f64::from(self.k) + 1.0).ln()).min(1.0);
+            let span = self.max.as_secs_f64() - self.min.as_secs_f64();
+            Duration::from_secs_f64((self.max.as_secs_f64() - frac * span).max(self.min.as_secs_f64()))
+        };
+        self.started.saturating_add(timeout)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Member {
+    id: NodeId,
+    addr: SocketAddr,
+    incarnation: u64,
+    status: Status,
+    since: Instant,
+    suspicion: Option<Suspicion>,
+    detector: Option<Akka>,
+    /// No φ-triggered probe before this instant (after a probe was answered).
+    quiet_until: Instant,
+    /// Cached `(threshold, detector.crossing(threshold))`, cleared by each
+    /// heartbeat.
+    phi_at: Option<(f64, Option<Instant>)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProbeStage {
+    /// Waiting for a direct ack; indirect requests at `next`.
+    Direct,
+    /// Indirect requests sent; give up at `next`.
+    Indirect,
+}
+
+#[derive(Debug, Clone)]
+struct Probe {
+    target: NodeId,
+    addr: SocketAddr,
+    phi: Option<f64>,
+    stage: ProbeStage,
+    next: Instant,
+    expected_nacks: u32,
+    nacks: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Relay {
+    requester: SocketAddr,
+    seq: u32,
+    deadline: Instant,
+    nack: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Broadcast {
+    update: Update,
+    left: u32,
+}
+
+/// One member's protocol state machine. See the module documentation for the
+/// call order.
+pub struct Node {
+    config: Config,
+    me: NodeId,
+    addr: SocketAddr,
+    incarnation: u64,
+    status: Status,
+    rng: ChaCha8Rng,
+    members: BTreeMap<String, Member>,
+    broadcasts: Vec<Broadcast>,
+    probes: BTreeMap<u32, Probe>,
+    relays: BTreeMap<u32, Relay>,
+    seq: u32,
+    transmits: VecDeque<Transmit>,
+    events: VecDeque<Event>,
+    stats: Stats,
+    awareness: u32,
+    /// φ mode: who this node sends heartbeats to, and who it watches.
+    heartbeat_to: Vec<String>,
+    watching: BTreeSet<String>,
+    /// Members alive or suspected (not this node), for random choices.
+    live: Vec<String>,
+    /// Members currently suspected.
+    suspects: BTreeSet<String>,
+    ring_dirty: bool,
+    next_heartbeat: Instant,
+    next_probe: Instant,
+    probe_order: Vec<String>,
+    next_gossip: Instant,
+    next_push_pull: Instant,
+    next_gc: Instant,
+    /// When the node last expected to be woken, to notice its own stalls.
+    expected_wake: Option<Instant>,
+    /// No accusations before this instant (after a local stall).
+    accuse_after: Instant,
+}
+
+const MAX_QUEUE: usize = 100_000;
+
+fn ring_hash(name: &str) -> u64 {
+    // FNV-1a: stable across runs and platforms.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+impl Node {
+    /// A node named `id`, reachable at `addr`, with randomness from `seed`.
+    pub fn new(id: NodeId, addr: SocketAddr, config: Config, seed: u64, now: Instant) -> Result<Node, ConfigError> {
+        config.validate()?;
+        if id.name.is_empty() || id.name.len() > crate::message::MAX_NAME_LEN {
+            return Err(ConfigError { field: "name", reason: format!("must be 1 to 64 bytes, got {}", id.name.len()) });
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        // Stagger the periodic timers so a cluster started at once does not
+        // act in lockstep.
+        let mut stagger =
+            |d: Duration| now.saturating_add(Duration::from_secs_f64(d.as_secs_f64() * rng.random::<f64>()));
+        let next_heartbeat = stagger(config.heartbeat_interval);
+        let next_probe = stagger(config.probe_interval);
+        let next_gossip = stagger(config.gossip_interval);
+        let next_push_pull = stagger(config.push_pull_interval);
+        let mut node = Node {
+            config,
+            me: id,
+            addr,
+            incarnation: 0,
+            status: Status::Alive,
+            rng,
+            members: BTreeMap::new(),
+            broadcasts: Vec::new(),
+            probes: BTreeMap::new(),
+            relays: BTreeMap::new(),
+            seq: 0,
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: Stats::default(),
+            awareness: 0,
+            heartbeat_to: Vec::new(),
+            watching: BTreeSet::new(),
+            live: Vec::new(),
+            suspects: BTreeSet::new(),
+            ring_dirty: true,
+            next_heartbeat,
+            next_probe,
+            probe_order: Vec::new(),
+            next_gossip,
+            next_push_pull,
+            next_gc: now,
+            expected_wake: None,
+            accuse_after: now,
+        };
+        node.broadcast(node.self_update(Status::Alive));
+        Ok(node)
+    }
+
+    /// This node's identity.
+    pub fn id(&self) -> &NodeId {
+        &self.me
+    }
+
+    /// This node's incarnation.
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
+    /// Lifeguard's local health score (0 is healthy).
+    pub fn awareness(&self) -> u32 {
+        self.awareness
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The known members (not this node), with what this node believes.
+    pub fn members(&self) -> impl Iterator<Item = (&NodeId, SocketAddr, u64, Status)> + '_ {
+        self.members.values().map(|m| (&m.id, m.addr, m.incarnation, m.status))
+    }
+
+    /// What this node believes about `name`.
+    pub fn status_of(&self, name: &str) -> Option<(NodeId, u64, Status)> {
+        self.members.get(name).map(|m| (m.id.clone(), m.incarnation, m.status))
+    }
+
+    /// Members this node watches (φ mode).
+    pub fn watching(&self) -> impl Iterator<Item = &str> {
+        self.watching.iter().map(String::as_str)
+    }
+
+    /// Adds members known to be alive, silently (no events, no rumours): a
+    /// cluster that has already converged, for simulations and restarts
+    /// from a saved view.
+    pub fn bootstrap(&mut self, now: Instant, members: &[(NodeId, SocketAddr)]) {
+        for (id, addr) in members {
+            if id.name == self.me.name || id.name.is_empty() {
+                continue;
+            }
+            let member = Member {
+                id: id.clone(),
+                addr: *addr,
+                incarnation: 0,
+                status: Status::Alive,
+                since: now,
+                suspicion: None,
+                detector: None,
+                quiet_until: now,
+                phi_at: None,
+            };
+            self.members.insert(id.name.clone(), member);
+        }
+        self.broadcasts.clear();
+        self.ring_dirty = true;
+    }
+
+    /// Asks `seeds` for their view (push-pull), to join the cluster.
+    pub fn join(&mut self, _now: Instant, seeds: &[SocketAddr]) {
+        for &to in seeds {
+            if to != self.addr {
+                let members = self.view();
+                self.send(to, Message::PushPull { reply: true, members }, true);
+            }
+        }
+    }
+
+    /// Announces a voluntary leave. The node stops heartbeating and probing.
+    pub fn leave(&mut self, _now: Instant) {
+        self.incarnation += 1;
+        self.status = Status::Left;
+        let update = self.self_update(Status::Left);
+        self.broadcast(update);
+        // Tell a few members directly so the leave spreads even if gossip is
+        // about to stop.
+        let targets = self.pick(self.config.gossip_nodes.max(3), |m| m.status == Status::Alive);
+        for name in targets {
+            if let Some(addr) = self.members.get(&name).map(|m| m.addr) {
+                self.send(addr, Message::Gossip, false);
+            }
+        }
+    }
+
+    fn self_update(&self, status: Status) -> Update {
+        Update { id: self.me.clone(), addr: self.addr, incarnation: self.incarnation, status, from: self.me.clone() }
+    }
+
+    fn view(&self) -> Vec<Update> {
+        let mut out = vec![self.self_update(self.status)];
+        for m in self.members.values() {
+            let from = match (&m.status, &m.suspicion) {
+                (Status::Suspect, Some(s)) => {
+                    s.accusers.iter().next().map_or_else(|| self.me.clone(), |a| NodeId::new(a.clone(), 0))
+                }
+                _ => m.id.clone(),
+            };
+            out.push(Update { id: m.id.clone(), addr: m.addr, incarnation: m.incarnation, status: m.status, from });
+        }
+        out
+    }
+
+    fn live_count(&self) -> usize {
+        1 + self.live.len()
+    }
+
+    fn retransmits(&self) -> u32 {
+        let n = self.live_count() as f64;
+        self.config.retransmit_mult * ((n + 1.0).log10().ceil().max(1.0) as u32)
+    }
+
+    fn broadcast(&mut self, update: Update) {
+        // A newer rumour about a member replaces older ones, except that
+        // suspicions from different accusers travel side by side: each is an
+        // independent confirmation that shortens the suspicion timeout.
+        self.broadcasts.retain(|b| {
+            b.update.id.name != update.id.name
+                || (update.status == Status::Suspect
+                    && b.update.status == Status::Suspect
+                    && b.update.incarnation == update.incarnation
+                    && b.update.from.name != update.from.name)
+        });
+        let left = self.retransmits();
+        self.broadcasts.push(Broadcast { update, left });
+        if self.broadcasts.len() > 4096 {
+            // Keep the freshest (fewest transmissions) when overwhelmed.
+            self.broadcasts.sort_by_key(|b| std::cmp::Reverse(b.left));
+            self.broadcasts.truncate(4096);
+        }
+    }
+
+    fn next_seq(&mut self) -> u32 {
+        self.seq = self.seq.wrapping_add(1);
+        self.seq
+    }
+
+    /// Builds and queues a packet, filling a datagram with rumours.
+    fn send(&mut self, to: SocketAddr, message: Message, stream: bool) {
+        let kind = kind_index(&message);
+        let mut packet = Packet {
+            cluster: self.config.cluster,
+            from: self.me.clone(),
+            incarnation: self.incarnation,
+            message,
+            updates: Vec::new(),
+        };
+        let max = if stream { MAX_STREAM } else { MAX_DATAGRAM };
+        if !stream && !self.broadcasts.is_empty() {
+            let mut room = MAX_DATAGRAM.saturating_sub(wire::encoded_len(&packet));
+            // Least-transmitted first.
+            self.broadcasts.sort_by_key(|b| std::cmp::Reverse(b.left));
+            for b in &mut self.broadcasts {
+                let len = wire::update_len(&b.update);
+                if len <= room && packet.updates.len() < wire::MAX_UPDATES {
+                    room -= len;
+                    packet.updates.push(b.update.clone());
+                    b.left = b.left.saturating_sub(1);
+                }
+            }
+            self.broadcasts.retain(|b| b.left > 0);
+        }
+        match wire::encode(&packet, max) {
+            Ok(bytes) => {
+                self.stats.sent[kind] += 1;
+                self.stats.bytes_sent += bytes.len() as u64;
+                if self.transmits.len() < MAX_QUEUE {
+                    self.transmits.push_back(Transmit { to, bytes, stream });
+                }
+            }
+            Err(_) => {
+                // Only a push-pull of an enormous view can fail; it is
+                // skipped (the next round sends a fresh one).
+            }
+        }
+    }
+
+    fn emit(&mut self, event: Event) {
+        if self.events.len() < MAX_QUEUE {
+            self.events.push_back(event);
+        }
+    }
+
+    /// The next thing to send.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    /// The next thing that happened.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    fn phi_threshold(&self) -> f64 {
+        self.config.suspect_phi * f64::from(1 + self.awareness)
+    }
+
+    fn scaled(&self, d: Duration) -> Duration {
+        d * (1 + self.awareness)
+    }
+
+    /// When the node next needs [`Node::handle_timeout`].
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        if matches!(self.status, Status::Left) {
+            return None;
+        }
+        self.refresh_ring();
+        let mut t = self.next_gossip.min(self.next_push_pull);
+        match self.config.mode {
+            Mode::Phi => {
+                t = t.min(self.next_heartbeat);
+                let th = self.phi_threshold();
+                let watching = std::mem::take(&mut self.watching);
+                let accuse_after = self.accuse_after;
+                for name in &watching {
+                    let probing = !self.probes.is_empty() && self.probing(name);
+                    let Some(m) = self.members.get_mut(name) else { continue };
+                    if !may_accuse(&self.me.name, m) || probing {
+                        continue;
+                    }
+                    let at = match m.phi_at {
+                        Some((cached, at)) if cached == th => at,
+                        _ => {
+                            let at = m.detector.as_ref().and_then(|d| d.crossing(th));
+                            m.phi_at = Some((th, at));
+                            at
+                        }
+                    };
+                    if let Some(at) = at {
+                        t = t.min(at.max(m.quiet_until).max(accuse_after));
+                    }
+                }
+                self.watching = watching;
+            }
+            Mode::Classic => t = t.min(self.next_probe),
+        }
+        for p in self.probes.values() {
+            t = t.min(p.next);
+        }
+        for r in self.relays.values() {
+            t = t.min(r.deadline);
+        }
+        for name in &self.suspects {
+            if let Some(s) = self.members.get(name).and_then(|m| m.suspicion.as_ref()) {
+                t = t.min(s.deadline());
+            }
+        }
+        self.expected_wake = Some(t);
+        Some(t)
+    }
+
+    /// Whether this node may accuse `m`: it is alive, or suspected by
+    /// others but not yet by this node.
+    fn may_accuse(&self, m: &Member) -> bool {
+        may_accuse(&self.me.name, m)
+    }
+
+    fn probing(&self, name: &str) -> bool {
+        self.probes.values().any(|p| p.target.name == name)
+    }
+
+    /// Recomputes the monitoring ring: whom to heartbeat, whom to watch.
+    fn refresh_ring(&mut self) {
+        if !self.ring_dirty {
+            return;
+        }
+        self.ring_dirty = false;
+        self.live = self
+            .members
+            .values()
+            .filter(|m| matches!(m.status, Status::Alive | Status::Suspect))
+            .map(|m| m.id.name.clone())
+            .collect();
+        self.suspects =
+            self.members.values().filter(|m| m.status == Status::Suspect).map(|m| m.id.name.clone()).collect();
+        if self.config.mode != Mode::Phi {
+            return;
+        }
+        let mut ring: Vec<(u64, String)> = self
+            .members
+            .values()
+            .filter(|m| matches!(m.status, Status::Alive | Status::Suspect))
+            .map(|m| (ring_hash(&m.id.name), m.id.name.clone()))
+            .collect();
+        ring.push((ring_hash(&self.me.name), self.me.name.clone()));
+        ring.sort();
+        let n = ring.len();
+        let k = self.config.observers.min(n.saturating_sub(1));
+        let pos = ring.iter().position(|(_, name)| *name == self.me.name).unwrap_or(0);
+        self.heartbeat_to = (1..=k).map(|i| ring[(pos + i) % n].1.clone()).collect();
+        let watching: BTreeSet<String> = (1..=k).map(|i| ring[(pos + n - i) % n].1.clone()).collect();
+        let estimate = self.config.heartbeat_interval;
+        for (name, m) in &mut self.members {
+            if watching.contains(name) {
+                if m.detector.is_none() {
+                    let cfg = AkkaConfig {
+                        threshold: self.config.suspect_phi,
+                        window: self.config.window,
+                        min_std_dev: self.config.min_std_dev,
+                        acceptable_pause: Duration::ZERO,
+                        first_heartbeat_estimate: estimate,
+                    };
+                    m.detector = Akka::new(cfg).ok();
+                }
+            } else {
+                m.detector = None;
+            }
+        }
+        self.watching = watching;
+    }
+
+    /// Handles the passage of time: sends heartbeats, gossip and probes due
+    /// by `now`, and settles probes and suspicions.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if matches!(self.status, Status::Left) {
+            return;
+        }
+        // Local health: a timer that fires late means this node stalled.
+        if let Some(expected) = self.expected_wake.take()
+            && now > expected.saturating_add(self.config.local_stall)
+        {
+            let late = now.saturating_duration_since(expected);
+            self.stats.local_stalls += 1;
+            self.raise_awareness(1);
+            // Whatever this node measured during the stall is its own fault:
+            // no accusations for as long again, and a fresh start for φ.
+            self.accuse_after = now.saturating_add(late.max(self.config.probe_timeout));
+        }
+        self.refresh_ring();
+        if self.config.mode == Mode::Phi && now >= self.next_heartbeat {
+            for name in self.heartbeat_to.clone() {
+                if let Some(addr) = self.members.get(&name).map(|m| m.addr) {
+                    self.send(addr, Message::Heartbeat, false);
+                }
+            }
+            self.next_heartbeat = advance(self.next_heartbeat, self.config.heartbeat_interval, now);
+        }
+        if self.config.mode == Mode::Phi && now >= self.accuse_after {
+            let th = self.phi_threshold();
+            let due: Vec<(String, f64)> = self
+                .watching
+                .iter()
+                .filter_map(|name| {
+                    let m = self.members.get(name)?;
+                    if !self.may_accuse(m) || now < m.quiet_until || self.probing(name) {
+                        return None;
+                    }
+                    let level = m.detector.as_ref()?.level(now);
+                    (level >= th).then(|| (name.clone(), level))
+                })
+                .collect();
+            for (name, level) in due {
+                self.start_probe(now, &name, Some(level), true);
+            }
+        }
+        if self.config.mode == Mode::Classic && now >= self.next_probe {
+            self.next_probe = advance(self.next_probe, self.scaled(self.config.probe_interval), now);
+            if let Some(name) = self.next_classic_target() {
+                self.start_probe(now, &name, None, false);
+            }
+        }
+        self.settle_probes(now);
+        self.settle_relays(now);
+        self.settle_suspicions(now);
+        if now >= self.next_gossip {
+            self.next_gossip = advance(self.next_gossip, self.config.gossip_interval, now);
+            self.gossip(now);
+        }
+        if now >= self.next_push_pull {
+            let n = self.live_count() as f64;
+            let scale = if n <= 32.0 { 1.0 } else { (n.log2() - 32f64.log2()).ceil() + 1.0 };
+            self.next_push_pull = advance(self.next_push_pull, self.config.push_pull_interval.mul_f64(scale), now);
+            self.push_pull(now);
+        }
+    }
+
+    fn raise_awareness(&mut self, by: u32) {
+        self.awareness = (self.awareness + by).min(self.config.max_awareness);
+    }
+
+    fn next_classic_target(&mut self) -> Option<String> {
+        loop {
+            if self.probe_order.is_empty() {
+                let mut names: Vec<String> = self
+                    .members
+                    .values()
+                    .filter(|m| matches!(m.status, Status::Alive | Status::Suspect))
+                    .map(|m| m.id.name.clone())
+                    .collect();
+                if names.is_empty() {
+                    return None;
+                }
+                // Fisher–Yates with the node's seeded generator.
+                for i in (1..names.len()).rev() {
+                    let j = self.rng.random_range(0..=i);
+                    names.swap(i, j);
+                }
+                self.probe_order = names;
+            }
+            let name = self.probe_order.pop()?;
+            if self.members.get(&name).is_some_and(|m| matches!(m.status, Status::Alive | Status::Suspect)) {
+                return Some(name);
+            }
+        }
+    }
+
+    /// Starts a probe of `name`: a direct ping, and in φ mode indirect
+    /// requests at once (the silence has already lasted).
+    fn start_probe(&mut self, now: Instant, name: &str, phi: Option<f64>, indirect_now: bool) {
+        let Some((target, addr)) = self.members.get(name).map(|m| (m.id.clone(), m.addr)) else { return };
+        let seq = self.next_seq();
+        self.stats.probes += 1;
+        self.send(addr, Message::Ping { seq, target: target.clone() }, false);
+        let timeout = self.scaled(self.config.probe_timeout);
+        let mut probe = Probe {
+            target,
+            addr,
+            phi,
+            stage: ProbeStage::Direct,
+            next: now.saturating_add(timeout),
+            expected_nacks: 0,
+            nacks: 0,
+        };
+        if indirect_now {
+            self.send_indirect(seq, &mut probe);
+            probe.stage = ProbeStage::Indirect;
+        }
+        self.probes.insert(seq, probe);
+    }
+
+    fn send_indirect(&mut self, seq: u32, probe: &mut Probe) {
+        let target = probe.target.name.clone();
+        let helpers = self.pick(self.config.indirect_checks, |m| m.status == Status::Alive && m.id.name != target);
+        for name in helpers {
+            if let Some(addr) = self.members.get(&name).map(|m| m.addr) {
+                self.stats.indirect_probes += 1;
+                let msg = Message::PingReq { seq, target: probe.target.clone(), target_addr: probe.addr, nack: true };
+                self.send(addr, msg, false);
+                probe.expected_nacks += 1;
+            }
+        }
+    }
+
+    /// Up to `n` distinct random members satisfying `keep`. Draws from the
+    /// live members first (constant time per draw); falls back to scanning
+    /// every member when few qualify.
+    fn pick(&mut self, n: usize, keep: impl Fn(&Member) -> bool) -> Vec<String> {
+        self.refresh_ring();
+        let mut out: Vec<String> = Vec::with_capacity(n);
+        if n == 0 {
+            return out;
+        }
+        if !self.live.is_empty() {
+            for _ in 0..(4 * n) {
+                if out.len() == n {
+                    return out;
+                }
+                let name = &self.live[self.rng.random_range(0..self.live.len())];
+                if !out.contains(name) && self.members.get(name).is_some_and(&keep) {
+                    out.push(name.clone());
+                }
+            }
+        }
+        let mut rest: Vec<String> =
+            self.members.values().filter(|m| keep(m) && !out.contains(&m.id.name)).map(|m| m.id.name.clone()).collect();
+        while out.len() < n && !rest.is_empty() {
+            let j = self.rng.random_range(0..rest.len());
+            out.push(rest.swap_remove(j));
+        }
+        out
+    }
+
+    fn settle_probes(&mut self, now: Instant) {
+        let due: Vec<u32> = self.probes.iter().filter(|(_, p)| p.next <= now).map(|(s, _)| *s).collect();
+        for seq in due {
+            let Some(mut probe) = self.probes.remove(&seq) else { continue };
+            match probe.stage {
+                ProbeStage::Direct => {
+                    // Classic: indirect probes until the end of the period.
+                    self.send_indirect(seq, &mut probe);
+                    probe.stage = ProbeStage::Indirect;
+                    let period = self.scaled(self.config.probe_interval);
+                    let rest = period.saturating_sub(self.scaled(self.config.probe_timeout));
+                    probe.next = now.saturating_add(rest.max(self.config.probe_timeout));
+                    self.probes.insert(seq, probe);
+                }
+                ProbeStage::Indirect => {
+                    // Missing nacks are Lifeguard's evidence that this node's
+                    // own network is the problem.
+                    let missing = probe.expected_nacks.saturating_sub(probe.nacks);
+                    if missing > 0 {
+                        self.raise_awareness(missing);
+                    }
+                    if now < self.accuse_after {
+                        continue;
+                    }
+                    let name = probe.target.name.clone();
+                    let Some(m) = self.members.get(&name) else { continue };
+                    // A failed probe of a member already suspected by others
+                    // is an independent confirmation (Lifeguard).
+                    if m.id != probe.target || !self.may_accuse(m) {
+                        continue;
+                    }
+                    let (id, inc) = (m.id.clone(), m.incarnation);
+                    self.stats.suspicions_started += 1;
+                    let update = Update {
+                        id,
+                        addr: probe.addr,
+                        incarnation: inc,
+                        status: Status::Suspect,
+                        from: self.me.clone(),
+                    };
+                    self.apply(now, update, probe.phi);
+                }
+            }
+        }
+    }
+
+    fn settle_relays(&mut self, now: Instant) {
+        let due: Vec<u32> = self.relays.iter().filter(|(_, r)| r.deadline <= now).map(|(s, _)| *s).collect();
+        for seq in due {
+            if let Some(r) = self.relays.remove(&seq)
+                && r.nack
+            {
+                self.send(r.requester, Message::Nack { seq: r.seq }, false);
+            }
+        }
+    }
+
+    fn settle_suspicions(&mut self, now: Instant) {
+        let due: Vec<String> = self
+            .suspects
+            .iter()
+            .filter(|name| {
+                self.members.get(*name).is_some_and(|m| {
+                    m.status == Status::Suspect && m.suspicion.as_ref().is_some_and(|s| s.deadline() <= now)
+                })
+            })
+            .cloned()
+            .collect();
+        for name in due {
+            let Some(m) = self.members.get(&name) else { continue };
+            let update = Update {
+                id: m.id.clone(),
+                addr: m.addr,
+                incarnation: m.incarnation,
+                status: Status::Dead,
+                from: self.me.clone(),
+            };
+            self.stats.deaths_declared += 1;
+            self.apply(now, update, None);
+        }
+    }
+
+    fn gossip(&mut self, now: Instant) {
+        if self.broadcasts.is_empty() {
+            return;
+        }
+        let retention = self.config.dead_retention;
+        let targets = self.pick(self.config.gossip_nodes, |m| match m.status {
+            Status::Alive | Status::Suspect => true,
+            Status::Dead => now.saturating_duration_since(m.since) < retention,
+            Status::Left => false,
+        });
+        for name in targets {
+            if self.broadcasts.is_empty() {
+                break;
+            }
+            if let Some(addr) = self.members.get(&name).map(|m| m.addr) {
+                self.send(addr, Message::Gossip, false);
+            }
+        }
+        if now >= self.next_gc {
+            self.next_gc = now.saturating_add(Duration::from_secs(5));
+            self.collect_tombstones(now);
+        }
+    }
+
+    fn collect_tombstones(&mut self, now: Instant) {
+        let retention = self.config.dead_retention * 4;
+        let before = self.members.len();
+        self.members.retain(|_, m| match m.status {
+            Status::Dead | Status::Left => now.saturating_duration_since(m.since) < retention,
+            _ => true,
+        });
+        let mut tombs: Vec<(Instant, String)> = self
+            .members
+            .values()
+            .filter(|m| matches!(m.status, Status::Dead | Status::Left))
+            .map(|m| (m.since, m.id.name.clone()))
+            .collect();
+        if tombs.len() > self.config.max_tombstones {
+            tombs.sort();
+            for (_, name) in tombs.iter().take(tombs.len() - self.config.max_tombstones) {
+                self.members.remove(name);
+            }
+        }
+        if self.members.len() != before {
+            self.ring_dirty = true;
+        }
+    }
+
+    fn push_pull(&mut self, now: Instant) {
+        let members = self.view();
+        if let Some(name) = self.pick(1, |m| m.status == Status::Alive).pop()
+            && let Some(addr) = self.members.get(&name).map(|m| m.addr)
+        {
+            self.send(addr, Message::PushPull { reply: true, members: members.clone() }, true);
+        }
+        // Re-announce to a recently dead member, so a node that was cut off
+        // learns it was declared dead and comes back.
+        let retention = self.config.dead_retention;
+        if let Some(name) =
+            self.pick(1, |m| m.status == Status::Dead && now.saturating_duration_since(m.since) < retention).pop()
+            && let Some(addr) = self.members.get(&name).map(|m| m.addr)
+        {
+            self.send(addr, Message::PushPull { reply: true, members }, true);
+        }
+    }
+
+    /// Handles one datagram (or stream message) from `from`. On an error the
+    /// node's state is unchanged and the rejection is counted.
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> Result<(), Rejected> {
+        if matches!(self.status, Status::Left) {
+            return Ok(());
+        }
+        let packet = match wire::decode(bytes, MAX_STREAM) {
+            Ok(p) => p,
+            Err(e) => {
+                self.stats.rejected_malformed += 1;
+                return Err(Rejected::Malformed(e));
+            }
+        };
+        if packet.cluster != self.config.cluster {
+            self.stats.rejected_cluster += 1;
+            return Err(Rejected::WrongCluster { cluster: packet.cluster });
+        }
+        if packet.from.name == self.me.name {
+            self.stats.rejected_self += 1;
+            return Err(Rejected::FromSelf);
+        }
+        let kind = kind_index(&packet.message);
+        if !matches!(packet.message, Message::PushPull { .. }) && bytes.len() > MAX_DATAGRAM {
+            self.stats.rejected_malformed += 1;
+            return Err(Rejected::Malformed(WireError::TooLarge { len: bytes.len(), max: MAX_DATAGRAM }));
+        }
+        self.stats.received[kind] += 1;
+        self.stats.bytes_received += bytes.len() as u64;
+        // The sender is alive as far as its own packet goes.
+        self.learn_sender(now, &packet.from, from, packet.incarnation);
+        for u in packet.updates {
+            self.apply(now, u, None);
+        }
+        match packet.message {
+            Message::Heartbeat => {
+                if let Some(m) = self.members.get_mut(&packet.from.name)
+                    && m.id == packet.from
+                    && let Some(d) = &mut m.detector
+                {
+                    d.heartbeat(now);
+                    m.phi_at = None;
+                }
+            }
+            Message::Ping { seq, target } => {
+                if target == self.me {
+                    self.send(from, Message::Ack { seq }, false);
+                }
+            }
+            Message::PingReq { seq, target, target_addr, nack } => {
+                let own = self.next_seq();
+                self.send(target_addr, Message::Ping { seq: own, target }, false);
+                let deadline = now.saturating_add(self.config.probe_timeout);
+                self.relays.insert(own, Relay { requester: from, seq, deadline, nack });
+            }
+            Message::Ack { seq } => {
+                if let Some(r) = self.relays.remove(&seq) {
+                    self.send(r.requester, Message::Ack { seq: r.seq }, false);
+                } else if let Some(p) = self.probes.remove(&seq) {
+                    self.awareness = self.awareness.saturating_sub(1);
+                    let direct = packet.from == p.target;
+                    if let Some(phi) = p.phi {
+                        // φ said silent, the member answered: a path problem.
+                        self.stats.path_problems += 1;
+                        if let Some(m) = self.members.get_mut(&p.target.name) {
+                            m.quiet_until = now.saturating_add(self.config.probe_interval);
+                        }
+                        self.emit(Event::PathProblem { id: p.target, phi, indirect: !direct });
+                    }
+                }
+            }
+            Message::Nack { seq } => {
+                if let Some(p) = self.probes.get_mut(&seq) {
+                    p.nacks += 1;
+                }
+            }
+            Message::Gossip => {}
+            Message::PushPull { reply, members } => {
+                for u in members {
+                    self.apply(now, u, None);
+                }
+                if reply {
+                    let view = self.view();
+                    self.send(from, Message::PushPull { reply: false, members: view }, true);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn learn_sender(&mut self, now: Instant, id: &NodeId, addr: SocketAddr, incarnation: u64) {
+        let known = self.members.get(&id.name);
+        let unknown = known.is_none_or(|m| id.generation > m.id.generation);
+        if unknown {
+            self.apply(
+                now,
+                Update { id: id.clone(), addr, incarnation, status: Status::Alive, from: id.clone() },
+                None,
+            );
+        }
+    }
+
+    /// Applies a rumour; the heart of the protocol's state rules.
+    fn apply(&mut self, now: Instant, u: Update, phi: Option<f64>) {
+        if u.id.name == self.me.name {
+            self.about_me(now, u);
+            return;
+        }
+        if u.id.name.is_empty() {
+            return;
+        }
+        let entry = self.members.get(&u.id.name);
+        // The common case in anti-entropy: nothing new.
+        if let Some(m) = entry
+            && m.id.generation == u.id.generation
+            && u.incarnation <= m.incarnation
+            && (u.status == m.status || u.status == Status::Alive)
+            && !(u.status == Status::Suspect && u.incarnation == m.incarnation)
+        {
+            self.stats.stale_updates += 1;
+            return;
+        }
+        let retransmit = u.clone();
+        // Older generations lose to newer ones, whatever they say.
+        if let Some(m) = entry {
+            if u.id.generation < m.id.generation {
+                self.stats.stale_updates += 1;
+                return;
+            }
+            if u.id.generation > m.id.generation {
+                self.members.remove(&u.id.name);
+                self.ring_dirty = true;
+            }
+        }
+        let Some(m) = self.members.get_mut(&u.id.name) else {
+            // A new member (or a new generation of one).
+            if matches!(u.status, Status::Alive | Status::Suspect) {
+                let member = Member {
+                    id: u.id.clone(),
+                    addr: u.addr,
+                    incarnation: u.incarnation,
+                    status: Status::Alive,
+                    since: now,
+                    suspicion: None,
+                    detector: None,
+                    quiet_until: now,
+                    phi_at: None,
+                };
+                self.members.insert(u.id.name.clone(), member);
+                self.ring_dirty = true;
+                self.emit(Event::Up { id: u.id.clone(), addr: u.addr });
+                self.broadcast(Update { status: Status::Alive, from: u.id.clone(), ..u.clone() });
+                if u.status == Status::Suspect {
+                    self.apply(now, u, phi);
+                }
+            } else {
+                // A tombstone for someone never seen: remember it so a late
+                // alive rumour of the same incarnation cannot resurrect it.
+                let member = Member {
+                    id: u.id.clone(),
+                    addr: u.addr,
+                    incarnation: u.incarnation,
+                    status: u.status,
+                    since: now,
+                    suspicion: None,
+                    detector: None,
+                    quiet_until: now,
+                    phi_at: None,
+                };
+                self.members.insert(u.id.name.clone(), member);
+            }
+            return;
+        };
+        match u.status {
+            Status::Alive => {
+                if u.incarnation > m.incarnation {
+                    let was = m.status;
+                    m.incarnation = u.incarnation;
+                    m.addr = u.addr;
+                    m.status = Status::Alive;
+                    m.since = now;
+                    m.suspicion = None;
+                    let id = m.id.clone();
+                    self.suspects.remove(&id.name);
+                    match was {
+                        Status::Suspect => {
+                            self.stats.refutations_seen += 1;
+                            self.emit(Event::Refuted { id, incarnation: u.incarnation });
+                        }
+                        Status::Dead | Status::Left => {
+                            self.ring_dirty = true;
+                            self.emit(Event::Up { id, addr: u.addr });
+                        }
+                        _ => {}
+                    }
+                    self.broadcast(retransmit);
+                } else {
+                    self.stats.stale_updates += 1;
+                }
+            }
+            Status::Suspect => {
+                if u.incarnation < m.incarnation || matches!(m.status, Status::Dead | Status::Left) {
+                    self.stats.stale_updates += 1;
+                    return;
+                }
+                if m.status == Status::Suspect && u.incarnation == m.incarnation {
+                    // A confirmation: shrinks the timeout if it is new.
+                    if let Some(s) = &mut m.suspicion
+                        && s.accusers.insert(u.from.name.clone())
+                    {
+                        self.broadcast(retransmit);
+                    }
+                    return;
+                }
+                m.incarnation = u.incarnation;
+                m.status = Status::Suspect;
+                m.since = now;
+                let n = 1 + self.live.len();
+                let (min, max, k) = suspicion_bounds(&self.config, n);
+                self.suspects.insert(u.id.name.clone());
+                let mut accusers = BTreeSet::new();
+                accusers.insert(u.from.name.clone());
+                let Some(m) = self.members.get_mut(&u.id.name) else { return };
+                m.suspicion = Some(Suspicion { started: now, accusers, min, max, k });
+                let (id, addr) = (m.id.clone(), m.addr);
+                self.emit(Event::Suspected { id, by: u.from.clone(), phi });
+                self.broadcast(retransmit);
+                // Buddy system: tell the suspect at once so it can refute.
+                self.send(addr, Message::Gossip, false);
+            }
+            Status::Dead | Status::Left => {
+                if u.incarnation < m.incarnation || matches!(m.status, Status::Dead | Status::Left) {
+                    self.stats.stale_updates += 1;
+                    return;
+                }
+                m.incarnation = u.incarnation;
+                m.status = u.status;
+                m.since = now;
+                m.suspicion = None;
+                m.detector = None;
+                let id = m.id.clone();
+                self.suspects.remove(&id.name);
+                self.ring_dirty = true;
+                self.probes.retain(|_, p| p.target != id);
+                if u.status == Status::Left {
+                    self.emit(Event::Left { id });
+                } else {
+                    self.emit(Event::Dead { id, by: u.from.clone() });
+                }
+                self.broadcast(retransmit);
+            }
+        }
+    }
+
+    /// A rumour about this node: refute accusations, ignore the rest.
+    fn about_me(&mut self, _now: Instant, u: Update) {
+        if u.id.generation != self.me.generation {
+            // About an older (or, impossibly, newer) process of this name.
+            self.stats.stale_updates += 1;
+            return;
+        }
+        if matches!(u.status, Status::Suspect | Status::Dead)
+            && u.incarnation >= self.incarnation
+            && self.status == Status::Alive
+        {
+            self.incarnation = u.incarnation + 1;
+            self.stats.self_refutations += 1;
+            self.raise_awareness(1);
+            let update = self.self_update(Status::Alive);
+            self.broadcast(update);
+            self.emit(Event::SelfRefuted { incarnation: self.incarnation });
+        }
+    }
+}
+
+/// Whether `me` may accuse `m`: it is alive, or suspected by others but not
+/// yet by `me`.
+fn may_accuse(me: &str, m: &Member) -> bool {
+    match m.status {
+        Status::Alive => true,
+        Status::Suspect => m.suspicion.as_ref().is_some_and(|s| !s.accusers.contains(me)),
+        Status::Dead | Status::Left => false,
+    }
+}
+
+/// Suspicion timeout bounds and expected confirmations for `n` members.
+fn suspicion_bounds(c: &Config, n: usize) -> (Duration, Duration, u32) {
+    match c.mode {
+        Mode::Phi => {
+            let k = c.observers.saturating_sub(1).min(n.saturating_sub(2)) as u32;
+            (c.suspicion_min, c.suspicion_max, k)
+        }
+        Mode::Classic => {
+            // memberlist's util.go: log10 with a floor of 1.
+            let scale = (n.max(1) as f64).log10().max(1.0);
+            let min = c.probe_interval.mul_f64(f64::from(c.suspicion_mult) * scale);
+            let max = min * c.suspicion_max_timeout_mult;
+            let k = c.suspicion_mult.saturating_sub(2);
+            let k = if (n as u32).saturating_sub(2) < k { 0 } else { k };
+            (min, max, k)
+        }
+    }
+}
+
+/// The next periodic deadline after `now`.
+fn advance(mut at: Instant, period: Duration, now: Instant) -> Instant {
+    at = at.saturating_add(period);
+    if at <= now { now.saturating_add(period) } else { at }
+}

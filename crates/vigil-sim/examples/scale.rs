@@ -1,0 +1,24 @@
+//! `cargo run --release -p vigil-sim --example scale -- N SECS`
+use std::time::Duration;
+use vigil_sim::{Fault, Scenario, Sim};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let secs: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(600);
+    let mut s = Scenario::new("scale", n);
+    s.duration = Duration::from_secs(secs);
+    s.faults.push(Fault::Crash { node: 7, at: Duration::from_secs(30) });
+    let started = std::time::Instant::now();
+    let r = Sim::new(&s).run(&mut |_| {});
+    println!("{:?}", r.crashes);
+    println!(
+        "msgs/member/s {:.2} bytes {:.0} false susp {} deaths {} violations {:?}",
+        r.messages_per_member_second,
+        r.bytes_per_member_second,
+        r.false_suspicions,
+        r.false_deaths,
+        r.violations.len()
+    );
+    println!("wall {:.2} s", started.elapsed().as_secs_f64());
+}
