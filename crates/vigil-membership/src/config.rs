@@ -72,9 +72,19 @@ pub struct Config {
     /// Push-pull anti-entropy interval (scaled up beyond 32 members as
     /// memberlist does). LAN 30 s.
     pub push_pull_interval: Duration,
-    /// How long dead members still receive gossip and re-announcements, and
-    /// how long their tombstones are kept. LAN 30 s.
+    /// How long dead members still receive gossip; tombstones are kept four
+    /// times as long. LAN 30 s.
     pub dead_retention: Duration,
+    /// How often a node re-announces itself to one member it believes dead
+    /// (a push-pull), so a partition heals and an isolated node comes back.
+    /// LAN 5 s.
+    pub reannounce_interval: Duration,
+    /// Classic mode: pick probe targets at random each period instead of
+    /// from a shuffled round-robin list (SWIM's original analysis).
+    pub random_probe_targets: bool,
+    /// Start the periodic timers at random offsets (default), or all at
+    /// once (for analyses that assume synchronised rounds).
+    pub stagger_timers: bool,
     /// The most tombstones (dead or left members) kept. LAN 10,000.
     pub max_tombstones: usize,
     /// Lifeguard's local health: the highest awareness score (probe timeouts
@@ -109,6 +119,9 @@ impl Config {
             retransmit_mult: 4,
             push_pull_interval: Duration::from_secs(30),
             dead_retention: Duration::from_secs(30),
+            reannounce_interval: Duration::from_secs(5),
+            random_probe_targets: false,
+            stagger_timers: true,
             max_tombstones: 10_000,
             max_awareness: 7,
             local_stall: Duration::from_millis(200),
@@ -152,6 +165,7 @@ impl Config {
         positive("suspicion_min", self.suspicion_min)?;
         positive("gossip_interval", self.gossip_interval)?;
         positive("push_pull_interval", self.push_pull_interval)?;
+        positive("reannounce_interval", self.reannounce_interval)?;
         positive("min_std_dev", self.min_std_dev)?;
         if self.suspicion_max < self.suspicion_min {
             return Err(ConfigError { field: "suspicion_max", reason: "must be at least suspicion_min".into() });

@@ -275,6 +275,7 @@ pub struct Node {
     probe_order: Vec<String>,
     next_gossip: Instant,
     next_push_pull: Instant,
+    next_reannounce: Instant,
     next_gc: Instant,
     /// When the node last expected to be woken, to notice its own stalls.
     expected_wake: Option<Instant>,
@@ -304,12 +305,16 @@ impl Node {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         // Stagger the periodic timers so a cluster started at once does not
         // act in lockstep.
-        let mut stagger =
-            |d: Duration| now.saturating_add(Duration::from_secs_f64(d.as_secs_f64() * rng.random::<f64>()));
+        let spread = config.stagger_timers;
+        let mut stagger = |d: Duration| {
+            let f = if spread { rng.random::<f64>() } else { 0.0 };
+            now.saturating_add(Duration::from_secs_f64(d.as_secs_f64() * f))
+        };
         let next_heartbeat = stagger(config.heartbeat_interval);
         let next_probe = stagger(config.probe_interval);
         let next_gossip = stagger(config.gossip_interval);
         let next_push_pull = stagger(config.push_pull_interval);
+        let next_reannounce = stagger(config.reannounce_interval);
         let mut node = Node {
             config,
             me: id,
@@ -336,6 +341,7 @@ impl Node {
             probe_order: Vec::new(),
             next_gossip,
             next_push_pull,
+            next_reannounce,
             next_gc: now,
             expected_wake: None,
             accuse_after: now,
@@ -552,7 +558,7 @@ impl Node {
             return None;
         }
         self.refresh_ring();
-        let mut t = self.next_gossip.min(self.next_push_pull);
+        let mut t = self.next_gossip.min(self.next_push_pull).min(self.next_reannounce);
         match self.config.mode {
             Mode::Phi => {
                 t = t.min(self.next_heartbeat);
@@ -719,6 +725,10 @@ impl Node {
             self.next_push_pull = advance(self.next_push_pull, self.config.push_pull_interval.mul_f64(scale), now);
             self.push_pull(now);
         }
+        if now >= self.next_reannounce {
+            self.next_reannounce = advance(self.next_reannounce, self.config.reannounce_interval, now);
+            self.reannounce(now);
+        }
     }
 
     fn raise_awareness(&mut self, by: u32) {
@@ -726,6 +736,9 @@ impl Node {
     }
 
     fn next_classic_target(&mut self) -> Option<String> {
+        if self.config.random_probe_targets {
+            return self.pick(1, |m| matches!(m.status, Status::Alive | Status::Suspect)).pop();
+        }
         loop {
             if self.probe_order.is_empty() {
                 let mut names: Vec<String> = self
@@ -947,22 +960,32 @@ impl Node {
         }
     }
 
-    fn push_pull(&mut self, now: Instant) {
-        let members = self.view();
+    fn push_pull(&mut self, _now: Instant) {
         if let Some(name) = self.pick(1, |m| m.status == Status::Alive).pop()
             && let Some(addr) = self.members.get(&name).map(|m| m.addr)
         {
-            self.send(addr, Message::PushPull { reply: true, members: members.clone() }, true);
-        }
-        // Re-announce to a recently dead member, so a node that was cut off
-        // learns it was declared dead and comes back.
-        let retention = self.config.dead_retention;
-        if let Some(name) =
-            self.pick(1, |m| m.status == Status::Dead && now.saturating_duration_since(m.since) < retention).pop()
-            && let Some(addr) = self.members.get(&name).map(|m| m.addr)
-        {
+            let members = self.view();
             self.send(addr, Message::PushPull { reply: true, members }, true);
         }
+    }
+
+    /// Push-pull with one member believed dead (while its tombstone lasts):
+    /// if it is in fact alive (a healed partition, an isolated node), it
+    /// learns it was declared dead, refutes, and both sides merge views.
+    fn reannounce(&mut self, now: Instant) {
+        let lifetime = self.config.dead_retention * 4;
+        let dead: Vec<SocketAddr> = self
+            .members
+            .values()
+            .filter(|m| m.status == Status::Dead && now.saturating_duration_since(m.since) < lifetime)
+            .map(|m| m.addr)
+            .collect();
+        if dead.is_empty() {
+            return;
+        }
+        let addr = dead[self.rng.random_range(0..dead.len())];
+        let members = self.view();
+        self.send(addr, Message::PushPull { reply: true, members }, true);
     }
 
     /// Handles one datagram (or stream message) from `from`. On an error the
@@ -1042,7 +1065,15 @@ impl Node {
             }
             Message::Gossip => {}
             Message::PushPull { reply, members } => {
-                for u in members {
+                for mut u in members {
+                    // A remote view's "dead" is only a suspicion here, for a
+                    // member this node believes alive: it gets to refute
+                    // (memberlist does the same).
+                    if u.status == Status::Dead
+                        && self.members.get(&u.id.name).is_some_and(|m| m.status == Status::Alive && m.id == u.id)
+                    {
+                        u.status = Status::Suspect;
+                    }
                     self.apply(now, u, None);
                 }
                 if reply {

@@ -208,6 +208,33 @@ pub struct Scenario {
     /// node may be declared dead.
     #[serde(default = "default_true")]
     pub check_liveness: bool,
+    /// From this time on, check every 500 ms whether every live node sees
+    /// every other live node alive (with its current generation); the first
+    /// time it holds is reported as `converged_ms`.
+    #[serde(with = "opt_secs", default)]
+    pub converge_after: Option<Duration>,
+}
+
+mod opt_secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let v = Option::<f64>::deserialize(d)?;
+        v.map(|v| {
+            Duration::try_from_secs_f64(v)
+                .map_err(|_| serde::de::Error::custom(format!("{v} is not a duration in seconds")))
+        })
+        .transpose()
+    }
 }
 
 fn default_duration() -> Duration {
@@ -236,6 +263,7 @@ impl Scenario {
             faults: Vec::new(),
             detection_bound: default_bound(),
             check_liveness: true,
+            converge_after: None,
         }
     }
 
@@ -312,6 +340,8 @@ pub struct Report {
     /// Deaths declared about members that had not crashed (counted once per
     /// declaring node).
     pub false_deaths: u64,
+    /// False deaths by the member declared dead.
+    pub false_deaths_of: BTreeMap<String, u64>,
     /// Suspicions refuted.
     pub refuted: u64,
     /// Path problems reported (φ said silent, a probe got an answer).
@@ -326,6 +356,12 @@ pub struct Report {
     pub bytes_per_member_second: f64,
     /// Checker violations (empty when everything held).
     pub violations: Vec<String>,
+    /// When every live node first saw every other live node alive, ms after
+    /// the start (only with `converge_after`).
+    pub converged_ms: Option<f64>,
+    /// Pairs (observer, member) of live nodes where the observer does not
+    /// see the member alive, at the end of the run.
+    pub final_disagreements: u64,
     /// A hash of the event log (equal for equal seeds).
     pub log_hash: u64,
     /// Log lines (events in order), when kept.
@@ -345,6 +381,8 @@ enum Job {
     FaultStart(usize),
     /// End fault number i.
     FaultEnd(usize),
+    /// Check convergence.
+    Check,
 }
 
 struct SimNode {
@@ -353,6 +391,8 @@ struct SimNode {
     generation: u64,
     addr: SocketAddr,
     crashed_at: Option<Instant>,
+    /// Generations of this node that crashed.
+    crashed_generations: Vec<u64>,
     paused_until: Option<Instant>,
     inbox: Vec<(usize, Vec<u8>)>,
     slow: Duration,
@@ -416,6 +456,7 @@ impl Sim {
                 generation: 1,
                 addr: *addr,
                 crashed_at: None,
+                crashed_generations: Vec::new(),
                 paused_until: None,
                 inbox: Vec::new(),
                 slow: Duration::ZERO,
@@ -446,6 +487,7 @@ impl Sim {
                 crashes: Vec::new(),
                 false_suspicions: 0,
                 false_deaths: 0,
+                false_deaths_of: BTreeMap::new(),
                 refuted: 0,
                 path_problems: 0,
                 false_suspicions_per_member_hour: 0.0,
@@ -453,6 +495,8 @@ impl Sim {
                 messages_per_member_second: 0.0,
                 bytes_per_member_second: 0.0,
                 violations: Vec::new(),
+                converged_ms: None,
+                final_disagreements: 0,
                 log_hash: 0,
                 log: Vec::new(),
             },
@@ -475,7 +519,29 @@ impl Sim {
         for i in 0..n {
             sim.schedule_wake(i);
         }
+        if let Some(after) = scenario.converge_after {
+            sim.push(START.saturating_add(after), Job::Check);
+        }
         sim
+    }
+
+    /// Pairs of live nodes (observer, member) where the observer does not
+    /// see the member alive with its current generation.
+    fn disagreements(&self) -> u64 {
+        let mut count = 0;
+        for (i, a) in self.nodes.iter().enumerate() {
+            let Some(node) = &a.node else { continue };
+            for (j, b) in self.nodes.iter().enumerate() {
+                if i == j || b.node.is_none() {
+                    continue;
+                }
+                let sees = node.status_of(&b.name).is_some_and(|(id, _, status)| {
+                    id.generation == b.generation && status == vigil_membership::Status::Alive
+                });
+                count += u64::from(!sees);
+            }
+        }
+        count
     }
 
     /// Keeps every event-log line in the report (for inspection and tests).
@@ -598,18 +664,17 @@ impl Sim {
         match &e {
             Event::Suspected { id, by, .. } => {
                 let target = self.index_of(&id.name);
-                if target
-                    .is_some_and(|j| self.nodes[j].crashed_at.is_none() || self.nodes[j].generation != id.generation)
-                {
+                if target.is_some_and(|j| !self.nodes[j].crashed_generations.contains(&id.generation)) {
                     self.report.false_suspicions += 1;
                 }
                 self.log(format!("{t:.3} {me} suspected {id} by {}", by.name));
             }
             Event::Dead { id, by } => {
                 if let Some(j) = self.index_of(&id.name) {
-                    let crashed = self.nodes[j].crashed_at.is_some() && self.nodes[j].generation == id.generation;
+                    let crashed = self.nodes[j].crashed_generations.contains(&id.generation);
                     if !crashed {
                         self.report.false_deaths += 1;
+                        *self.report.false_deaths_of.entry(id.name.clone()).or_default() += 1;
                         if self.scenario.check_liveness && self.liveness_ok && self.healthy(j) {
                             self.report
                                 .violations
@@ -643,6 +708,7 @@ impl Sim {
                 let n = &mut self.nodes[node];
                 if n.node.take().is_some() {
                     n.crashed_at = Some(now);
+                    n.crashed_generations.push(n.generation);
                     n.inbox.clear();
                     n.paused_until = None;
                 }
@@ -791,6 +857,16 @@ impl Sim {
                 }
                 Job::FaultStart(k) => self.fault_start(k),
                 Job::FaultEnd(k) => self.fault_end(k),
+                Job::Check => {
+                    if self.report.converged_ms.is_none() {
+                        if self.disagreements() == 0 {
+                            self.report.converged_ms = Some(self.ms(at));
+                            self.log(format!("{:.3} converged", self.ms(at)));
+                        } else {
+                            self.push(at.saturating_add(Duration::from_millis(500)), Job::Check);
+                        }
+                    }
+                }
             }
         }
         self.now = end;
@@ -854,7 +930,15 @@ impl Sim {
             };
             let bound = self.scenario.detection_bound.as_secs_f64() * 1e3;
             let in_time = times.iter().filter(|&&t| t <= bound).count();
-            if in_time < survivors.len()
+            // A restart within the bound supersedes the old generation: not
+            // declaring it dead is then correct.
+            let restarted = self.scenario.faults.iter().any(|f| {
+                matches!(f, Fault::Restart { node: r, at: t }
+                    if *r == node && START.saturating_add(*t) >= at
+                        && START.saturating_add(*t) <= at.saturating_add(self.scenario.detection_bound))
+            });
+            if !restarted
+                && in_time < survivors.len()
                 && at.saturating_add(self.scenario.detection_bound) <= START.saturating_add(self.scenario.duration)
             {
                 self.report.violations.push(format!(
@@ -868,6 +952,7 @@ impl Sim {
         self.report.false_deaths_per_member_hour = self.report.false_deaths as f64 / member_hours;
         self.report.messages_per_member_second = messages as f64 / n / secs;
         self.report.bytes_per_member_second = bytes as f64 / n / secs;
+        self.report.final_disagreements = self.disagreements();
         self.report.log_hash = self.log_hash;
         self.report
     }
