@@ -502,7 +502,9 @@ impl Node {
         if !stream && !self.broadcasts.is_empty() {
             let mut room = MAX_DATAGRAM.saturating_sub(wire::encoded_len(&packet));
             // Least-transmitted first.
-            self.broadcasts.sort_by_key(|b| std::cmp::Reverse(b.left));
+            if self.broadcasts.len() > 1 {
+                self.broadcasts.sort_by_key(|b| std::cmp::Reverse(b.left));
+            }
             for b in &mut self.broadcasts {
                 let len = wire::update_len(&b.update);
                 if len <= room && packet.updates.len() < wire::MAX_UPDATES {
@@ -937,6 +939,10 @@ impl Node {
     }
 
     fn collect_tombstones(&mut self, now: Instant) {
+        self.refresh_ring();
+        if self.live.len() == self.members.len() {
+            return;
+        }
         let retention = self.config.dead_retention * 4;
         let before = self.members.len();
         self.members.retain(|_, m| match m.status {
@@ -969,10 +975,16 @@ impl Node {
         }
     }
 
-    /// Push-pull with one member believed dead (while its tombstone lasts):
-    /// if it is in fact alive (a healed partition, an isolated node), it
-    /// learns it was declared dead, refutes, and both sides merge views.
+    /// Re-announces this node to one member believed dead (while its
+    /// tombstone lasts), with a short push-pull: this node, and the death it
+    /// believes. If the member is in fact alive (a healed partition, an
+    /// isolated node), it refutes and answers with its full view and a
+    /// request for ours, so both sides merge.
     fn reannounce(&mut self, now: Instant) {
+        self.refresh_ring();
+        if self.live.len() == self.members.len() {
+            return; // nobody is dead or gone
+        }
         let lifetime = self.config.dead_retention * 4;
         let dead: Vec<SocketAddr> = self
             .members
@@ -984,7 +996,16 @@ impl Node {
             return;
         }
         let addr = dead[self.rng.random_range(0..dead.len())];
-        let members = self.view();
+        let mut members = vec![self.self_update(self.status)];
+        if let Some(m) = self.members.values().find(|m| m.addr == addr) {
+            members.push(Update {
+                id: m.id.clone(),
+                addr: m.addr,
+                incarnation: m.incarnation,
+                status: m.status,
+                from: self.me.clone(),
+            });
+        }
         self.send(addr, Message::PushPull { reply: true, members }, true);
     }
 
@@ -1016,6 +1037,21 @@ impl Node {
         }
         self.stats.received[kind] += 1;
         self.stats.bytes_received += bytes.len() as u64;
+        // The common case, a heartbeat from a known member with nothing
+        // piggybacked: one lookup.
+        if matches!(packet.message, Message::Heartbeat) && packet.updates.is_empty() {
+            if let Some(m) = self.members.get_mut(&packet.from.name)
+                && m.id.generation >= packet.from.generation
+            {
+                if m.id == packet.from
+                    && let Some(d) = &mut m.detector
+                {
+                    d.heartbeat(now);
+                    m.phi_at = None;
+                }
+                return Ok(());
+            }
+        }
         // The sender is alive as far as its own packet goes.
         self.learn_sender(now, &packet.from, from, packet.incarnation);
         for u in packet.updates {
@@ -1065,6 +1101,9 @@ impl Node {
             }
             Message::Gossip => {}
             Message::PushPull { reply, members } => {
+                // A short push-pull is a re-announcement: answer with the
+                // full view and ask for the sender's.
+                let short = members.len() <= 2;
                 for mut u in members {
                     // A remote view's "dead" is only a suspicion here, for a
                     // member this node believes alive: it gets to refute
@@ -1078,7 +1117,7 @@ impl Node {
                 }
                 if reply {
                     let view = self.view();
-                    self.send(from, Message::PushPull { reply: false, members: view }, true);
+                    self.send(from, Message::PushPull { reply: short && view.len() > 2, members: view }, true);
                 }
             }
         }

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod lab;
 mod policies;
 mod replay;
+mod sim;
 
 /// Failure detection for distributed systems: accrual detectors, graded
 /// policies, trace replay.
@@ -33,6 +34,9 @@ enum Command {
     /// The lab: scenarios and recorded traces through every detector, with
     /// exact quality-of-service metrics, frontiers and reports.
     Lab(lab::LabArgs),
+    /// The membership protocol on a simulated cluster: fault scenarios,
+    /// checkers, metrics, and scale runs.
+    Sim(sim::SimArgs),
 }
 
 /// An error that is the user's input: reported as `vigil: <message>` with
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::run(&args, &mut out),
         Command::Policies(args) => policies::run(&args, &mut out),
         Command::Lab(args) => lab::run(&args, &mut out),
+        Command::Sim(args) => sim::run(&args, &mut out),
     };
     let flushed = out.flush();
     match result.and_then(|()| flushed.map_err(anyhow::Error::from)) {

@@ -1,0 +1,344 @@
+//! `vigil sim`: the membership protocol on a simulated cluster.
+
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant as WallClock};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use vigil_lab::demo::{Table, format_table};
+use vigil_lab::svg::{Chart, Scale, Series, Style};
+use vigil_sim::{Fault, Protocol, Report, Scenario, Sim};
+
+use crate::UsageError;
+
+/// Arguments of `vigil sim`.
+#[derive(Debug, Args)]
+pub(crate) struct SimArgs {
+    #[command(subcommand)]
+    command: SimCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum SimCommand {
+    /// Run one scenario (a TOML file, or flags) and print its metrics.
+    Run(RunArgs),
+    /// Run a crash at growing cluster sizes: message load, detection and
+    /// dissemination time against N, as a table and a plot.
+    Scale(ScaleArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ProtocolArg {
+    Phi,
+    Classic,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// A scenario TOML file; flags below override its fields.
+    scenario: Option<PathBuf>,
+    /// Cluster size (default 100).
+    #[arg(long, value_name = "N")]
+    nodes: Option<usize>,
+    /// Virtual seconds to simulate (default 60).
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// Seed of every random choice (printed; default 1).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// The protocol: φ-monitored SWIM, or classic SWIM with memberlist's
+    /// LAN constants.
+    #[arg(long, value_enum)]
+    protocol: Option<ProtocolArg>,
+    /// Loss probability on every link, throughout.
+    #[arg(long, value_name = "P")]
+    loss: Option<f64>,
+    /// Crash a node: `NODE@SECS` (repeatable).
+    #[arg(long, value_name = "NODE@SECS")]
+    crash: Vec<String>,
+    /// Restart a crashed node with a new generation: `NODE@SECS`.
+    #[arg(long, value_name = "NODE@SECS")]
+    restart: Vec<String>,
+    /// Pause a node: `NODE@SECS+DURATION`.
+    #[arg(long, value_name = "NODE@SECS+DUR")]
+    pause: Vec<String>,
+    /// Split the cluster at node SPLIT: `SPLIT@SECS+DURATION`.
+    #[arg(long, value_name = "SPLIT@SECS+DUR")]
+    partition: Vec<String>,
+    /// Drop datagrams from A to B: `A>B@SECS+DURATION`.
+    #[arg(long, value_name = "A>B@SECS+DUR")]
+    block: Vec<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct ScaleArgs {
+    /// Cluster sizes.
+    #[arg(long, value_delimiter = ',', default_value = "10,100,1000")]
+    sizes: Vec<usize>,
+    /// Virtual seconds per run (a crash happens at 30 s).
+    #[arg(long, default_value_t = 120.0, value_name = "SECS")]
+    duration: f64,
+    /// The protocol.
+    #[arg(long, value_enum, default_value = "phi")]
+    protocol: ProtocolArg,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Directory for the plot.
+    #[arg(long, default_value = "vigil-report", value_name = "DIR")]
+    out: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(args: &SimArgs, out: &mut dyn Write) -> Result<()> {
+    match &args.command {
+        SimCommand::Run(a) => run_cmd(a, out),
+        SimCommand::Scale(a) => scale_cmd(a, out),
+    }
+}
+
+fn secs(flag: &str, text: &str) -> Result<Duration> {
+    let v: f64 = text.trim().parse().map_err(|_| UsageError(format!("{flag}: '{text}' is not a number of seconds")))?;
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| UsageError(format!("{flag}: '{text}' is not a duration of 0 s or more")).into())
+}
+
+fn index(flag: &str, text: &str) -> Result<usize> {
+    text.trim().parse().map_err(|_| UsageError(format!("{flag}: '{text}' is not a node index")).into())
+}
+
+/// `X@T` or `X@T+D`.
+fn at_for(flag: &str, text: &str, with_duration: bool) -> Result<(String, Duration, Duration)> {
+    let (what, when) =
+        text.split_once('@').ok_or_else(|| UsageError(format!("{flag}: expected NODE@SECS, got '{text}'")))?;
+    let (start, dur) = match (when.split_once('+'), with_duration) {
+        (Some((s, d)), true) => (secs(flag, s)?, secs(flag, d)?),
+        (None, false) => (secs(flag, when)?, Duration::ZERO),
+        (_, true) => return Err(UsageError(format!("{flag}: expected ...@SECS+DURATION, got '{text}'")).into()),
+        (Some(_), false) => return Err(UsageError(format!("{flag}: expected NODE@SECS, got '{text}'")).into()),
+    };
+    Ok((what.to_string(), start, dur))
+}
+
+fn scenario(a: &RunArgs) -> Result<Scenario> {
+    let mut s = match &a.scenario {
+        Some(path) => {
+            let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            Scenario::from_toml(&text).map_err(|e| UsageError(format!("{}: {e}", path.display())))?
+        }
+        None => Scenario::new("flags", 100),
+    };
+    if let Some(n) = a.nodes {
+        s.nodes = n;
+    }
+    if let Some(d) = a.duration {
+        s.duration = secs("--duration", &d.to_string())?;
+    }
+    if let Some(seed) = a.seed {
+        s.seed = seed;
+    }
+    if let Some(p) = a.protocol {
+        s.protocol = match p {
+            ProtocolArg::Phi => Protocol::Phi,
+            ProtocolArg::Classic => Protocol::Classic,
+        };
+    }
+    if let Some(l) = a.loss {
+        s.network.loss = l;
+    }
+    for c in &a.crash {
+        let (n, at, _) = at_for("--crash", c, false)?;
+        s.faults.push(Fault::Crash { node: index("--crash", &n)?, at });
+    }
+    for c in &a.restart {
+        let (n, at, _) = at_for("--restart", c, false)?;
+        s.faults.push(Fault::Restart { node: index("--restart", &n)?, at });
+    }
+    for c in &a.pause {
+        let (n, at, duration) = at_for("--pause", c, true)?;
+        s.faults.push(Fault::Pause { node: index("--pause", &n)?, at, duration });
+    }
+    for c in &a.partition {
+        let (n, at, duration) = at_for("--partition", c, true)?;
+        s.faults.push(Fault::Partition { split: index("--partition", &n)?, at, duration });
+        s.check_liveness = false;
+    }
+    for c in &a.block {
+        let (pair, at, duration) = at_for("--block", c, true)?;
+        let (from, to) =
+            pair.split_once('>').ok_or_else(|| UsageError(format!("--block: expected A>B@SECS+DUR, got '{c}'")))?;
+        s.faults.push(Fault::Block { from: index("--block", from)?, to: index("--block", to)?, at, duration });
+    }
+    s.validate().map_err(UsageError)?;
+    Ok(s)
+}
+
+fn simulate(s: &Scenario, label: &str) -> Report {
+    let pb = ProgressBar::new(100);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>14} [{bar:30}] {pos}% {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.set_message(label.to_string());
+    let report = Sim::new(s).run(&mut |f| pb.set_position((f * 100.0) as u64));
+    pb.finish_and_clear();
+    report
+}
+
+fn ms(v: f64) -> String {
+    if v.is_nan() { "—".into() } else { format!("{v:.0}") }
+}
+
+fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
+    let s = scenario(a)?;
+    eprintln!(
+        "simulating {} ({} nodes, {:?}, {} s virtual), seed {} (replay with --seed {})",
+        s.name,
+        s.nodes,
+        s.protocol,
+        s.duration.as_secs_f64(),
+        s.seed,
+        s.seed
+    );
+    let started = WallClock::now();
+    let r = simulate(&s, "simulating");
+    eprintln!("done in {:.2} s", started.elapsed().as_secs_f64());
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&json!({"scenario": s, "report": r}))?)?;
+    } else {
+        let mut rows = vec![
+            vec![
+                "false suspicions".into(),
+                format!("{} ({:.2} per member-hour)", r.false_suspicions, r.false_suspicions_per_member_hour),
+            ],
+            vec![
+                "false deaths".into(),
+                format!("{} ({:.2} per member-hour)", r.false_deaths, r.false_deaths_per_member_hour),
+            ],
+            vec!["suspicions refuted".into(), r.refuted.to_string()],
+            vec!["path problems".into(), r.path_problems.to_string()],
+            vec!["messages per member-second".into(), format!("{:.2}", r.messages_per_member_second)],
+            vec!["bytes per member-second".into(), format!("{:.0}", r.bytes_per_member_second)],
+            vec!["views disagreeing at the end".into(), r.final_disagreements.to_string()],
+        ];
+        if let Some(c) = r.converged_ms {
+            rows.push(vec!["converged at".into(), format!("{c:.0} ms")]);
+        }
+        for c in &r.crashes {
+            rows.push(vec![
+                format!("crash of node {}", c.node),
+                format!(
+                    "{} of {} survivors; first {} ms, median {} ms, last {} ms",
+                    c.detected_by,
+                    c.survivors,
+                    ms(c.first_ms),
+                    ms(c.median_ms),
+                    ms(c.max_ms)
+                ),
+            ]);
+        }
+        let t = Table {
+            id: String::new(),
+            title: format!("{}: {} nodes, seed {}", s.name, s.nodes, s.seed),
+            header: vec!["metric".into(), "value".into()],
+            rows,
+        };
+        write!(out, "{}", format_table(&t))?;
+    }
+    if !r.violations.is_empty() {
+        bail!("{} checker violation(s): {}", r.violations.len(), r.violations.join("; "));
+    }
+    Ok(())
+}
+
+fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
+    if a.sizes.iter().any(|&n| !(10..=100_000).contains(&n)) {
+        return Err(UsageError("--sizes: each size must be 10 to 100000".into()).into());
+    }
+    if !(a.duration.is_finite() && a.duration >= 60.0) {
+        return Err(UsageError("--duration: at least 60 s (the crash is at 30 s)".into()).into());
+    }
+    let mut rows = Vec::new();
+    let mut results = Vec::new();
+    for &n in &a.sizes {
+        let mut s = Scenario::new(&format!("scale-{n}"), n);
+        s.seed = a.seed;
+        s.duration = Duration::from_secs_f64(a.duration);
+        s.protocol = match a.protocol {
+            ProtocolArg::Phi => Protocol::Phi,
+            ProtocolArg::Classic => Protocol::Classic,
+        };
+        s.faults.push(Fault::Crash { node: n / 2, at: Duration::from_secs(30) });
+        eprintln!("N = {n}: seed {} (replay with --seed {})", a.seed, a.seed);
+        let started = WallClock::now();
+        let r = simulate(&s, &format!("N = {n}"));
+        let wall = started.elapsed().as_secs_f64();
+        let c = r.crashes.first().cloned();
+        rows.push(vec![
+            n.to_string(),
+            format!("{:.2}", r.messages_per_member_second),
+            format!("{:.0}", r.bytes_per_member_second),
+            c.as_ref().map_or("—".into(), |c| ms(c.first_ms)),
+            c.as_ref().map_or("—".into(), |c| ms(c.median_ms)),
+            c.as_ref().map_or("—".into(), |c| ms(c.max_ms)),
+            c.as_ref().map_or("—".into(), |c| ms(c.max_ms - c.first_ms)),
+            r.false_deaths.to_string(),
+            format!("{wall:.1}"),
+        ]);
+        results.push((n, r, wall));
+    }
+    let pts =
+        |f: &dyn Fn(&Report) -> f64| -> Vec<(f64, f64)> { results.iter().map(|(n, r, _)| (*n as f64, f(r))).collect() };
+    let first = |r: &Report| r.crashes.first().map_or(f64::NAN, |c| c.first_ms / 1e3);
+    let last = |r: &Report| r.crashes.first().map_or(f64::NAN, |c| c.max_ms / 1e3);
+    let spread = |r: &Report| r.crashes.first().map_or(f64::NAN, |c| (c.max_ms - c.first_ms) / 1e3);
+    let msgs = |r: &Report| r.messages_per_member_second;
+    let chart = Chart::new(
+        "Detection, dissemination and load against cluster size",
+        "members (log)",
+        "seconds; messages per member-second",
+    )
+    .with_x_scale(Scale::Log10)
+    .with_series(Series::new("first detection (s)", pts(&first)).with_style(Style::LinePoints))
+    .with_series(Series::new("every survivor knows (s)", pts(&last)).with_style(Style::LinePoints))
+    .with_series(Series::new("dissemination: last − first (s)", pts(&spread)).with_style(Style::LinePoints))
+    .with_series(Series::new("messages per member-second", pts(&msgs)).with_style(Style::LinePoints).with_dashed(true));
+    fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let file = a.out.join("sim-scale.svg");
+    fs::write(&file, chart.to_svg()).with_context(|| format!("writing {}", file.display()))?;
+    eprintln!("plot: {}", file.display());
+    if a.json {
+        let runs: Vec<_> =
+            results.iter().map(|(n, r, wall)| json!({"nodes": n, "wall_secs": wall, "report": r})).collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&json!({"seed": a.seed, "runs": runs, "plot": file}))?)?;
+        return Ok(());
+    }
+    let header = [
+        "N",
+        "msgs/member/s",
+        "bytes/member/s",
+        "first detection (ms)",
+        "median (ms)",
+        "all survivors (ms)",
+        "dissemination (ms)",
+        "false deaths",
+        "wall (s)",
+    ];
+    let t = Table {
+        id: String::new(),
+        title: format!("a crash at 30 s, {} s virtual per run, seed {}", a.duration, a.seed),
+        header: header.iter().map(|h| h.to_string()).collect(),
+        rows,
+    };
+    write!(out, "{}", format_table(&t))?;
+    Ok(())
+}
