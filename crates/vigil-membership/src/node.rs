@@ -1039,18 +1039,18 @@ impl Node {
         self.stats.bytes_received += bytes.len() as u64;
         // The common case, a heartbeat from a known member with nothing
         // piggybacked: one lookup.
-        if matches!(packet.message, Message::Heartbeat) && packet.updates.is_empty() {
-            if let Some(m) = self.members.get_mut(&packet.from.name)
-                && m.id.generation >= packet.from.generation
+        if matches!(packet.message, Message::Heartbeat)
+            && packet.updates.is_empty()
+            && let Some(m) = self.members.get_mut(&packet.from.name)
+            && m.id.generation >= packet.from.generation
+        {
+            if m.id == packet.from
+                && let Some(d) = &mut m.detector
             {
-                if m.id == packet.from
-                    && let Some(d) = &mut m.detector
-                {
-                    d.heartbeat(now);
-                    m.phi_at = None;
-                }
-                return Ok(());
+                d.heartbeat(now);
+                m.phi_at = None;
             }
+            return Ok(());
         }
         // The sender is alive as far as its own packet goes.
         self.learn_sender(now, &packet.from, from, packet.incarnation);
