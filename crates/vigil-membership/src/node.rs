@@ -246,6 +246,7 @@ struct Broadcast {
 
 /// One member's protocol state machine. See the module documentation for the
 /// call order.
+#[derive(Clone)]
 pub struct Node {
     config: Config,
     me: NodeId,
@@ -1251,6 +1252,7 @@ impl Node {
                 m.incarnation = u.incarnation;
                 m.status = Status::Suspect;
                 m.since = now;
+                self.refresh_ring();
                 let n = 1 + self.live.len();
                 let (min, max, k) = suspicion_bounds(&self.config, n);
                 self.suspects.insert(u.id.name.clone());
