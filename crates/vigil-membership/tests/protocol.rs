@@ -105,11 +105,10 @@ fn suspicion_timeouts_follow_lifeguard_and_memberlist() {
     let accuse =
         |from: usize| Update { id: id(5), addr: addr(5), incarnation: 0, status: Status::Suspect, from: id(from) };
     nodes[0].handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![accuse(1)])).unwrap();
-    let fires_at = |node: &mut Node, from: Instant| {
+    let fires_at = |node: &mut Node| {
         // Step until node 5 is declared dead.
-        let mut now = from;
         for _ in 0..100_000 {
-            now = node.poll_timeout().unwrap();
+            let now = node.poll_timeout().unwrap();
             node.handle_timeout(now);
             while node.poll_transmit().is_some() {}
             if node.status_of("n5").unwrap().2 == Status::Dead {
@@ -120,10 +119,10 @@ fn suspicion_timeouts_follow_lifeguard_and_memberlist() {
     };
     let mut a = nodes.remove(0);
     let mut b = a.clone();
-    let dead_at = fires_at(&mut a, t);
+    let dead_at = fires_at(&mut a);
     assert!((dead_at.saturating_duration_since(t).as_secs_f64() - 48.0).abs() < 1e-3, "{dead_at:?}");
     b.handle_datagram(t, addr(2), &packet(2, Message::Gossip, vec![accuse(2)])).unwrap();
-    let dead_at = fires_at(&mut b, t);
+    let dead_at = fires_at(&mut b);
     let expected = 48.0 - (2f64.ln() / 3f64.ln()) * 40.0;
     assert!((dead_at.saturating_duration_since(t).as_secs_f64() - expected).abs() < 1e-3, "{dead_at:?} vs {expected}");
 }
