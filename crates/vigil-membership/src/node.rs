@@ -10,8 +10,9 @@
 //!
 //! A late or spurious `handle_timeout` is harmless.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::{RngExt, SeedableRng};
@@ -195,20 +196,109 @@ impl Suspicion {
     }
 }
 
+/// What this node knows of one member. Kept small: a node of a large
+/// cluster holds one per member.
 #[derive(Debug, Clone)]
 struct Member {
-    id: NodeId,
+    name: Arc<str>,
+    generation: u64,
     addr: SocketAddr,
     incarnation: u64,
     status: Status,
     since: Instant,
-    suspicion: Option<Suspicion>,
-    detector: Option<Akka>,
+    suspicion: Option<Box<Suspicion>>,
+}
+
+impl Member {
+    fn new(id: &NodeId, name: Arc<str>, addr: SocketAddr, incarnation: u64, status: Status, now: Instant) -> Member {
+        Member { name, generation: id.generation, addr, incarnation, status, since: now, suspicion: None }
+    }
+
+    fn id(&self) -> NodeId {
+        NodeId { name: self.name.to_string(), generation: self.generation }
+    }
+
+    fn is(&self, id: &NodeId) -> bool {
+        self.generation == id.generation && *self.name == *id.name
+    }
+}
+
+/// A member this node watches (φ mode): its detector and probe state.
+#[derive(Debug, Clone)]
+struct Watch {
+    name: Arc<str>,
+    detector: Akka,
     /// No φ-triggered probe before this instant (after a probe was answered).
     quiet_until: Instant,
     /// Cached `(threshold, detector.crossing(threshold))`, cleared by each
     /// heartbeat.
     phi_at: Option<(f64, Option<Instant>)>,
+}
+
+/// The member table: a slab of members in insertion order (so iteration is
+/// deterministic) and a hash index by name.
+#[derive(Debug, Clone, Default)]
+struct Members {
+    slots: Vec<Option<Member>>,
+    index: HashMap<Arc<str>, u32>,
+    free: Vec<u32>,
+}
+
+impl Members {
+    fn get(&self, name: &str) -> Option<&Member> {
+        let i = *self.index.get(name)?;
+        self.slots.get(i as usize)?.as_ref()
+    }
+
+    fn get_mut(&mut self, name: &str) -> Option<&mut Member> {
+        let i = *self.index.get(name)?;
+        self.slots.get_mut(i as usize)?.as_mut()
+    }
+
+    /// The interned name, if known.
+    fn name(&self, name: &str) -> Option<Arc<str>> {
+        self.index.get_key_value(name).map(|(k, _)| k.clone())
+    }
+
+    fn insert(&mut self, m: Member) {
+        if let Some(&i) = self.index.get(&*m.name) {
+            self.slots[i as usize] = Some(m);
+            return;
+        }
+        let name = m.name.clone();
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(m);
+                i
+            }
+            None => {
+                self.slots.push(Some(m));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.index.insert(name, i);
+    }
+
+    fn remove(&mut self, name: &str) -> Option<Member> {
+        let i = self.index.remove(name)?;
+        self.free.push(i);
+        self.slots.get_mut(i as usize)?.take()
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Member> {
+        self.slots.iter().flatten()
+    }
+
+    fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&Member) -> bool) {
+        let gone: Vec<Arc<str>> = self.values().filter(|m| !keep(m)).map(|m| m.name.clone()).collect();
+        for name in gone {
+            self.remove(&name);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,7 +344,7 @@ pub struct Node {
     incarnation: u64,
     status: Status,
     rng: ChaCha8Rng,
-    members: BTreeMap<String, Member>,
+    members: Members,
     broadcasts: Vec<Broadcast>,
     probes: BTreeMap<u32, Probe>,
     relays: BTreeMap<u32, Relay>,
@@ -263,17 +353,17 @@ pub struct Node {
     events: VecDeque<Event>,
     stats: Stats,
     awareness: u32,
-    /// φ mode: who this node sends heartbeats to, and who it watches.
-    heartbeat_to: Vec<String>,
-    watching: BTreeSet<String>,
+    /// φ mode: who this node sends heartbeats to, and whom it watches.
+    heartbeat_to: Vec<Arc<str>>,
+    watch: Vec<Watch>,
     /// Members alive or suspected (not this node), for random choices.
-    live: Vec<String>,
+    live: Vec<Arc<str>>,
     /// Members currently suspected.
-    suspects: BTreeSet<String>,
+    suspects: BTreeSet<Arc<str>>,
     ring_dirty: bool,
     next_heartbeat: Instant,
     next_probe: Instant,
-    probe_order: Vec<String>,
+    probe_order: Vec<Arc<str>>,
     next_gossip: Instant,
     next_push_pull: Instant,
     next_reannounce: Instant,
@@ -323,7 +413,7 @@ impl Node {
             incarnation: 0,
             status: Status::Alive,
             rng,
-            members: BTreeMap::new(),
+            members: Members::default(),
             broadcasts: Vec::new(),
             probes: BTreeMap::new(),
             relays: BTreeMap::new(),
@@ -333,7 +423,7 @@ impl Node {
             stats: Stats::default(),
             awareness: 0,
             heartbeat_to: Vec::new(),
-            watching: BTreeSet::new(),
+            watch: Vec::new(),
             live: Vec::new(),
             suspects: BTreeSet::new(),
             ring_dirty: true,
@@ -372,40 +462,38 @@ impl Node {
     }
 
     /// The known members (not this node), with what this node believes.
-    pub fn members(&self) -> impl Iterator<Item = (&NodeId, SocketAddr, u64, Status)> + '_ {
-        self.members.values().map(|m| (&m.id, m.addr, m.incarnation, m.status))
+    pub fn members(&self) -> impl Iterator<Item = (NodeId, SocketAddr, u64, Status)> + '_ {
+        self.members.values().map(|m| (m.id(), m.addr, m.incarnation, m.status))
     }
 
     /// What this node believes about `name`.
     pub fn status_of(&self, name: &str) -> Option<(NodeId, u64, Status)> {
-        self.members.get(name).map(|m| (m.id.clone(), m.incarnation, m.status))
+        self.members.get(name).map(|m| (m.id(), m.incarnation, m.status))
     }
 
     /// Members this node watches (φ mode).
     pub fn watching(&self) -> impl Iterator<Item = &str> {
-        self.watching.iter().map(String::as_str)
+        self.watch.iter().map(|w| &*w.name)
     }
 
     /// Adds members known to be alive, silently (no events, no rumours): a
     /// cluster that has already converged, for simulations and restarts
     /// from a saved view.
     pub fn bootstrap(&mut self, now: Instant, members: &[(NodeId, SocketAddr)]) {
-        for (id, addr) in members {
-            if id.name == self.me.name || id.name.is_empty() {
+        let shared: Vec<(Arc<str>, u64, SocketAddr)> =
+            members.iter().map(|(id, addr)| (Arc::from(id.name.as_str()), id.generation, *addr)).collect();
+        self.bootstrap_shared(now, &shared);
+    }
+
+    /// As [`Node::bootstrap`], with names already shared: a simulator of many
+    /// nodes then stores each name once.
+    pub fn bootstrap_shared(&mut self, now: Instant, members: &[(Arc<str>, u64, SocketAddr)]) {
+        for (name, generation, addr) in members {
+            if **name == *self.me.name || name.is_empty() || name.len() > crate::message::MAX_NAME_LEN {
                 continue;
             }
-            let member = Member {
-                id: id.clone(),
-                addr: *addr,
-                incarnation: 0,
-                status: Status::Alive,
-                since: now,
-                suspicion: None,
-                detector: None,
-                quiet_until: now,
-                phi_at: None,
-            };
-            self.members.insert(id.name.clone(), member);
+            let id = NodeId { name: String::new(), generation: *generation };
+            self.members.insert(Member::new(&id, name.clone(), *addr, 0, Status::Alive, now));
         }
         self.broadcasts.clear();
         self.ring_dirty = true;
@@ -448,9 +536,9 @@ impl Node {
                 (Status::Suspect, Some(s)) => {
                     s.accusers.iter().next().map_or_else(|| self.me.clone(), |a| NodeId::new(a.clone(), 0))
                 }
-                _ => m.id.clone(),
+                _ => m.id(),
             };
-            out.push(Update { id: m.id.clone(), addr: m.addr, incarnation: m.incarnation, status: m.status, from });
+            out.push(Update { id: m.id(), addr: m.addr, incarnation: m.incarnation, status: m.status, from });
         }
         out
     }
@@ -566,27 +654,27 @@ impl Node {
             Mode::Phi => {
                 t = t.min(self.next_heartbeat);
                 let th = self.phi_threshold();
-                let watching = std::mem::take(&mut self.watching);
+                let mut watch = std::mem::take(&mut self.watch);
                 let accuse_after = self.accuse_after;
-                for name in &watching {
-                    let probing = !self.probes.is_empty() && self.probing(name);
-                    let Some(m) = self.members.get_mut(name) else { continue };
+                for w in &mut watch {
+                    let probing = !self.probes.is_empty() && self.probing(&w.name);
+                    let Some(m) = self.members.get(&w.name) else { continue };
                     if !may_accuse(&self.me.name, m) || probing {
                         continue;
                     }
-                    let at = match m.phi_at {
+                    let at = match w.phi_at {
                         Some((cached, at)) if cached == th => at,
                         _ => {
-                            let at = m.detector.as_ref().and_then(|d| d.crossing(th));
-                            m.phi_at = Some((th, at));
+                            let at = w.detector.crossing(th);
+                            w.phi_at = Some((th, at));
                             at
                         }
                     };
                     if let Some(at) = at {
-                        t = t.min(at.max(m.quiet_until).max(accuse_after));
+                        t = t.min(at.max(w.quiet_until).max(accuse_after));
                     }
                 }
-                self.watching = watching;
+                self.watch = watch;
             }
             Mode::Classic => t = t.min(self.next_probe),
         }
@@ -625,44 +713,36 @@ impl Node {
             .members
             .values()
             .filter(|m| matches!(m.status, Status::Alive | Status::Suspect))
-            .map(|m| m.id.name.clone())
+            .map(|m| m.name.clone())
             .collect();
-        self.suspects =
-            self.members.values().filter(|m| m.status == Status::Suspect).map(|m| m.id.name.clone()).collect();
+        self.suspects = self.members.values().filter(|m| m.status == Status::Suspect).map(|m| m.name.clone()).collect();
         if self.config.mode != Mode::Phi {
             return;
         }
-        let mut ring: Vec<(u64, String)> = self
-            .members
-            .values()
-            .filter(|m| matches!(m.status, Status::Alive | Status::Suspect))
-            .map(|m| (ring_hash(&m.id.name), m.id.name.clone()))
-            .collect();
-        ring.push((ring_hash(&self.me.name), self.me.name.clone()));
+        let me: Arc<str> = Arc::from(self.me.name.as_str());
+        let mut ring: Vec<(u64, Arc<str>)> = self.live.iter().map(|name| (ring_hash(name), name.clone())).collect();
+        ring.push((ring_hash(&me), me.clone()));
         ring.sort();
         let n = ring.len();
         let k = self.config.observers.min(n.saturating_sub(1));
-        let pos = ring.iter().position(|(_, name)| *name == self.me.name).unwrap_or(0);
+        let pos = ring.iter().position(|(_, name)| *name == me).unwrap_or(0);
         self.heartbeat_to = (1..=k).map(|i| ring[(pos + i) % n].1.clone()).collect();
-        let watching: BTreeSet<String> = (1..=k).map(|i| ring[(pos + n - i) % n].1.clone()).collect();
-        let estimate = self.config.heartbeat_interval;
-        for (name, m) in &mut self.members {
-            if watching.contains(name) {
-                if m.detector.is_none() {
-                    let cfg = AkkaConfig {
-                        threshold: self.config.suspect_phi,
-                        window: self.config.window,
-                        min_std_dev: self.config.min_std_dev,
-                        acceptable_pause: Duration::ZERO,
-                        first_heartbeat_estimate: estimate,
-                    };
-                    m.detector = Akka::new(cfg).ok();
-                }
-            } else {
-                m.detector = None;
+        let watched: Vec<Arc<str>> = (1..=k).map(|i| ring[(pos + n - i) % n].1.clone()).collect();
+        let cfg = AkkaConfig {
+            threshold: self.config.suspect_phi,
+            window: self.config.window,
+            min_std_dev: self.config.min_std_dev,
+            acceptable_pause: Duration::ZERO,
+            first_heartbeat_estimate: self.config.heartbeat_interval,
+        };
+        let mut old = std::mem::take(&mut self.watch);
+        for name in watched {
+            if let Some(pos) = old.iter().position(|w| w.name == name) {
+                self.watch.push(old.swap_remove(pos));
+            } else if let Ok(detector) = Akka::new(cfg.clone()) {
+                self.watch.push(Watch { name, detector, quiet_until: self.accuse_after, phi_at: None });
             }
         }
-        self.watching = watching;
     }
 
     /// Handles the passage of time: sends heartbeats, gossip and probes due
@@ -693,16 +773,16 @@ impl Node {
         }
         if self.config.mode == Mode::Phi && now >= self.accuse_after {
             let th = self.phi_threshold();
-            let due: Vec<(String, f64)> = self
-                .watching
+            let due: Vec<(Arc<str>, f64)> = self
+                .watch
                 .iter()
-                .filter_map(|name| {
-                    let m = self.members.get(name)?;
-                    if !self.may_accuse(m) || now < m.quiet_until || self.probing(name) {
+                .filter_map(|w| {
+                    let m = self.members.get(&w.name)?;
+                    if !self.may_accuse(m) || now < w.quiet_until || self.probing(&w.name) {
                         return None;
                     }
-                    let level = m.detector.as_ref()?.level(now);
-                    (level >= th).then(|| (name.clone(), level))
+                    let level = w.detector.level(now);
+                    (level >= th).then(|| (w.name.clone(), level))
                 })
                 .collect();
             for (name, level) in due {
@@ -738,17 +818,17 @@ impl Node {
         self.awareness = (self.awareness + by).min(self.config.max_awareness);
     }
 
-    fn next_classic_target(&mut self) -> Option<String> {
+    fn next_classic_target(&mut self) -> Option<Arc<str>> {
         if self.config.random_probe_targets {
             return self.pick(1, |m| matches!(m.status, Status::Alive | Status::Suspect)).pop();
         }
         loop {
             if self.probe_order.is_empty() {
-                let mut names: Vec<String> = self
+                let mut names: Vec<Arc<str>> = self
                     .members
                     .values()
                     .filter(|m| matches!(m.status, Status::Alive | Status::Suspect))
-                    .map(|m| m.id.name.clone())
+                    .map(|m| m.name.clone())
                     .collect();
                 if names.is_empty() {
                     return None;
@@ -770,7 +850,7 @@ impl Node {
     /// Starts a probe of `name`: a direct ping, and in φ mode indirect
     /// requests at once (the silence has already lasted).
     fn start_probe(&mut self, now: Instant, name: &str, phi: Option<f64>, indirect_now: bool) {
-        let Some((target, addr)) = self.members.get(name).map(|m| (m.id.clone(), m.addr)) else { return };
+        let Some((target, addr)) = self.members.get(name).map(|m| (m.id(), m.addr)) else { return };
         let seq = self.next_seq();
         self.stats.probes += 1;
         self.send(addr, Message::Ping { seq, target: target.clone() }, false);
@@ -793,7 +873,7 @@ impl Node {
 
     fn send_indirect(&mut self, seq: u32, probe: &mut Probe) {
         let target = probe.target.name.clone();
-        let helpers = self.pick(self.config.indirect_checks, |m| m.status == Status::Alive && m.id.name != target);
+        let helpers = self.pick(self.config.indirect_checks, |m| m.status == Status::Alive && *m.name != *target);
         for name in helpers {
             if let Some(addr) = self.members.get(&name).map(|m| m.addr) {
                 self.stats.indirect_probes += 1;
@@ -807,9 +887,9 @@ impl Node {
     /// Up to `n` distinct random members satisfying `keep`. Draws from the
     /// live members first (constant time per draw); falls back to scanning
     /// every member when few qualify.
-    fn pick(&mut self, n: usize, keep: impl Fn(&Member) -> bool) -> Vec<String> {
+    fn pick(&mut self, n: usize, keep: impl Fn(&Member) -> bool) -> Vec<Arc<str>> {
         self.refresh_ring();
-        let mut out: Vec<String> = Vec::with_capacity(n);
+        let mut out: Vec<Arc<str>> = Vec::with_capacity(n);
         if n == 0 {
             return out;
         }
@@ -824,8 +904,8 @@ impl Node {
                 }
             }
         }
-        let mut rest: Vec<String> =
-            self.members.values().filter(|m| keep(m) && !out.contains(&m.id.name)).map(|m| m.id.name.clone()).collect();
+        let mut rest: Vec<Arc<str>> =
+            self.members.values().filter(|m| keep(m) && !out.contains(&m.name)).map(|m| m.name.clone()).collect();
         while out.len() < n && !rest.is_empty() {
             let j = self.rng.random_range(0..rest.len());
             out.push(rest.swap_remove(j));
@@ -861,10 +941,10 @@ impl Node {
                     let Some(m) = self.members.get(&name) else { continue };
                     // A failed probe of a member already suspected by others
                     // is an independent confirmation (Lifeguard).
-                    if m.id != probe.target || !self.may_accuse(m) {
+                    if !m.is(&probe.target) || !self.may_accuse(m) {
                         continue;
                     }
-                    let (id, inc) = (m.id.clone(), m.incarnation);
+                    let (id, inc) = (m.id(), m.incarnation);
                     self.stats.suspicions_started += 1;
                     let update = Update {
                         id,
@@ -891,7 +971,7 @@ impl Node {
     }
 
     fn settle_suspicions(&mut self, now: Instant) {
-        let due: Vec<String> = self
+        let due: Vec<Arc<str>> = self
             .suspects
             .iter()
             .filter(|name| {
@@ -904,7 +984,7 @@ impl Node {
         for name in due {
             let Some(m) = self.members.get(&name) else { continue };
             let update = Update {
-                id: m.id.clone(),
+                id: m.id(),
                 addr: m.addr,
                 incarnation: m.incarnation,
                 status: Status::Dead,
@@ -946,15 +1026,15 @@ impl Node {
         }
         let retention = self.config.dead_retention * 4;
         let before = self.members.len();
-        self.members.retain(|_, m| match m.status {
+        self.members.retain(|m| match m.status {
             Status::Dead | Status::Left => now.saturating_duration_since(m.since) < retention,
             _ => true,
         });
-        let mut tombs: Vec<(Instant, String)> = self
+        let mut tombs: Vec<(Instant, Arc<str>)> = self
             .members
             .values()
             .filter(|m| matches!(m.status, Status::Dead | Status::Left))
-            .map(|m| (m.since, m.id.name.clone()))
+            .map(|m| (m.since, m.name.clone()))
             .collect();
         if tombs.len() > self.config.max_tombstones {
             tombs.sort();
@@ -1000,7 +1080,7 @@ impl Node {
         let mut members = vec![self.self_update(self.status)];
         if let Some(m) = self.members.values().find(|m| m.addr == addr) {
             members.push(Update {
-                id: m.id.clone(),
+                id: m.id(),
                 addr: m.addr,
                 incarnation: m.incarnation,
                 status: m.status,
@@ -1043,13 +1123,13 @@ impl Node {
         if matches!(packet.message, Message::Heartbeat)
             && packet.updates.is_empty()
             && let Some(m) = self.members.get_mut(&packet.from.name)
-            && m.id.generation >= packet.from.generation
+            && m.generation >= packet.from.generation
         {
-            if m.id == packet.from
-                && let Some(d) = &mut m.detector
+            if m.is(&packet.from)
+                && let Some(w) = self.watch.iter_mut().find(|w| *w.name == *packet.from.name)
             {
-                d.heartbeat(now);
-                m.phi_at = None;
+                w.detector.heartbeat(now);
+                w.phi_at = None;
             }
             return Ok(());
         }
@@ -1060,12 +1140,11 @@ impl Node {
         }
         match packet.message {
             Message::Heartbeat => {
-                if let Some(m) = self.members.get_mut(&packet.from.name)
-                    && m.id == packet.from
-                    && let Some(d) = &mut m.detector
+                if self.members.get(&packet.from.name).is_some_and(|m| m.is(&packet.from))
+                    && let Some(w) = self.watch.iter_mut().find(|w| *w.name == *packet.from.name)
                 {
-                    d.heartbeat(now);
-                    m.phi_at = None;
+                    w.detector.heartbeat(now);
+                    w.phi_at = None;
                 }
             }
             Message::Ping { seq, target } => {
@@ -1088,8 +1167,8 @@ impl Node {
                     if let Some(phi) = p.phi {
                         // φ said silent, the member answered: a path problem.
                         self.stats.path_problems += 1;
-                        if let Some(m) = self.members.get_mut(&p.target.name) {
-                            m.quiet_until = now.saturating_add(self.config.probe_interval);
+                        if let Some(w) = self.watch.iter_mut().find(|w| *w.name == *p.target.name) {
+                            w.quiet_until = now.saturating_add(self.config.probe_interval);
                         }
                         self.emit(Event::PathProblem { id: p.target, phi, indirect: !direct });
                     }
@@ -1110,7 +1189,7 @@ impl Node {
                     // member this node believes alive: it gets to refute
                     // (memberlist does the same).
                     if u.status == Status::Dead
-                        && self.members.get(&u.id.name).is_some_and(|m| m.status == Status::Alive && m.id == u.id)
+                        && self.members.get(&u.id.name).is_some_and(|m| m.status == Status::Alive && m.is(&u.id))
                     {
                         u.status = Status::Suspect;
                     }
@@ -1127,7 +1206,7 @@ impl Node {
 
     fn learn_sender(&mut self, now: Instant, id: &NodeId, addr: SocketAddr, incarnation: u64) {
         let known = self.members.get(&id.name);
-        let unknown = known.is_none_or(|m| id.generation > m.id.generation);
+        let unknown = known.is_none_or(|m| id.generation > m.generation);
         if unknown {
             self.apply(
                 now,
@@ -1135,6 +1214,11 @@ impl Node {
                 None,
             );
         }
+    }
+
+    /// The shared copy of a name: the table's if known, else a new one.
+    fn intern(&self, name: &str) -> Arc<str> {
+        self.members.name(name).unwrap_or_else(|| Arc::from(name))
     }
 
     /// Applies a rumour; the heart of the protocol's state rules.
@@ -1149,7 +1233,7 @@ impl Node {
         let entry = self.members.get(&u.id.name);
         // The common case in anti-entropy: nothing new.
         if let Some(m) = entry
-            && m.id.generation == u.id.generation
+            && m.generation == u.id.generation
             && u.incarnation <= m.incarnation
             && (u.status == m.status || u.status == Status::Alive)
             && !(u.status == Status::Suspect && u.incarnation == m.incarnation)
@@ -1160,11 +1244,11 @@ impl Node {
         let retransmit = u.clone();
         // Older generations lose to newer ones, whatever they say.
         if let Some(m) = entry {
-            if u.id.generation < m.id.generation {
+            if u.id.generation < m.generation {
                 self.stats.stale_updates += 1;
                 return;
             }
-            if u.id.generation > m.id.generation {
+            if u.id.generation > m.generation {
                 self.members.remove(&u.id.name);
                 self.ring_dirty = true;
             }
@@ -1172,18 +1256,8 @@ impl Node {
         let Some(m) = self.members.get_mut(&u.id.name) else {
             // A new member (or a new generation of one).
             if matches!(u.status, Status::Alive | Status::Suspect) {
-                let member = Member {
-                    id: u.id.clone(),
-                    addr: u.addr,
-                    incarnation: u.incarnation,
-                    status: Status::Alive,
-                    since: now,
-                    suspicion: None,
-                    detector: None,
-                    quiet_until: now,
-                    phi_at: None,
-                };
-                self.members.insert(u.id.name.clone(), member);
+                let name = self.intern(&u.id.name);
+                self.members.insert(Member::new(&u.id, name, u.addr, u.incarnation, Status::Alive, now));
                 self.ring_dirty = true;
                 self.emit(Event::Up { id: u.id.clone(), addr: u.addr });
                 self.broadcast(Update { status: Status::Alive, from: u.id.clone(), ..u.clone() });
@@ -1193,18 +1267,8 @@ impl Node {
             } else {
                 // A tombstone for someone never seen: remember it so a late
                 // alive rumour of the same incarnation cannot resurrect it.
-                let member = Member {
-                    id: u.id.clone(),
-                    addr: u.addr,
-                    incarnation: u.incarnation,
-                    status: u.status,
-                    since: now,
-                    suspicion: None,
-                    detector: None,
-                    quiet_until: now,
-                    phi_at: None,
-                };
-                self.members.insert(u.id.name.clone(), member);
+                let name = self.intern(&u.id.name);
+                self.members.insert(Member::new(&u.id, name, u.addr, u.incarnation, u.status, now));
             }
             return;
         };
@@ -1217,8 +1281,8 @@ impl Node {
                     m.status = Status::Alive;
                     m.since = now;
                     m.suspicion = None;
-                    let id = m.id.clone();
-                    self.suspects.remove(&id.name);
+                    let id = m.id();
+                    self.suspects.remove(id.name.as_str());
                     match was {
                         Status::Suspect => {
                             self.stats.refutations_seen += 1;
@@ -1252,15 +1316,16 @@ impl Node {
                 m.incarnation = u.incarnation;
                 m.status = Status::Suspect;
                 m.since = now;
+                let interned = m.name.clone();
                 self.refresh_ring();
                 let n = 1 + self.live.len();
                 let (min, max, k) = suspicion_bounds(&self.config, n);
-                self.suspects.insert(u.id.name.clone());
+                self.suspects.insert(interned);
                 let mut accusers = BTreeSet::new();
                 accusers.insert(u.from.name.clone());
                 let Some(m) = self.members.get_mut(&u.id.name) else { return };
-                m.suspicion = Some(Suspicion { started: now, accusers, min, max, k });
-                let (id, addr) = (m.id.clone(), m.addr);
+                m.suspicion = Some(Box::new(Suspicion { started: now, accusers, min, max, k }));
+                let (id, addr) = (m.id(), m.addr);
                 self.emit(Event::Suspected { id, by: u.from.clone(), phi });
                 self.broadcast(retransmit);
                 // Buddy system: tell the suspect at once so it can refute.
@@ -1275,9 +1340,8 @@ impl Node {
                 m.status = u.status;
                 m.since = now;
                 m.suspicion = None;
-                m.detector = None;
-                let id = m.id.clone();
-                self.suspects.remove(&id.name);
+                let id = m.id();
+                self.suspects.remove(id.name.as_str());
                 self.ring_dirty = true;
                 self.probes.retain(|_, p| p.target != id);
                 if u.status == Status::Left {

@@ -444,12 +444,15 @@ impl Sim {
         let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
         let n = scenario.nodes;
         let ids: Vec<(NodeId, SocketAddr)> = (0..n).map(|i| (NodeId::new(format!("n{i}"), 1), addr_of(i))).collect();
+        // One copy of each name, shared by every node's table.
+        let shared: Vec<(std::sync::Arc<str>, u64, SocketAddr)> =
+            ids.iter().map(|(id, addr)| (std::sync::Arc::from(id.name.as_str()), id.generation, *addr)).collect();
         let mut nodes = Vec::with_capacity(n);
         for (i, (id, addr)) in ids.iter().enumerate() {
             let seed = rng.random::<u64>();
             let mut node =
                 Node::new(id.clone(), *addr, config.clone(), seed, START).expect("the LAN presets are valid");
-            node.bootstrap(START, &ids);
+            node.bootstrap_shared(START, &shared);
             nodes.push(SimNode {
                 node: Some(node),
                 name: id.name.clone(),
