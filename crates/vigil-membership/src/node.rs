@@ -975,7 +975,7 @@ impl Node {
             .suspects
             .iter()
             .filter(|name| {
-                self.members.get(*name).is_some_and(|m| {
+                self.members.get(name).is_some_and(|m| {
                     m.status == Status::Suspect && m.suspicion.as_ref().is_some_and(|s| s.deadline() <= now)
                 })
             })
