@@ -288,17 +288,6 @@ impl Members {
     fn values(&self) -> impl Iterator<Item = &Member> {
         self.slots.iter().flatten()
     }
-
-    fn len(&self) -> usize {
-        self.index.len()
-    }
-
-    fn retain(&mut self, mut keep: impl FnMut(&Member) -> bool) {
-        let gone: Vec<Arc<str>> = self.values().filter(|m| !keep(m)).map(|m| m.name.clone()).collect();
-        for name in gone {
-            self.remove(&name);
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -360,6 +349,8 @@ pub struct Node {
     live: Vec<Arc<str>>,
     /// Members currently suspected.
     suspects: BTreeSet<Arc<str>>,
+    /// Members dead or gone (tombstones).
+    dead: Vec<Arc<str>>,
     ring_dirty: bool,
     next_heartbeat: Instant,
     next_probe: Instant,
@@ -426,6 +417,7 @@ impl Node {
             watch: Vec::new(),
             live: Vec::new(),
             suspects: BTreeSet::new(),
+            dead: Vec::new(),
             ring_dirty: true,
             next_heartbeat,
             next_probe,
@@ -716,6 +708,12 @@ impl Node {
             .map(|m| m.name.clone())
             .collect();
         self.suspects = self.members.values().filter(|m| m.status == Status::Suspect).map(|m| m.name.clone()).collect();
+        self.dead = self
+            .members
+            .values()
+            .filter(|m| matches!(m.status, Status::Dead | Status::Left))
+            .map(|m| m.name.clone())
+            .collect();
         if self.config.mode != Mode::Phi {
             return;
         }
@@ -1021,28 +1019,22 @@ impl Node {
 
     fn collect_tombstones(&mut self, now: Instant) {
         self.refresh_ring();
-        if self.live.len() == self.members.len() {
+        if self.dead.is_empty() {
             return;
         }
         let retention = self.config.dead_retention * 4;
-        let before = self.members.len();
-        self.members.retain(|m| match m.status {
-            Status::Dead | Status::Left => now.saturating_duration_since(m.since) < retention,
-            _ => true,
-        });
-        let mut tombs: Vec<(Instant, Arc<str>)> = self
-            .members
-            .values()
-            .filter(|m| matches!(m.status, Status::Dead | Status::Left))
-            .map(|m| (m.since, m.name.clone()))
-            .collect();
-        if tombs.len() > self.config.max_tombstones {
-            tombs.sort();
-            for (_, name) in tombs.iter().take(tombs.len() - self.config.max_tombstones) {
+        let mut tombs: Vec<(Instant, Arc<str>)> =
+            self.dead.iter().filter_map(|name| self.members.get(name).map(|m| (m.since, m.name.clone()))).collect();
+        tombs.sort();
+        let excess = tombs.len().saturating_sub(self.config.max_tombstones);
+        let mut removed = false;
+        for (i, (since, name)) in tombs.iter().enumerate() {
+            if i < excess || now.saturating_duration_since(*since) >= retention {
                 self.members.remove(name);
+                removed = true;
             }
         }
-        if self.members.len() != before {
+        if removed {
             self.ring_dirty = true;
         }
     }
@@ -1063,30 +1055,25 @@ impl Node {
     /// request for ours, so both sides merge.
     fn reannounce(&mut self, now: Instant) {
         self.refresh_ring();
-        if self.live.len() == self.members.len() {
-            return; // nobody is dead or gone
-        }
         let lifetime = self.config.dead_retention * 4;
-        let dead: Vec<SocketAddr> = self
-            .members
-            .values()
-            .filter(|m| m.status == Status::Dead && now.saturating_duration_since(m.since) < lifetime)
-            .map(|m| m.addr)
+        let dead: Vec<Arc<str>> = self
+            .dead
+            .iter()
+            .filter(|name| {
+                self.members
+                    .get(name)
+                    .is_some_and(|m| m.status == Status::Dead && now.saturating_duration_since(m.since) < lifetime)
+            })
+            .cloned()
             .collect();
         if dead.is_empty() {
             return;
         }
-        let addr = dead[self.rng.random_range(0..dead.len())];
-        let mut members = vec![self.self_update(self.status)];
-        if let Some(m) = self.members.values().find(|m| m.addr == addr) {
-            members.push(Update {
-                id: m.id(),
-                addr: m.addr,
-                incarnation: m.incarnation,
-                status: m.status,
-                from: self.me.clone(),
-            });
-        }
+        let name = &dead[self.rng.random_range(0..dead.len())];
+        let Some(m) = self.members.get(name) else { return };
+        let addr = m.addr;
+        let tomb = Update { id: m.id(), addr, incarnation: m.incarnation, status: m.status, from: self.me.clone() };
+        let members = vec![self.self_update(self.status), tomb];
         self.send(addr, Message::PushPull { reply: true, members }, true);
     }
 
@@ -1269,6 +1256,7 @@ impl Node {
                 // alive rumour of the same incarnation cannot resurrect it.
                 let name = self.intern(&u.id.name);
                 self.members.insert(Member::new(&u.id, name, u.addr, u.incarnation, u.status, now));
+                self.ring_dirty = true;
             }
             return;
         };

@@ -53,6 +53,15 @@ pub struct Network {
     /// Probability that a datagram is lost (stream messages are reliable).
     #[serde(default)]
     pub loss: f64,
+    /// Links differ: each directed link's latency (base and tail) is scaled
+    /// by its own factor, drawn once from the seed, uniform in
+    /// `[1 − spread, 1 + spread]`. Default 0.5.
+    #[serde(default = "default_spread")]
+    pub link_spread: f64,
+}
+
+fn default_spread() -> f64 {
+    0.5
 }
 
 fn default_base() -> f64 {
@@ -64,7 +73,7 @@ fn default_jitter() -> f64 {
 
 impl Default for Network {
     fn default() -> Self {
-        Network { base_ms: default_base(), jitter_ms: default_jitter(), loss: 0.0 }
+        Network { base_ms: default_base(), jitter_ms: default_jitter(), loss: 0.0, link_spread: default_spread() }
     }
 }
 
@@ -286,6 +295,9 @@ impl Scenario {
         if !(0.0..=1.0).contains(&p.loss) {
             return Err(format!("network.loss must be in [0, 1], got {}", p.loss));
         }
+        if !(0.0..1.0).contains(&p.link_spread) {
+            return Err(format!("network.link_spread must be in [0, 1), got {}", p.link_spread));
+        }
         for (i, f) in self.faults.iter().enumerate() {
             let node_ok = |n: usize| n < self.nodes;
             let ok = match f {
@@ -419,6 +431,16 @@ pub struct Sim {
     log_hash: u64,
     keep_log: bool,
     liveness_ok: bool,
+}
+
+/// A uniform number in [0, 1) fixed for the directed link `a → b` and the
+/// seed (SplitMix64 of the three).
+fn link_uniform(seed: u64, a: usize, b: usize) -> f64 {
+    let mut z = seed ^ (a as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (b as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 fn addr_of(i: usize) -> SocketAddr {
@@ -625,7 +647,8 @@ impl Sim {
             }
             let net = &self.scenario.network;
             let jitter = if net.jitter_ms > 0.0 { -net.jitter_ms * (1.0 - self.rng.random::<f64>()).ln() } else { 0.0 };
-            let latency = Duration::from_secs_f64((net.base_ms + jitter) / 1e3);
+            let factor = 1.0 + net.link_spread * (2.0 * link_uniform(self.scenario.seed, i, to) - 1.0);
+            let latency = Duration::from_secs_f64((net.base_ms + jitter) * factor / 1e3);
             let at = self.now.saturating_add(latency);
             self.push(at, Job::Deliver(to, i, t.bytes));
         }

@@ -1,0 +1,86 @@
+//! `vigil sim`, through the real binary.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn vigil(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vigil")).args(args).output().expect("the vigil binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("sim-cli-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_crash_from_flags_is_reported_as_json_and_reproducible() {
+    let args = ["sim", "run", "--nodes", "30", "--duration", "30", "--seed", "4", "--crash", "7@10", "--json"];
+    let o = vigil(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("seed 4"), "the seed is printed");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let crash = &doc["report"]["crashes"][0];
+    assert_eq!(crash["node"], 7);
+    assert_eq!(crash["detected_by"], 29);
+    assert!(crash["median_ms"].as_f64().unwrap() < 6_000.0);
+    assert_eq!(doc["report"]["violations"].as_array().unwrap().len(), 0);
+    assert_eq!(vigil(&args).stdout, o.stdout, "same seed, same report");
+}
+
+#[test]
+fn scenarios_come_from_toml_and_flags_override_them() {
+    let dir = scratch("toml");
+    let path = dir.join("pause.toml");
+    std::fs::write(
+        &path,
+        "name = 'pause'\nnodes = 20\nduration = 30\n[network]\nloss = 0.01\n[[faults]]\nkind = 'pause'\nnode = 3\nat = 10\nduration = 3\n",
+    )
+    .unwrap();
+    let o = vigil(&["sim", "run", path.to_str().unwrap(), "--seed", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("pause: 20 nodes, seed 2"), "{text}");
+    assert!(text.contains("false deaths") && text.contains("suspicions refuted"), "{text}");
+}
+
+#[test]
+fn bad_scenarios_are_named() {
+    let o = vigil(&["sim", "run", "--nodes", "10", "--crash", "12@5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("out of range"), "{}", stderr(&o));
+    let o = vigil(&["sim", "run", "--pause", "3@5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--pause"), "{}", stderr(&o));
+    let dir = scratch("bad");
+    let path = dir.join("bad.toml");
+    std::fs::write(&path, "name = 'x'\nnodes = 5\nbogus = 1\n").unwrap();
+    let o = vigil(&["sim", "run", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bogus"), "{}", stderr(&o));
+}
+
+#[test]
+fn scale_writes_a_table_and_a_plot() {
+    let dir = scratch("scale");
+    let o = vigil(&["sim", "scale", "--sizes", "10,30", "--duration", "60", "--json", "--out", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        let m = r["report"]["messages_per_member_second"].as_f64().unwrap();
+        // Heartbeats to at most 5 observers every 500 ms, plus probes and
+        // gossip: about 10 per member-second whatever the size.
+        assert!((4.0..16.0).contains(&m), "{m}");
+    }
+    let svg = std::fs::read_to_string(dir.join("sim-scale.svg")).unwrap();
+    assert!(svg.starts_with("<svg"));
+}
