@@ -166,6 +166,26 @@ impl Config {
         positive("gossip_interval", self.gossip_interval)?;
         positive("push_pull_interval", self.push_pull_interval)?;
         positive("reannounce_interval", self.reannounce_interval)?;
+        let day = Duration::from_secs(86_400);
+        for (name, d) in [
+            ("heartbeat_interval", self.heartbeat_interval),
+            ("probe_interval", self.probe_interval),
+            ("probe_timeout", self.probe_timeout),
+            ("suspicion_max", self.suspicion_max),
+            ("gossip_interval", self.gossip_interval),
+            ("push_pull_interval", self.push_pull_interval),
+            ("dead_retention", self.dead_retention),
+            ("reannounce_interval", self.reannounce_interval),
+            ("local_stall", self.local_stall),
+            ("min_std_dev", self.min_std_dev),
+        ] {
+            if d > day {
+                return Err(ConfigError { field: name, reason: format!("must be at most a day, got {d:?}") });
+            }
+        }
+        if self.suspicion_max_timeout_mult > 100 || self.suspicion_mult > 100 || self.retransmit_mult > 100 {
+            return Err(ConfigError { field: "suspicion_mult", reason: "multipliers must be at most 100".into() });
+        }
         positive("min_std_dev", self.min_std_dev)?;
         if self.suspicion_max < self.suspicion_min {
             return Err(ConfigError { field: "suspicion_max", reason: "must be at least suspicion_min".into() });

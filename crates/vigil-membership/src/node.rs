@@ -367,6 +367,13 @@ pub struct Node {
 
 const MAX_QUEUE: usize = 100_000;
 
+/// Indirect probes relayed at once, at most.
+const MAX_RELAYS: usize = 4_096;
+
+/// Members (including tombstones) a node keeps, at most: rumours of more are
+/// ignored.
+pub const MAX_MEMBERS: usize = 1_000_000;
+
 fn ring_hash(name: &str) -> u64 {
     // FNV-1a: stable across runs and platforms.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -1139,11 +1146,14 @@ impl Node {
                     self.send(from, Message::Ack { seq }, false);
                 }
             }
-            Message::PingReq { seq, target, target_addr, nack } => {
+            Message::PingReq { seq, target, target_addr, nack } if self.relays.len() < MAX_RELAYS => {
                 let own = self.next_seq();
                 self.send(target_addr, Message::Ping { seq: own, target }, false);
                 let deadline = now.saturating_add(self.config.probe_timeout);
                 self.relays.insert(own, Relay { requester: from, seq, deadline, nack });
+            }
+            Message::PingReq { .. } => {
+                // Too many relays in flight: a flood, not a cluster.
             }
             Message::Ack { seq } => {
                 if let Some(r) = self.relays.remove(&seq) {
@@ -1239,6 +1249,10 @@ impl Node {
                 self.members.remove(&u.id.name);
                 self.ring_dirty = true;
             }
+        }
+        if self.members.get(&u.id.name).is_none() && self.members.index.len() >= MAX_MEMBERS {
+            self.stats.stale_updates += 1;
+            return;
         }
         let Some(m) = self.members.get_mut(&u.id.name) else {
             // A new member (or a new generation of one).
@@ -1353,7 +1367,7 @@ impl Node {
             && u.incarnation >= self.incarnation
             && self.status == Status::Alive
         {
-            self.incarnation = u.incarnation + 1;
+            self.incarnation = u.incarnation.saturating_add(1);
             self.stats.self_refutations += 1;
             self.raise_awareness(1);
             let update = self.self_update(Status::Alive);

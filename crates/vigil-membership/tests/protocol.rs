@@ -138,6 +138,11 @@ fn the_lan_presets_validate_and_bad_configs_are_named() {
     let mut c = Config::lan(1);
     c.suspicion_max = Duration::from_millis(1);
     assert!(c.validate().unwrap_err().to_string().contains("suspicion_max"));
+    // Durations are bounded so that scaling them (by local health, by the
+    // cluster size) cannot overflow.
+    let mut c = Config::lan(1);
+    c.probe_timeout = Duration::from_secs(u64::MAX / 4);
+    assert_eq!(c.validate().unwrap_err().field, "probe_timeout");
 }
 
 #[test]
@@ -156,6 +161,15 @@ fn junk_and_foreign_packets_are_rejected_and_counted() {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
+
+    #[test]
+    fn accusations_with_any_incarnation_are_survived(inc in any::<u64>()) {
+        let mut nodes = cluster(2, Config::lan(CLUSTER));
+        let now = Instant::from_secs(2);
+        let accusation = Update { id: id(0), addr: addr(0), incarnation: inc, status: Status::Dead, from: id(1) };
+        nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation])).unwrap();
+        prop_assert!(nodes[0].incarnation() >= inc.min(u64::MAX - 1));
+    }
 
     #[test]
     fn arbitrary_bytes_never_panic_and_outputs_stay_valid(data in prop::collection::vec(any::<u8>(), 0..600), kind in 1u8..9) {
