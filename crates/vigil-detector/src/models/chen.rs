@@ -4,6 +4,7 @@
 //! All three predict the *expected arrival* (EA) of the next heartbeat and add
 //! a safety margin to get a freshness point τ; the peer is trusted until τ.
 
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::detector::crossing_from_guess;
@@ -110,6 +111,33 @@ impl Margin {
     }
 }
 
+/// The freshness point as of the last heartbeat, computed on first use and
+/// cached: `(EA − A_ℓ, τ − A_ℓ, level unit)` in nanoseconds. Readers may
+/// race to fill it; they compute identical values, and `fresh` is published
+/// with release/acquire ordering after them. Writers hold `&mut`.
+#[derive(Debug, Default)]
+struct FreshFit {
+    predicted: AtomicU64,
+    offset: AtomicU64,
+    scale: AtomicU64,
+    /// 0: stale; 1: fresh, no estimate; 2: fresh with an estimate.
+    state: AtomicU8,
+}
+
+impl Clone for FreshFit {
+    fn clone(&self) -> Self {
+        FreshFit::default()
+    }
+}
+
+/// One computed freshness point.
+#[derive(Debug, Clone, Copy)]
+struct Fit {
+    predicted_ns: f64,
+    offset_ns: f64,
+    scale_ns: f64,
+}
+
 /// The machinery the three freshness-point models share.
 #[derive(Debug, Clone)]
 struct FreshnessCore {
@@ -118,12 +146,10 @@ struct FreshnessCore {
     /// The sender's heartbeat interval η in µs, if configured.
     interval_us: Option<f64>,
     margin: Margin,
-    /// `EA - A_ℓ` as of the last heartbeat (ns), for Bertier's error.
-    predicted_ns: Option<f64>,
-    /// `τ - A_ℓ` (ns), if there is an estimate.
-    offset_ns: Option<f64>,
-    /// The level's unit: η in ns, floored at 1 µs.
-    scale_ns: f64,
+    /// The freshness point, computed lazily after each heartbeat: a
+    /// heartbeat only records its interval (and, for Bertier, the error of
+    /// the previous prediction).
+    fit: FreshFit,
 }
 
 impl FreshnessCore {
@@ -140,23 +166,25 @@ impl FreshnessCore {
             phases: windows.iter().map(|&n| PhaseSum::new(n)).collect(),
             interval_us: interval.map(|d| d.as_nanos() as f64 / 1e3),
             margin,
-            predicted_ns: None,
-            offset_ns: None,
-            scale_ns: 1e3,
+            fit: FreshFit::default(),
         }
     }
 
+    #[inline]
     fn heartbeat(&mut self, now: Instant) -> HeartbeatOutcome {
         let level = if self.history.needs_level() { self.level(now) } else { 0.0 };
+        // Bertier's margin learns from the error of the prediction made
+        // before this heartbeat.
+        let predicted = match self.margin {
+            Margin::Jacobson { .. } => self.fit().map(|f| f.predicted_ns),
+            Margin::Constant(_) => None,
+        };
         let (outcome, change) = self.history.observe(now, level);
         match outcome {
             HeartbeatOutcome::Backwards { .. } => return outcome,
-            HeartbeatOutcome::First | HeartbeatOutcome::Restarted { .. } => {
-                self.margin.restart();
-                self.predicted_ns = None;
-            }
+            HeartbeatOutcome::First | HeartbeatOutcome::Restarted { .. } => self.margin.restart(),
             HeartbeatOutcome::Recorded { interval } | HeartbeatOutcome::Skipped { interval, .. } => {
-                if let Some(predicted) = self.predicted_ns {
+                if let Some(predicted) = predicted {
                     self.margin.observe(interval.as_nanos() as f64, predicted);
                 }
             }
@@ -174,36 +202,55 @@ impl FreshnessCore {
                 }
             }
         }
-        self.refit();
+        *self.fit.state.get_mut() = 0;
         outcome
     }
 
-    fn refit(&mut self) {
+    /// The freshness point as of the last heartbeat (cached).
+    #[inline]
+    fn fit(&self) -> Option<Fit> {
+        match self.fit.state.load(Ordering::Acquire) {
+            2 => {
+                return Some(Fit {
+                    predicted_ns: f64::from_bits(self.fit.predicted.load(Ordering::Relaxed)),
+                    offset_ns: f64::from_bits(self.fit.offset.load(Ordering::Relaxed)),
+                    scale_ns: f64::from_bits(self.fit.scale.load(Ordering::Relaxed)),
+                });
+            }
+            1 => return None,
+            _ => {}
+        }
+        let f = self.compute();
+        if let Some(f) = f {
+            self.fit.predicted.store(f.predicted_ns.to_bits(), Ordering::Relaxed);
+            self.fit.offset.store(f.offset_ns.to_bits(), Ordering::Relaxed);
+            self.fit.scale.store(f.scale_ns.to_bits(), Ordering::Relaxed);
+        }
+        self.fit.state.store(if f.is_some() { 2 } else { 1 }, Ordering::Release);
+        f
+    }
+
+    fn compute(&self) -> Option<Fit> {
         let w = &self.history.window;
         let eta_us = match self.interval_us {
             Some(eta) => eta,
             None if !w.is_empty() => w.mean_us(),
-            None => {
-                self.offset_ns = None;
-                self.predicted_ns = None;
-                return;
-            }
+            None => return None,
         };
         let ea_us = self.phases.iter().map(|p| p.offset_us(w.len(), eta_us)).fold(f64::NEG_INFINITY, f64::max);
         let ea_ns = ea_us * 1e3;
-        self.predicted_ns = Some(ea_ns);
-        self.offset_ns = Some(ea_ns + self.margin.value_ns());
-        self.scale_ns = (eta_us * 1e3).max(1e3);
+        Some(Fit { predicted_ns: ea_ns, offset_ns: ea_ns + self.margin.value_ns(), scale_ns: (eta_us * 1e3).max(1e3) })
     }
 
     #[inline]
     fn level(&self, now: Instant) -> f64 {
-        match (self.history.last(), self.offset_ns) {
-            (Some(last), Some(offset)) => {
+        let Some(last) = self.history.last() else { return 0.0 };
+        match self.fit() {
+            Some(f) => {
                 let elapsed = now.nanos_since(last) as f64;
-                (1.0 + (elapsed - offset) / self.scale_ns).max(0.0)
+                (1.0 + (elapsed - f.offset_ns) / f.scale_ns).max(0.0)
             }
-            _ => 0.0,
+            None => 0.0,
         }
     }
 
@@ -211,14 +258,14 @@ impl FreshnessCore {
         crossing_from_guess(
             self.history.last(),
             threshold,
-            || self.offset_ns.map(|off| off + (threshold - 1.0) * self.scale_ns),
+            || self.fit().map(|f| f.offset_ns + (threshold - 1.0) * f.scale_ns),
             |t| self.level(t),
         )
     }
 
     fn freshness_point(&self) -> Option<Instant> {
         let last = self.history.last()?;
-        let offset = self.offset_ns?;
+        let offset = self.fit()?.offset_ns;
         if offset <= 0.0 { Some(last) } else { Some(last.add_nanos_f64_ceil(offset)) }
     }
 
@@ -228,8 +275,7 @@ impl FreshnessCore {
         for phase in &mut self.phases {
             phase.rebuild(&self.history.window);
         }
-        self.predicted_ns = None;
-        self.offset_ns = None;
+        *self.fit.state.get_mut() = 0;
     }
 }
 
