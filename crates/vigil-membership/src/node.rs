@@ -307,6 +307,8 @@ struct Probe {
     next: Instant,
     expected_nacks: u32,
     nacks: u32,
+    /// When the probe started.
+    started: Instant,
 }
 
 #[derive(Debug, Clone)]
@@ -868,6 +870,7 @@ impl Node {
             next: now.saturating_add(timeout),
             expected_nacks: 0,
             nacks: 0,
+            started: now,
         };
         if indirect_now {
             self.send_indirect(seq, &mut probe);
@@ -943,6 +946,24 @@ impl Node {
                         continue;
                     }
                     let name = probe.target.name.clone();
+                    // A heartbeat that arrived while the probe was out is an
+                    // answer too: under loss, the probe's own packets are as
+                    // likely to be lost as the heartbeat that set φ off.
+                    if let Some(phi) = probe.phi
+                        && self
+                            .watch
+                            .iter()
+                            .find(|w| *w.name == *name)
+                            .and_then(|w| w.detector.last_heartbeat())
+                            .is_some_and(|last| last > probe.started)
+                    {
+                        self.stats.path_problems += 1;
+                        if let Some(w) = self.watch.iter_mut().find(|w| *w.name == *name) {
+                            w.quiet_until = now.saturating_add(self.config.probe_interval);
+                        }
+                        self.emit(Event::PathProblem { id: probe.target, phi, indirect: false });
+                        continue;
+                    }
                     let Some(m) = self.members.get(&name) else { continue };
                     // A failed probe of a member already suspected by others
                     // is an independent confirmation (Lifeguard).
