@@ -16,8 +16,8 @@ use crate::html::Report;
 use crate::qos::{Qos, Timeline};
 use crate::scenario::{ScenarioError, builtin};
 use crate::spec::{DetectorSpec, SpecError};
-use crate::svg::{Chart, Scale, Series, Style};
-use crate::sweep::{Point, default_families, dominated_by, fewest_mistakes_within, frontier, sweep};
+use crate::svg::{Chart, Series, Style};
+use crate::sweep::{Point, default_families, dominated_by, fewest_mistakes_within, frontier, frontier_chart, sweep};
 use crate::trace::Trace;
 
 /// What the demo runs on.
@@ -474,22 +474,16 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
             format!("fixed:timeout-ms={fixed}"),
         ])?;
         let pq = run(&s.generate(seed, n), &pspecs)?;
-        rows.push(vec![
-            name.into(),
-            pspecs[0].to_string(),
-            sp.to_string(),
-            format!("{:.2}", pq[0].mistakes as f64 / pq[0].traces as f64),
-            sdp.to_string(),
-            ms(pq[0].detection_ms.mean),
-        ]);
-        rows.push(vec![
-            name.into(),
-            pspecs[1].to_string(),
-            sf.to_string(),
-            format!("{:.2}", pq[1].mistakes as f64 / pq[1].traces as f64),
-            sdf.to_string(),
-            ms(pq[1].detection_ms.mean),
-        ]);
+        for ((spec, q), (episodes, detection)) in pspecs.iter().zip(&pq).zip([(sp, sdp), (sf, sdf)]) {
+            rows.push(vec![
+                name.into(),
+                spec.to_string(),
+                episodes.to_string(),
+                format!("{:.2}", q.mistakes_per_trace()),
+                detection.to_string(),
+                ms(q.detection_ms.mean),
+            ]);
+        }
     }
     out.heading("Seed 002's four paths");
     out.text(
@@ -543,7 +537,7 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
                 best_rare = Some((r.detection_ms, format!("{fam} ({}={})", families_param(&families, fam), r.value)));
             }
             if let Some(f) = fast {
-                let per = f.qos.mistakes as f64 / f.qos.traces as f64;
+                let per = f.qos.mistakes_per_trace();
                 if best_fast.as_ref().is_none_or(|(m, _)| per < *m) {
                     best_fast = Some((per, format!("{fam} ({}={})", families_param(&families, fam), f.value)));
                 }
@@ -553,7 +547,7 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
                 rare.map_or("—".into(), |p| p.value.clone()),
                 rare.map_or("—".into(), |p| ms(p.detection_ms)),
                 fast.map_or("—".into(), |p| p.value.clone()),
-                fast.map_or("—".into(), |p| format!("{:.2}", p.qos.mistakes as f64 / p.qos.traces as f64)),
+                fast.map_or("—".into(), |p| format!("{:.2}", p.qos.mistakes_per_trace())),
                 fast.map_or("—".into(), |p| ms(p.detection_ms)),
             ]);
         }
@@ -575,27 +569,12 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
             rows,
         );
         // The frontier plot.
-        let positive = points
-            .iter()
-            .map(|p| p.mistakes_per_hour)
-            .filter(|r| *r > 0.0 && r.is_finite())
-            .fold(f64::INFINITY, f64::min);
-        let floor = if positive.is_finite() { positive / 2.0 } else { 1.0 };
-        let mut chart = Chart::new(
-            format!("Detection time against mistake rate: {name}"),
+        let chart = frontier_chart(
+            &format!("Detection time against mistake rate: {name}"),
             "mean detection time from the crash (ms, log)",
-            "mistakes per hour (log)",
-        )
-        .with_x_scale(Scale::Log10)
-        .with_y_scale(Scale::Log10)
-        .with_hline(floor, "no mistakes");
-        for (fam, pts) in by_family.values() {
-            let mut sorted: Vec<&Point> = pts.iter().filter(|p| p.detection_ms.is_finite()).collect();
-            sorted.sort_by(|a, b| a.detection_ms.total_cmp(&b.detection_ms));
-            let line: Vec<(f64, f64)> =
-                sorted.iter().map(|p| (p.detection_ms, p.mistakes_per_hour.max(floor))).collect();
-            chart = chart.with_series(Series::new(fam.clone(), line).with_style(Style::LinePoints));
-        }
+            &points,
+            None,
+        );
         out.figure(
             &format!("frontier-{name}.svg"),
             &format!(
@@ -630,7 +609,7 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
                         "{} ({} ms, {:.2} mistakes per trace)",
                         p.spec,
                         ms(p.detection_ms),
-                        p.qos.mistakes as f64 / p.qos.traces as f64
+                        p.qos.mistakes_per_trace()
                     )
                 })
                 .collect();

@@ -158,7 +158,9 @@ pub fn time_to_suspect(
 fn groups(specs: &[DetectorSpec]) -> Vec<Vec<usize>> {
     let mut out: Vec<(String, Vec<usize>)> = Vec::new();
     for (i, s) in specs.iter().enumerate() {
-        let key = if s.threshold_shapes_detector() { s.to_string() } else { format!("{}|{:?}", s.base(), s.config()) };
+        // Equal configurations build equal detectors (Akka's carries its
+        // threshold, so its thresholds never share a run).
+        let key = format!("{:?}", s.config());
         match out.iter_mut().find(|(k, _)| *k == key) {
             Some((_, v)) => v.push(i),
             None => out.push((key, vec![i])),

@@ -51,7 +51,8 @@ pub fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             '\t' | '\n' | '\r' => out.push(c),
-            c if c < ' ' || c == '\u{7f}' => out.push('\u{fffd}'),
+            // Characters XML 1.0 forbids (an inline SVG is XML too).
+            c if c < ' ' || c == '\u{7f}' || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }

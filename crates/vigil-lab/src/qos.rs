@@ -245,6 +245,11 @@ impl Qos {
         }
     }
 
+    /// Mistakes per trace (NaN without traces).
+    pub fn mistakes_per_trace(&self) -> f64 {
+        if self.traces == 0 { f64::NAN } else { self.mistakes as f64 / self.traces as f64 }
+    }
+
     /// The fraction of traces with at least one mistake.
     pub fn traces_with_mistake_fraction(&self) -> f64 {
         if self.traces == 0 { f64::NAN } else { self.traces_with_mistake as f64 / self.traces as f64 }

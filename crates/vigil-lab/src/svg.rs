@@ -45,6 +45,7 @@
 //! assert!(pareto.to_svg().contains("mistake rate (/s)"));
 //! ```
 
+use crate::html::escape;
 use std::fmt::Write as _;
 
 /// The categorical palette: series without an explicit color take
@@ -1189,25 +1190,6 @@ fn marker_path(shape: usize, x: f64, y: f64, r: f64) -> String {
             )
         }
     }
-}
-
-/// Escapes text for XML content and attribute values; characters XML 1.0
-/// forbids (most control characters) become U+FFFD.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if c < ' ' || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// At most `max` characters of `text`, ending in `…` when shortened.

@@ -21,6 +21,7 @@ use vigil_detector::ConfigError;
 use crate::engine::{evaluate, time_to_suspect};
 use crate::qos::Qos;
 use crate::spec::{DetectorSpec, SpecError};
+use crate::svg::{Chart, Scale, Series, Style};
 use crate::trace::Trace;
 
 /// A base spec and a parameter grid.
@@ -74,7 +75,9 @@ impl Family {
     }
 }
 
-fn fmt_value(v: f64) -> String {
+/// A parameter value as text: at most three decimals, no trailing zeros
+/// (`250`, `0.75`, `33.333`).
+pub fn format_value(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
@@ -82,8 +85,8 @@ fn fmt_value(v: f64) -> String {
 /// The families `sweep` and `recommend` use when none are given, with grids
 /// scaled to the heartbeat period (ms).
 pub fn default_families(period_ms: f64) -> Vec<Family> {
-    let scaled = |factors: &[f64]| -> Vec<String> { factors.iter().map(|f| fmt_value(f * period_ms)).collect() };
-    let list = |v: &[f64]| -> Vec<String> { v.iter().map(|x| fmt_value(*x)).collect() };
+    let scaled = |factors: &[f64]| -> Vec<String> { factors.iter().map(|f| format_value(f * period_ms)).collect() };
+    let list = |v: &[f64]| -> Vec<String> { v.iter().map(|x| format_value(*x)).collect() };
     let phi =
         list(&[0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 30.0, 50.0, 100.0, 200.0, 400.0]);
     let make = |name: &str, base: &str, param: &str, values: Vec<String>| -> Family {
@@ -101,7 +104,7 @@ pub fn default_families(period_ms: f64) -> Vec<Family> {
         make("normal σ≥1ms", "normal:window=100,min-std-ms=1", "threshold", phi.clone()),
         make(
             "normal σ≥P/4",
-            &format!("normal:window=100,min-std-ms={}", fmt_value(period_ms / 4.0)),
+            &format!("normal:window=100,min-std-ms={}", format_value(period_ms / 4.0)),
             "threshold",
             phi.clone(),
         ),
@@ -198,6 +201,39 @@ pub fn sweep(
             qos,
         })
         .collect())
+}
+
+/// Every point of every family as a line per family: detection time against
+/// mistakes per hour, both on log axes. Settings without any mistake are
+/// drawn on a line marked "no mistakes", at half the smallest positive rate.
+/// With `frontier`, the Pareto frontier is drawn over them as a dashed step.
+pub fn frontier_chart(title: &str, x_label: &str, points: &[Point], frontier: Option<&[usize]>) -> Chart {
+    let positive =
+        points.iter().map(|p| p.mistakes_per_hour).filter(|r| *r > 0.0 && r.is_finite()).fold(f64::INFINITY, f64::min);
+    let floor = if positive.is_finite() { positive / 2.0 } else { 1.0 };
+    let at = |p: &Point| (p.detection_ms, p.mistakes_per_hour.max(floor));
+    let mut chart = Chart::new(title, x_label, "mistakes per hour (log)")
+        .with_x_scale(Scale::Log10)
+        .with_y_scale(Scale::Log10)
+        .with_hline(floor, "no mistakes");
+    let mut families: Vec<&str> = Vec::new();
+    for p in points {
+        if !families.contains(&p.family.as_str()) {
+            families.push(&p.family);
+        }
+    }
+    for family in families {
+        let mut line: Vec<(f64, f64)> =
+            points.iter().filter(|p| p.family == family && p.detection_ms.is_finite()).map(at).collect();
+        line.sort_by(|x, y| x.0.total_cmp(&y.0));
+        chart = chart.with_series(Series::new(family, line).with_style(Style::LinePoints));
+    }
+    if let Some(front) = frontier {
+        let line: Vec<(f64, f64)> = front.iter().filter_map(|&i| points.get(i)).map(at).collect();
+        chart = chart
+            .with_series(Series::new("frontier", line).with_style(Style::Step).with_dashed(true).with_color("#000000"));
+    }
+    chart
 }
 
 /// Indices of the points on the Pareto frontier (minimising both detection

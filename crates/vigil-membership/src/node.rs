@@ -227,6 +227,8 @@ impl Member {
 #[derive(Debug, Clone)]
 struct Watch {
     name: Arc<str>,
+    /// The watched member's generation (kept current by `refresh_ring`).
+    generation: u64,
     detector: Akka,
     /// No φ-triggered probe before this instant (after a probe was answered).
     quiet_until: Instant,
@@ -700,6 +702,22 @@ impl Node {
         may_accuse(&self.me.name, m)
     }
 
+    /// φ said `target` was silent, but it answered: its heartbeats are not
+    /// getting through. Reported, and no new probe for a probe interval.
+    fn path_problem(&mut self, now: Instant, target: NodeId, phi: f64, indirect: bool) {
+        self.stats.path_problems += 1;
+        let quiet = now.saturating_add(self.config.probe_interval);
+        if let Some(w) = self.watch_mut(&target.name) {
+            w.quiet_until = quiet;
+        }
+        self.emit(Event::PathProblem { id: target, phi, indirect });
+    }
+
+    /// The watch entry of `name`, if this node watches it.
+    fn watch_mut(&mut self, name: &str) -> Option<&mut Watch> {
+        self.watch.iter_mut().find(|w| *w.name == *name)
+    }
+
     fn probing(&self, name: &str) -> bool {
         self.probes.values().any(|p| p.target.name == name)
     }
@@ -744,10 +762,13 @@ impl Node {
         };
         let mut old = std::mem::take(&mut self.watch);
         for name in watched {
+            let generation = self.members.get(&name).map_or(0, |m| m.generation);
             if let Some(pos) = old.iter().position(|w| w.name == name) {
-                self.watch.push(old.swap_remove(pos));
+                let mut w = old.swap_remove(pos);
+                w.generation = generation;
+                self.watch.push(w);
             } else if let Ok(detector) = Akka::new(cfg.clone()) {
-                self.watch.push(Watch { name, detector, quiet_until: self.accuse_after, phi_at: None });
+                self.watch.push(Watch { name, generation, detector, quiet_until: self.accuse_after, phi_at: None });
             }
         }
     }
@@ -951,17 +972,11 @@ impl Node {
                     // likely to be lost as the heartbeat that set φ off.
                     if let Some(phi) = probe.phi
                         && self
-                            .watch
-                            .iter()
-                            .find(|w| *w.name == *name)
+                            .watch_mut(&name)
                             .and_then(|w| w.detector.last_heartbeat())
                             .is_some_and(|last| last > probe.started)
                     {
-                        self.stats.path_problems += 1;
-                        if let Some(w) = self.watch.iter_mut().find(|w| *w.name == *name) {
-                            w.quiet_until = now.saturating_add(self.config.probe_interval);
-                        }
-                        self.emit(Event::PathProblem { id: probe.target, phi, indirect: false });
+                        self.path_problem(now, probe.target, phi, false);
                         continue;
                     }
                     let Some(m) = self.members.get(&name) else { continue };
@@ -1132,22 +1147,10 @@ impl Node {
             return Err(Rejected::Malformed(WireError::TooLarge { len: bytes.len(), max: MAX_DATAGRAM }));
         }
         self.stats.received[kind] += 1;
+        // Membership changes since the last call must show in the watch list
+        // before a heartbeat is matched against it.
+        self.refresh_ring();
         self.stats.bytes_received += bytes.len() as u64;
-        // The common case, a heartbeat from a known member with nothing
-        // piggybacked: one lookup.
-        if matches!(packet.message, Message::Heartbeat)
-            && packet.updates.is_empty()
-            && let Some(m) = self.members.get_mut(&packet.from.name)
-            && m.generation >= packet.from.generation
-        {
-            if m.is(&packet.from)
-                && let Some(w) = self.watch.iter_mut().find(|w| *w.name == *packet.from.name)
-            {
-                w.detector.heartbeat(now);
-                w.phi_at = None;
-            }
-            return Ok(());
-        }
         // The sender is alive as far as its own packet goes.
         self.learn_sender(now, &packet.from, from, packet.incarnation);
         for u in packet.updates {
@@ -1155,8 +1158,8 @@ impl Node {
         }
         match packet.message {
             Message::Heartbeat => {
-                if self.members.get(&packet.from.name).is_some_and(|m| m.is(&packet.from))
-                    && let Some(w) = self.watch.iter_mut().find(|w| *w.name == *packet.from.name)
+                if let Some(w) = self.watch_mut(&packet.from.name)
+                    && w.generation == packet.from.generation
                 {
                     w.detector.heartbeat(now);
                     w.phi_at = None;
@@ -1184,11 +1187,7 @@ impl Node {
                     let direct = packet.from == p.target;
                     if let Some(phi) = p.phi {
                         // φ said silent, the member answered: a path problem.
-                        self.stats.path_problems += 1;
-                        if let Some(w) = self.watch.iter_mut().find(|w| *w.name == *p.target.name) {
-                            w.quiet_until = now.saturating_add(self.config.probe_interval);
-                        }
-                        self.emit(Event::PathProblem { id: p.target, phi, indirect: !direct });
+                        self.path_problem(now, p.target, phi, !direct);
                     }
                 }
             }

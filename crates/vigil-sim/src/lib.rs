@@ -38,7 +38,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use vigil_detector::Instant;
-use vigil_membership::{Config, Event, Node, NodeId};
+use vigil_membership::{Config, ConfigError, Event, Node, NodeId};
 
 /// The network between nodes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -416,6 +416,8 @@ struct SimNode {
 /// The simulator. Build with [`Sim::new`], then [`Sim::run`].
 pub struct Sim {
     scenario: Scenario,
+    /// The protocol configuration every node runs (restarted ones too).
+    config: Config,
     now: Instant,
     queue: BinaryHeap<Reverse<(Instant, u64, Job)>>,
     order: u64,
@@ -450,19 +452,25 @@ fn addr_of(i: usize) -> SocketAddr {
 
 const START: Instant = Instant::from_secs(1);
 
+/// The cluster id of simulated nodes.
+const CLUSTER: u64 = 0x5eed;
+
 impl Sim {
     /// A simulator for `scenario` (which must be valid), every node running
     /// the scenario's protocol with LAN defaults.
     pub fn new(scenario: &Scenario) -> Sim {
         let config = match scenario.protocol {
-            Protocol::Phi => Config::lan(0x5eed),
-            Protocol::Classic => Config::classic_lan(0x5eed),
+            Protocol::Phi => Config::lan(CLUSTER),
+            Protocol::Classic => Config::classic_lan(CLUSTER),
         };
-        Sim::with_config(scenario, config)
+        // The presets validate (vigil-membership's tests check it).
+        Sim::with_config(scenario, config).expect("the LAN presets are valid")
     }
 
-    /// As [`Sim::new`], with a protocol configuration of your own.
-    pub fn with_config(scenario: &Scenario, config: Config) -> Sim {
+    /// As [`Sim::new`], with a protocol configuration of your own (its
+    /// cluster id is kept). Fails if the configuration does not validate.
+    pub fn with_config(scenario: &Scenario, config: Config) -> Result<Sim, ConfigError> {
+        config.validate()?;
         let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
         let n = scenario.nodes;
         let ids: Vec<(NodeId, SocketAddr)> = (0..n).map(|i| (NodeId::new(format!("n{i}"), 1), addr_of(i))).collect();
@@ -472,8 +480,7 @@ impl Sim {
         let mut nodes = Vec::with_capacity(n);
         for (i, (id, addr)) in ids.iter().enumerate() {
             let seed = rng.random::<u64>();
-            let mut node =
-                Node::new(id.clone(), *addr, config.clone(), seed, START).expect("the LAN presets are valid");
+            let mut node = Node::new(id.clone(), *addr, config.clone(), seed, START)?;
             node.bootstrap_shared(START, &shared);
             nodes.push(SimNode {
                 node: Some(node),
@@ -494,6 +501,7 @@ impl Sim {
         let by_addr = nodes.iter().enumerate().map(|(i, n)| (n.addr, i)).collect();
         let mut sim = Sim {
             scenario: scenario.clone(),
+            config,
             now: START,
             queue: BinaryHeap::new(),
             order: 0,
@@ -547,7 +555,7 @@ impl Sim {
         if let Some(after) = scenario.converge_after {
             sim.push(START.saturating_add(after), Job::Check);
         }
-        sim
+        Ok(sim)
     }
 
     /// Pairs of live nodes (observer, member) where the observer does not
@@ -743,12 +751,8 @@ impl Sim {
                 if self.nodes[node].node.is_none() {
                     let generation = self.nodes[node].generation + 1;
                     let id = NodeId::new(self.nodes[node].name.clone(), generation);
-                    let config = match self.scenario.protocol {
-                        Protocol::Phi => Config::lan(0x5eed),
-                        Protocol::Classic => Config::classic_lan(0x5eed),
-                    };
                     let seed = self.rng.random::<u64>();
-                    if let Ok(mut fresh) = Node::new(id, self.nodes[node].addr, config, seed, now) {
+                    if let Ok(mut fresh) = Node::new(id, self.nodes[node].addr, self.config.clone(), seed, now) {
                         let seed_node = if node == 0 { 1 } else { 0 };
                         fresh.join(now, &[addr_of(seed_node)]);
                         let n = &mut self.nodes[node];

@@ -175,7 +175,7 @@ fn classic_swim_first_detection_takes_e_over_e_minus_1_periods() {
         let mut config = Config::classic_lan(0x5eed);
         config.random_probe_targets = true;
         config.stagger_timers = false;
-        let r = Sim::with_config(&s, config).keep_log(true).run(&mut |_| {});
+        let r = Sim::with_config(&s, config).unwrap().keep_log(true).run(&mut |_| {});
         let first = r
             .log
             .iter()

@@ -17,8 +17,9 @@ use vigil_lab::nfds::simulate_nfds;
 use vigil_lab::qos::{Qos, Summary};
 use vigil_lab::scenario::{BUILTIN, Scenario, builtin};
 use vigil_lab::spec::DetectorSpec;
-use vigil_lab::svg::{Chart, Scale, Series, Style};
-use vigil_lab::sweep::{Family, Point, default_families, fastest_within, frontier, sweep};
+use vigil_lab::sweep::{
+    Family, Point, default_families, fastest_within, format_value, frontier, frontier_chart, sweep,
+};
 use vigil_lab::trace::Trace;
 
 use crate::UsageError;
@@ -250,19 +251,14 @@ fn fmt_ms(v: f64) -> String {
     if v.is_nan() { "—".into() } else { format!("{v:.1}") }
 }
 
-fn fmt_value(v: f64) -> String {
-    let s = format!("{v:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
 fn default_detectors(period_ms: f64) -> Vec<String> {
-    let p = fmt_value(period_ms);
+    let p = format_value(period_ms);
     vec![
         vigil_lab::demo::SEED_PHI.to_string(),
         "akka".into(),
         "akka:pause-ms=0".into(),
         "exponential".into(),
-        format!("fixed:timeout-ms={}", fmt_value(2.5 * period_ms)),
+        format!("fixed:timeout-ms={}", format_value(2.5 * period_ms)),
         format!("chen:alpha-ms={p}"),
         "bertier".into(),
         format!("2w:alpha-ms={p}"),
@@ -391,32 +387,12 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let points = run_sweep(&traces, &fams, a.common.warmup)?;
     let front = frontier(&points);
     // The plot.
-    let positive =
-        points.iter().map(|p| p.mistakes_per_hour).filter(|r| *r > 0.0 && r.is_finite()).fold(f64::INFINITY, f64::min);
-    let floor = if positive.is_finite() { positive / 2.0 } else { 1.0 };
     let axis = if traces.iter().any(|t| t.crash.is_some()) {
         "mean detection time from the crash (ms)"
     } else {
         "mean time to suspect after a heartbeat (ms)"
     };
-    let mut chart = Chart::new(format!("Detection time against mistake rate: {name}"), axis, "mistakes per hour (log)")
-        .with_x_scale(Scale::Log10)
-        .with_y_scale(Scale::Log10)
-        .with_hline(floor, "no mistakes");
-    for f in &fams {
-        let mut pts: Vec<(f64, f64)> = points
-            .iter()
-            .filter(|p| p.family == f.name && p.detection_ms.is_finite())
-            .map(|p| (p.detection_ms, p.mistakes_per_hour.max(floor)))
-            .collect();
-        pts.sort_by(|x, y| x.0.total_cmp(&y.0));
-        chart = chart.with_series(Series::new(f.name.clone(), pts).with_style(Style::LinePoints));
-    }
-    let frontier_pts: Vec<(f64, f64)> =
-        front.iter().map(|&i| (points[i].detection_ms, points[i].mistakes_per_hour.max(floor))).collect();
-    chart = chart.with_series(
-        Series::new("frontier", frontier_pts).with_style(Style::Step).with_dashed(true).with_color("#000000"),
-    );
+    let chart = frontier_chart(&format!("Detection time against mistake rate: {name}"), axis, &points, Some(&front));
     fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let file = a.out.join(format!("sweep-{}.svg", sanitize(&name)));
     fs::write(&file, chart.to_svg()).with_context(|| format!("writing {}", file.display()))?;

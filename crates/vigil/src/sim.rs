@@ -37,6 +37,15 @@ enum ProtocolArg {
     Classic,
 }
 
+impl From<ProtocolArg> for Protocol {
+    fn from(p: ProtocolArg) -> Protocol {
+        match p {
+            ProtocolArg::Phi => Protocol::Phi,
+            ProtocolArg::Classic => Protocol::Classic,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 struct RunArgs {
     /// A scenario TOML file; flags below override its fields.
@@ -147,10 +156,7 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
         s.seed = seed;
     }
     if let Some(p) = a.protocol {
-        s.protocol = match p {
-            ProtocolArg::Phi => Protocol::Phi,
-            ProtocolArg::Classic => Protocol::Classic,
-        };
+        s.protocol = p.into();
     }
     if let Some(l) = a.loss {
         s.network.loss = l;
@@ -273,10 +279,7 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
         let mut s = Scenario::new(&format!("scale-{n}"), n);
         s.seed = a.seed;
         s.duration = Duration::from_secs_f64(a.duration);
-        s.protocol = match a.protocol {
-            ProtocolArg::Phi => Protocol::Phi,
-            ProtocolArg::Classic => Protocol::Classic,
-        };
+        s.protocol = a.protocol.into();
         s.faults.push(Fault::Crash { node: n / 2, at: Duration::from_secs(30) });
         eprintln!("N = {n}: seed {} (replay with --seed {})", a.seed, a.seed);
         let started = WallClock::now();
