@@ -172,6 +172,27 @@ proptest! {
     }
 
     #[test]
+    fn time_going_backwards_is_survived(steps in prop::collection::vec((0u64..20_000, any::<bool>()), 1..60)) {
+        // Times jump back and forth (a clock stepped by the runtime); the
+        // node neither panics nor sends anything invalid.
+        let mut nodes = cluster(4, Config::lan(CLUSTER));
+        let hb = packet(1, Message::Heartbeat, vec![]);
+        for (ms, datagram) in steps {
+            let now = Instant::from_millis(ms);
+            if datagram {
+                nodes[0].handle_datagram(now, addr(1), &hb).unwrap();
+            } else {
+                nodes[0].handle_timeout(now);
+            }
+            let _ = nodes[0].poll_timeout();
+            while let Some(t) = nodes[0].poll_transmit() {
+                let max = if t.stream { MAX_STREAM } else { MAX_DATAGRAM };
+                prop_assert!(wire::decode(&t.bytes, max).is_ok());
+            }
+        }
+    }
+
+    #[test]
     fn arbitrary_bytes_never_panic_and_outputs_stay_valid(data in prop::collection::vec(any::<u8>(), 0..600), kind in 1u8..9) {
         let mut nodes = cluster(6, Config::lan(CLUSTER));
         let node = &mut nodes[0];
