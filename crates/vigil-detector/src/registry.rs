@@ -1246,11 +1246,21 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
 
     /// Reports that the observer itself stalled (a runtime that measures its
     /// own scheduling lag can call this): no policy fires before the guard's
-    /// quiet period has passed. Does nothing without a [`PauseGuard`].
+    /// quiet period, or the stall's own length if that is longer, has passed
+    /// (what the observer measured while frozen is its own fault, and it
+    /// needs as long again to measure afresh). Does nothing without a
+    /// [`PauseGuard`].
     pub fn note_local_pause(&mut self, now: Instant, stalled_for: Duration) {
         if let Some(guard) = self.config.pause_guard.clone() {
-            self.enter_quiet(now, stalled_for, guard.quiet);
+            self.enter_quiet(now, stalled_for, guard.quiet.max(stalled_for));
         }
+    }
+
+    /// The end of the current quiet period after a local pause (see
+    /// [`PauseGuard`]): no policy fires before it. [`Instant::ZERO`] if there
+    /// has been none.
+    pub fn quiet_until(&self) -> Instant {
+        self.quiet_until
     }
 
     /// Releases the brake once the silent peers are back within the fraction.

@@ -384,6 +384,20 @@ fn a_reported_local_pause_defers_decisions() {
 }
 
 #[test]
+fn a_reported_pause_longer_than_the_quiet_period_defers_for_its_own_length() {
+    // The guard's quiet period is 5 s; a reported 8 s stall keeps every
+    // policy quiet for 8 s after the report.
+    let config = RegistryConfig { brake: None, ..RegistryConfig::new(vec![Policy::new("p", 1.0)]) };
+    let mut r = Registry::new(fixed(1_000), config).unwrap();
+    r.heartbeat("a", ms(0)).unwrap();
+    r.note_local_pause(ms(500), Duration::from_secs(8));
+    assert_eq!(r.quiet_until(), ms(8_500));
+    let mut log = Vec::new();
+    drive(&mut r, ms(20_000), &mut log);
+    assert_eq!(suspicions(&log), vec![("a", PolicyId(0), ms(8_500))]);
+}
+
+#[test]
 fn heartbeats_taken_first_after_a_freeze_do_not_convict() {
     let config = RegistryConfig { brake: None, ..RegistryConfig::new(vec![Policy::new("p", 1.0)]) };
     let mut r = Registry::new(fixed(1_000), config).unwrap();

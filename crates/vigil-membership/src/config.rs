@@ -1,18 +1,31 @@
-//! Protocol configuration: plain data, validated once, with LAN and WAN
-//! presets.
+//! Protocol configuration: plain data, validated once, with presets.
+//!
+//! | preset | monitoring | steady load at N = 100 | crash → dead (median) |
+//! |---|---|---|---|
+//! | [`Config::lan`] | φ, 2 observers, 1 s heartbeats | ≤ 2 messages per member-second, memberlist's budget | about 4 s |
+//! | [`Config::lan_fast`] | φ, 5 observers, 500 ms heartbeats | about 10 messages per member-second | about 3.5 s |
+//! | [`Config::wan`] | φ, 2 observers, 5 s heartbeats | about 0.4 messages per member-second | about 20 s |
+//! | [`Config::classic_lan`] | SWIM as memberlist runs it | 2 messages per member-second | about 10 s |
+//!
+//! The crate README has the measured figures and the commands that produced
+//! them.
 
 use std::fmt;
 use std::time::Duration;
 
+use vigil_detector::{AkkaConfig, ModelConfig};
+
 /// How members are monitored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Mode {
     /// Each member is watched by `observers` members chosen from a ring,
-    /// fed by heartbeats and judged by a φ detector; a crossing triggers
-    /// direct and indirect probes before any accusation.
+    /// fed by heartbeats and judged by a detector
+    /// ([`Config::detector`]); a crossing of [`Config::suspect_level`]
+    /// triggers direct and indirect probes before any accusation.
     Phi,
     /// SWIM as memberlist runs it: every probe interval, probe the next
-    /// member of a shuffled round-robin list; no φ.
+    /// member of a shuffled round-robin list; no heartbeats.
     Classic,
 }
 
@@ -23,6 +36,9 @@ pub enum Mode {
 /// let mut c = vigil_membership::Config::lan(7);
 /// c.observers = 3;
 /// c.validate()?;
+/// // The preset's φ timing for another heartbeat period, scaled together.
+/// let c = vigil_membership::Config::lan(7).with_heartbeat_interval(Duration::from_millis(2100));
+/// assert_eq!(c.suspicion_min, Duration::from_secs(5));
 /// # Ok::<(), vigil_membership::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -33,35 +49,48 @@ pub struct Config {
     pub cluster: u64,
     /// Monitoring strategy.
     pub mode: Mode,
-    /// φ mode: heartbeat interval to each observer. LAN 500 ms.
+    /// φ mode: heartbeat interval to each observer. LAN 1.05 s.
     pub heartbeat_interval: Duration,
-    /// φ mode: observers per member (K). LAN 5.
+    /// φ mode: observers per member (K). LAN 2.
     pub observers: usize,
-    /// φ mode: the φ level (Akka's logistic φ) at which an observer starts
-    /// probing a silent member. LAN 8.
-    pub suspect_phi: f64,
-    /// φ mode: the detector's σ floor. LAN 50 ms.
-    pub min_std_dev: Duration,
-    /// φ mode: samples per detector. LAN 100.
-    pub window: usize,
-    /// Classic mode: probe interval. LAN 1 s (memberlist).
+    /// φ mode: the detector each observer runs per watched member: any model
+    /// of `vigil_detector` (the lab can recommend one for your network). Its
+    /// bootstrap estimate, if the model has one, should be the heartbeat
+    /// interval. LAN: Akka's φ with a 50 ms σ floor, 100 samples, no
+    /// acceptable pause.
+    pub detector: ModelConfig,
+    /// φ mode: the detector level at which an observer starts probing a
+    /// silent member, in the model's own units (φ for the φ models). Scaled
+    /// by `1 + awareness` (local health). LAN 8.
+    pub suspect_level: f64,
+    /// φ mode: a watched member never heard from is probed this long after
+    /// it became watched (Akka's `expected-response-after`), so a member
+    /// that crashed before its first heartbeat is still found out. LAN 3 s.
+    pub first_heartbeat_timeout: Duration,
+    /// Classic mode: probe interval; φ mode: how long after a probe that was
+    /// answered a still-silent member is probed again. LAN 1 s (memberlist).
     pub probe_interval: Duration,
-    /// How long a probe waits for an answer (direct, then indirect). LAN
-    /// 500 ms (memberlist).
+    /// How long a probe waits for an answer (direct, then indirect), scaled
+    /// by `1 + awareness`. LAN 500 ms (memberlist).
     pub probe_timeout: Duration,
     /// Members asked to probe indirectly. LAN 3 (memberlist).
     pub indirect_checks: usize,
-    /// Suspicion timeout before any confirmation: φ mode's maximum. LAN 10 s.
+    /// φ mode: suspicion timeout before any confirmation. LAN 10 s.
     pub suspicion_max: Duration,
-    /// Suspicion timeout once enough independent observers confirm: φ
-    /// mode's minimum. LAN 2.5 s (longer than a 3 s pause minus the time φ
-    /// takes to notice it).
+    /// φ mode: suspicion timeout once enough independent observers confirm.
+    /// LAN 2.5 s, longer than a 3 s pause minus the time φ and a probe take
+    /// to notice it, so a paused member refutes before it is declared dead.
     pub suspicion_min: Duration,
-    /// Classic mode: memberlist's `SuspicionMult` (4) and
-    /// `SuspicionMaxTimeoutMult` (6).
+    /// Classic mode: memberlist's `SuspicionMult` (4): the minimum suspicion
+    /// timeout is `suspicion_mult × max(1, log10 n) × probe_interval`.
     pub suspicion_mult: u32,
-    /// See [`Config::suspicion_mult`].
+    /// Classic mode: memberlist's `SuspicionMaxTimeoutMult` (6): the maximum
+    /// is this many times the minimum.
     pub suspicion_max_timeout_mult: u32,
+    /// Confirmations of one suspicion that are passed on (re-gossiped); more
+    /// still shorten the local timeout but are not forwarded. LAN 2
+    /// (memberlist's default number of expected confirmations).
+    pub max_confirmations_gossiped: u32,
     /// Gossip interval. LAN 200 ms.
     pub gossip_interval: Duration,
     /// Members gossiped to per interval. LAN 3.
@@ -88,25 +117,48 @@ pub struct Config {
     /// The most tombstones (dead or left members) kept. LAN 10,000.
     pub max_tombstones: usize,
     /// Lifeguard's local health: the highest awareness score (probe timeouts
-    /// and the φ bar scale with `1 + score`). LAN 7 (memberlist's 8 − 1).
+    /// and the suspect level scale with `1 + score`). LAN 7 (memberlist's
+    /// 8 − 1).
     pub max_awareness: u32,
-    /// A timer that fires this much later than asked means the node itself
+    /// A timer handled this much later than it was due means the node itself
     /// stalled: it raises its awareness and makes no accusation for as long
-    /// as it was stalled. LAN 200 ms.
+    /// as it was stalled (at least a probe timeout). LAN 200 ms.
     pub local_stall: Duration,
 }
 
+/// The LAN preset's heartbeat interval: every φ timing of the preset is
+/// proportional to it ([`Config::with_heartbeat_interval`]). Two heartbeats
+/// every 1.05 s (1.905 a second) plus anti-entropy (0.022 at N = 100) stay
+/// under memberlist's 2 messages per member-second.
+const LAN_HEARTBEAT: Duration = Duration::from_millis(1050);
+
+/// Akka's φ as the protocol's detector: σ floor, 100 samples, no acceptable
+/// pause (the protocol's suspicion timeout is the pause allowance), bootstrap
+/// estimate the heartbeat interval.
+fn phi_detector(heartbeat_interval: Duration, min_std_dev: Duration, suspect_level: f64) -> ModelConfig {
+    ModelConfig::Akka(AkkaConfig {
+        threshold: suspect_level,
+        window: 100,
+        min_std_dev,
+        acceptable_pause: Duration::ZERO,
+        first_heartbeat_estimate: heartbeat_interval,
+    })
+}
+
 impl Config {
-    /// LAN defaults (memberlist's LAN constants where they apply).
+    /// LAN defaults, on memberlist's message budget: each member heartbeats
+    /// its 2 observers every 1.05 s (1.9 messages per member-second, against
+    /// memberlist's probe and ack every second), memberlist's constants for
+    /// probes, gossip and anti-entropy.
     pub fn lan(cluster: u64) -> Config {
         Config {
             cluster,
             mode: Mode::Phi,
-            heartbeat_interval: Duration::from_millis(500),
-            observers: 5,
-            suspect_phi: 8.0,
-            min_std_dev: Duration::from_millis(50),
-            window: 100,
+            heartbeat_interval: LAN_HEARTBEAT,
+            observers: 2,
+            detector: phi_detector(LAN_HEARTBEAT, Duration::from_millis(50), 8.0),
+            suspect_level: 8.0,
+            first_heartbeat_timeout: Duration::from_secs(3),
             probe_interval: Duration::from_secs(1),
             probe_timeout: Duration::from_millis(500),
             indirect_checks: 3,
@@ -114,6 +166,7 @@ impl Config {
             suspicion_min: Duration::from_millis(2500),
             suspicion_mult: 4,
             suspicion_max_timeout_mult: 6,
+            max_confirmations_gossiped: 2,
             gossip_interval: Duration::from_millis(200),
             gossip_nodes: 3,
             retransmit_mult: 4,
@@ -128,13 +181,30 @@ impl Config {
         }
     }
 
+    /// Faster detection for more traffic: each member heartbeats 5 observers
+    /// every 500 ms, about 10 messages per member-second (five times
+    /// memberlist's budget), with the suspicion and probe timings of
+    /// [`Config::lan`].
+    pub fn lan_fast(cluster: u64) -> Config {
+        let heartbeat_interval = Duration::from_millis(500);
+        Config {
+            heartbeat_interval,
+            observers: 5,
+            detector: phi_detector(heartbeat_interval, Duration::from_millis(50), 8.0),
+            first_heartbeat_timeout: Duration::from_secs(2),
+            ..Config::lan(cluster)
+        }
+    }
+
     /// WAN defaults: memberlist's WAN overrides (probe 5 s / 3 s, gossip
     /// 500 ms to 4, push-pull 60 s, suspicion multiplier 6) and a slower φ
-    /// (2 s heartbeats, 200 ms σ floor, suspicion 8–40 s).
+    /// (5 s heartbeats to 2 observers, 200 ms σ floor, suspicion 8–40 s).
     pub fn wan(cluster: u64) -> Config {
+        let heartbeat_interval = Duration::from_secs(5);
         Config {
-            heartbeat_interval: Duration::from_secs(2),
-            min_std_dev: Duration::from_millis(200),
+            heartbeat_interval,
+            detector: phi_detector(heartbeat_interval, Duration::from_millis(200), 8.0),
+            first_heartbeat_timeout: Duration::from_secs(15),
             probe_interval: Duration::from_secs(5),
             probe_timeout: Duration::from_secs(3),
             suspicion_max: Duration::from_secs(40),
@@ -154,83 +224,246 @@ impl Config {
         Config { mode: Mode::Classic, ..Config::lan(cluster) }
     }
 
-    /// Checks every field.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive = |name: &'static str, d: Duration| {
-            if d.is_zero() { Err(ConfigError { field: name, reason: "must be more than zero".into() }) } else { Ok(()) }
+    /// The LAN preset's φ timing for another heartbeat interval: the
+    /// heartbeat interval, the detector's σ floor and bootstrap estimate,
+    /// the first-heartbeat timeout, the probe timeout and the suspicion
+    /// bounds all scale with `interval / 1.05 s`, so the preset's trade-offs
+    /// (how many σ of silence before a probe, how long a paused member has
+    /// to refute, relative to the period) are kept. The detector becomes
+    /// Akka's φ at the current suspect level. Gossip, anti-entropy and
+    /// classic mode's settings are unchanged.
+    pub fn with_heartbeat_interval(self, interval: Duration) -> Config {
+        let f = interval.as_secs_f64() / LAN_HEARTBEAT.as_secs_f64();
+        let lan = Config::lan(self.cluster);
+        // Whole microseconds, so that round ratios give round durations.
+        let scale = |d: Duration| {
+            let us = (d.as_micros() as f64 * f).round();
+            if (0.0..8.64e10).contains(&us) { Duration::from_micros(us as u64) } else { d }
         };
-        positive("heartbeat_interval", self.heartbeat_interval)?;
-        positive("probe_interval", self.probe_interval)?;
-        positive("probe_timeout", self.probe_timeout)?;
-        positive("suspicion_min", self.suspicion_min)?;
-        positive("gossip_interval", self.gossip_interval)?;
-        positive("push_pull_interval", self.push_pull_interval)?;
-        positive("reannounce_interval", self.reannounce_interval)?;
+        Config {
+            heartbeat_interval: interval,
+            detector: phi_detector(interval, scale(Duration::from_millis(50)), self.suspect_level),
+            first_heartbeat_timeout: scale(lan.first_heartbeat_timeout),
+            probe_timeout: scale(lan.probe_timeout),
+            suspicion_min: scale(lan.suspicion_min),
+            suspicion_max: scale(lan.suspicion_max),
+            ..self
+        }
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the first field that is out of its range or
+    /// contradicts another, or the detector's own error.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         let day = Duration::from_secs(86_400);
-        for (name, d) in [
+        for (field, d) in [
             ("heartbeat_interval", self.heartbeat_interval),
+            ("first_heartbeat_timeout", self.first_heartbeat_timeout),
             ("probe_interval", self.probe_interval),
             ("probe_timeout", self.probe_timeout),
+            ("suspicion_min", self.suspicion_min),
             ("suspicion_max", self.suspicion_max),
             ("gossip_interval", self.gossip_interval),
             ("push_pull_interval", self.push_pull_interval),
-            ("dead_retention", self.dead_retention),
             ("reannounce_interval", self.reannounce_interval),
-            ("local_stall", self.local_stall),
-            ("min_std_dev", self.min_std_dev),
         ] {
-            if d > day {
-                return Err(ConfigError { field: name, reason: format!("must be at most a day, got {d:?}") });
+            // Durations are bounded so that scaling them (by local health,
+            // by the cluster size) cannot overflow.
+            if d.is_zero() || d > day {
+                return Err(ConfigError::out_of_range(field, format!("{d:?}"), "more than zero and at most a day"));
             }
         }
-        if self.suspicion_max_timeout_mult > 100 || self.suspicion_mult > 100 || self.retransmit_mult > 100 {
-            return Err(ConfigError { field: "suspicion_mult", reason: "multipliers must be at most 100".into() });
+        for (field, d) in [("dead_retention", self.dead_retention), ("local_stall", self.local_stall)] {
+            if d > day {
+                return Err(ConfigError::out_of_range(field, format!("{d:?}"), "at most a day"));
+            }
         }
-        positive("min_std_dev", self.min_std_dev)?;
         if self.suspicion_max < self.suspicion_min {
-            return Err(ConfigError { field: "suspicion_max", reason: "must be at least suspicion_min".into() });
-        }
-        if self.observers == 0 || self.observers > 64 {
-            return Err(ConfigError { field: "observers", reason: format!("must be 1 to 64, got {}", self.observers) });
-        }
-        if !(self.suspect_phi.is_finite() && self.suspect_phi > 0.0) {
-            return Err(ConfigError {
-                field: "suspect_phi",
-                reason: format!("must be a positive number, got {}", self.suspect_phi),
+            return Err(ConfigError::Inconsistent {
+                field: "suspicion_max",
+                other: "suspicion_min",
+                reason: "the maximum suspicion timeout must be at least the minimum",
             });
         }
-        if self.window < 2 || self.window > 10_000 {
-            return Err(ConfigError { field: "window", reason: format!("must be 2 to 10000, got {}", self.window) });
+        for (field, v, lo, hi, allowed) in [
+            ("observers", self.observers, 1, 64, "1 to 64"),
+            ("indirect_checks", self.indirect_checks, 0, 16, "0 to 16"),
+            ("gossip_nodes", self.gossip_nodes, 1, 16, "1 to 16"),
+            ("max_tombstones", self.max_tombstones, 0, crate::message::MAX_MEMBERS, "0 to 65535"),
+        ] {
+            if !(lo..=hi).contains(&v) {
+                return Err(ConfigError::out_of_range(field, v.to_string(), allowed));
+            }
         }
-        if self.indirect_checks > 16 || self.gossip_nodes == 0 || self.gossip_nodes > 16 {
-            return Err(ConfigError {
-                field: "gossip_nodes",
-                reason: "indirect_checks ≤ 16 and gossip_nodes 1 to 16".into(),
-            });
+        for (field, v, lo, hi, allowed) in [
+            ("suspicion_mult", self.suspicion_mult, 1, 100, "1 to 100"),
+            ("suspicion_max_timeout_mult", self.suspicion_max_timeout_mult, 1, 100, "1 to 100"),
+            ("retransmit_mult", self.retransmit_mult, 1, 100, "1 to 100"),
+            ("max_confirmations_gossiped", self.max_confirmations_gossiped, 0, 64, "0 to 64"),
+            ("max_awareness", self.max_awareness, 0, 64, "0 to 64"),
+        ] {
+            if !(lo..=hi).contains(&v) {
+                return Err(ConfigError::out_of_range(field, v.to_string(), allowed));
+            }
         }
-        if self.retransmit_mult == 0 || self.suspicion_mult < 1 || self.suspicion_max_timeout_mult < 1 {
-            return Err(ConfigError { field: "retransmit_mult", reason: "multipliers must be at least 1".into() });
+        if !(self.suspect_level.is_finite() && self.suspect_level > 0.0) {
+            return Err(ConfigError::out_of_range(
+                "suspect_level",
+                self.suspect_level.to_string(),
+                "a positive finite number",
+            ));
         }
-        if self.max_awareness > 64 {
-            return Err(ConfigError { field: "max_awareness", reason: "must be at most 64".into() });
-        }
+        self.detector.validate().map_err(ConfigError::Detector)?;
         Ok(())
     }
 }
 
-/// A configuration field that is not valid.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The field.
-    pub field: &'static str,
-    /// What is wrong.
-    pub reason: String,
+/// A configuration that is not valid. Nothing was built.
+///
+/// Messages are lowercase, name the field and the value, and have no
+/// trailing period.
+///
+/// ```
+/// let mut c = vigil_membership::Config::lan(1);
+/// c.observers = 0;
+/// let err = c.validate().unwrap_err();
+/// assert_eq!(err.field(), "observers");
+/// assert_eq!(err.to_string(), "invalid membership configuration: observers is 0, expected 1 to 64");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A field is outside its range.
+    OutOfRange {
+        /// The field.
+        field: &'static str,
+        /// The value, as written.
+        value: String,
+        /// What is allowed.
+        allowed: &'static str,
+    },
+    /// Two fields contradict each other.
+    Inconsistent {
+        /// The field reported.
+        field: &'static str,
+        /// The field it contradicts.
+        other: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The detector's configuration ([`Config::detector`]) is not valid.
+    Detector(vigil_detector::ConfigError),
+    /// The node's name is empty or longer than
+    /// [`MAX_NAME_LEN`](crate::message::MAX_NAME_LEN) bytes.
+    Name {
+        /// Its length in bytes.
+        len: usize,
+    },
+}
+
+impl ConfigError {
+    fn out_of_range(field: &'static str, value: String, allowed: &'static str) -> ConfigError {
+        ConfigError::OutOfRange { field, value, allowed }
+    }
+
+    /// The field at fault: a [`Config`] field, `"detector"`, or `"name"`.
+    pub fn field(&self) -> &'static str {
+        match self {
+            ConfigError::OutOfRange { field, .. } | ConfigError::Inconsistent { field, .. } => field,
+            ConfigError::Detector(_) => "detector",
+            ConfigError::Name { .. } => "name",
+        }
+    }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid membership configuration: {}: {}", self.field, self.reason)
+        f.write_str("invalid membership configuration: ")?;
+        match self {
+            ConfigError::OutOfRange { field, value, allowed } => write!(f, "{field} is {value}, expected {allowed}"),
+            ConfigError::Inconsistent { field, other, reason } => write!(f, "{field} and {other}: {reason}"),
+            ConfigError::Detector(e) => write!(f, "detector: {e}"),
+            ConfigError::Name { len } => {
+                write!(f, "name is {len} bytes long, expected 1 to {}", crate::message::MAX_NAME_LEN)
+            }
+        }
     }
 }
 
-impl std::error::Error for ConfigError {}
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::Detector(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_validates() {
+        for c in [Config::lan(1), Config::lan_fast(1), Config::wan(1), Config::classic_lan(1)] {
+            c.validate().unwrap();
+        }
+        for ms in [100, 250, 500, 2000, 5000] {
+            Config::lan(1).with_heartbeat_interval(Duration::from_millis(ms)).validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn scaling_the_heartbeat_interval_scales_the_phi_timing_together() {
+        let c = Config::lan(1).with_heartbeat_interval(Duration::from_millis(2100));
+        assert_eq!(c.heartbeat_interval, Duration::from_millis(2100));
+        assert_eq!(c.probe_timeout, Duration::from_secs(1));
+        assert_eq!(c.suspicion_min, Duration::from_secs(5));
+        assert_eq!(c.suspicion_max, Duration::from_secs(20));
+        assert_eq!(c.first_heartbeat_timeout, Duration::from_secs(6));
+        let ModelConfig::Akka(a) = &c.detector else { panic!("{:?}", c.detector) };
+        assert_eq!(
+            (a.min_std_dev, a.first_heartbeat_estimate),
+            (Duration::from_millis(100), Duration::from_millis(2100))
+        );
+        // Unscaled: dissemination and classic mode.
+        assert_eq!(c.gossip_interval, Config::lan(1).gossip_interval);
+        assert_eq!(c.probe_interval, Config::lan(1).probe_interval);
+    }
+
+    #[test]
+    fn errors_name_the_field_and_the_value() {
+        let mut c = Config::lan(1);
+        c.suspicion_max = Duration::from_millis(1);
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.field(), "suspicion_max");
+        assert_eq!(
+            e.to_string(),
+            "invalid membership configuration: suspicion_max and suspicion_min: \
+             the maximum suspicion timeout must be at least the minimum"
+        );
+        let mut c = Config::lan(1);
+        c.probe_timeout = Duration::from_secs(u64::MAX / 4);
+        assert_eq!(c.validate().unwrap_err().field(), "probe_timeout");
+        let mut c = Config::lan(1);
+        c.suspect_level = f64::NAN;
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "invalid membership configuration: suspect_level is NaN, expected a positive finite number"
+        );
+        let mut c = Config::lan(1);
+        c.detector = ModelConfig::Akka(AkkaConfig { window: 0, ..AkkaConfig::default() });
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.field(), "detector");
+        assert!(std::error::Error::source(&e).is_some());
+        let mut c = Config::lan(1);
+        c.gossip_nodes = 0;
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "invalid membership configuration: gossip_nodes is 0, expected 1 to 16"
+        );
+    }
+}

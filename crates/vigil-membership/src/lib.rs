@@ -1,14 +1,15 @@
 //! A sans-IO membership protocol: φ-monitored SWIM.
 //!
 //! Each member is watched by a few observers chosen from a ring over the
-//! membership; they feed a φ detector ([`vigil_detector::Akka`]) with the
-//! member's heartbeats. When φ crosses the suspect level, the observer probes
-//! the member directly and through others before accusing it; any answer
-//! means the path, not the member, is the problem. Suspicions are gossiped
-//! and sent to the suspect, who refutes with a higher incarnation; the
-//! suspicion timeout starts long and shrinks with independent confirmations
-//! (Lifeguard). A classic SWIM mode ([`Mode::Classic`]) runs memberlist's
-//! round-robin probing with its LAN constants, for comparison.
+//! membership; they feed a detector (any `vigil_detector` model; Akka's φ by
+//! default) with the member's heartbeats. When its level crosses the suspect
+//! level, the observer probes the member directly and through others before
+//! accusing it; any answer means the path, not the member, is the problem.
+//! Suspicions are gossiped and sent to the suspect, who refutes with a higher
+//! incarnation; the suspicion timeout starts long and shrinks with
+//! independent confirmations (Lifeguard). A classic SWIM mode
+//! ([`Mode::Classic`]) runs memberlist's round-robin probing with its LAN
+//! constants, for comparison.
 //!
 //! The crate does no I/O and reads no clock: see [`Node`] for the driving
 //! loop. [`wire`] is the packet format.
@@ -16,7 +17,7 @@
 //! ```
 //! use std::net::SocketAddr;
 //! use vigil_detector::Instant;
-//! use vigil_membership::{Config, Node, NodeId};
+//! use vigil_membership::{Config, Node, NodeId, Status};
 //!
 //! let a: SocketAddr = "10.0.0.1:7946".parse().unwrap();
 //! let b: SocketAddr = "10.0.0.2:7946".parse().unwrap();
@@ -27,24 +28,51 @@
 //! // Deliver everything instantly until both are quiet.
 //! let mut now = t0;
 //! for _ in 0..20 {
-//!     while let Some(t) = nb.poll_transmit() { na.handle_datagram(now, b, &t.bytes).ok(); }
-//!     while let Some(t) = na.poll_transmit() { nb.handle_datagram(now, a, &t.bytes).ok(); }
+//!     while let Some(t) = nb.poll_transmit() {
+//!         if t.stream { na.handle_stream(now, b, &t.bytes).ok(); } else { na.handle_datagram(now, b, &t.bytes).ok(); }
+//!     }
+//!     while let Some(t) = na.poll_transmit() {
+//!         if t.stream { nb.handle_stream(now, a, &t.bytes).ok(); } else { nb.handle_datagram(now, a, &t.bytes).ok(); }
+//!     }
 //!     now = na.poll_timeout().unwrap().min(nb.poll_timeout().unwrap());
 //!     na.handle_timeout(now);
 //!     nb.handle_timeout(now);
 //! }
-//! assert!(na.status_of("b").is_some());
-//! assert!(nb.status_of("a").is_some());
+//! assert_eq!(na.member("b").unwrap().status, Status::Alive);
+//! assert_eq!(nb.member("a").unwrap().status, Status::Alive);
 //! # Ok::<(), vigil_membership::ConfigError>(())
 //! ```
+//!
+//! Inside, each part of the state has one owner: the member table with its
+//! derived indexes, the suspicions, the broadcast queue, probes and relays,
+//! monitoring, local health and the timer table; `node.rs` applies the
+//! protocol's rules across them.
 
 #![forbid(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
 
+mod broadcast;
 pub mod config;
+mod event;
+mod health;
+mod members;
 pub mod message;
-pub mod node;
+mod monitor;
+mod node;
+mod probe;
+mod rejected;
+mod stats;
+mod suspicion;
+mod timer;
+mod transmit;
+mod view;
 pub mod wire;
 
 pub use config::{Config, ConfigError, Mode};
-pub use message::{Message, NodeId, Packet, Status, Update};
-pub use node::{Event, Node, Rejected, Stats, Transmit};
+pub use event::Event;
+pub use message::{MAX_MEMBERS, Message, MessageKind, NodeId, Packet, Status, Update};
+pub use node::Node;
+pub use rejected::Rejected;
+pub use stats::{KindCounts, Stats};
+pub use transmit::Transmit;
+pub use view::MemberView;

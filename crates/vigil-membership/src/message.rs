@@ -19,6 +19,13 @@ pub struct NodeId {
 /// The longest member name, in bytes.
 pub const MAX_NAME_LEN: usize = 64;
 
+/// The most members a view can hold, this node included: the one limit on
+/// membership. A node keeps at most `MAX_MEMBERS - 1` other members
+/// (tombstones included) and ignores rumours of more, and a push-pull of a
+/// full view always fits in a stream message
+/// ([`MAX_STREAM`](crate::wire::MAX_STREAM)).
+pub const MAX_MEMBERS: usize = 65_535;
+
 impl NodeId {
     /// A node id.
     pub fn new(name: impl Into<String>, generation: u64) -> NodeId {
@@ -64,6 +71,7 @@ pub struct Update {
 
 /// The body of a packet.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Message {
     /// "I am alive": sent by a member to each of its observers every
     /// heartbeat interval; the observer feeds its φ detector with it.
@@ -111,6 +119,97 @@ pub enum Message {
         /// Every member the sender knows, itself included.
         members: Vec<Update>,
     },
+}
+
+impl Message {
+    /// The message's kind.
+    pub fn kind(&self) -> MessageKind {
+        match self {
+            Message::Heartbeat => MessageKind::Heartbeat,
+            Message::Ping { .. } => MessageKind::Ping,
+            Message::PingReq { .. } => MessageKind::PingReq,
+            Message::Ack { .. } => MessageKind::Ack,
+            Message::Nack { .. } => MessageKind::Nack,
+            Message::Gossip => MessageKind::Gossip,
+            Message::PushPull { .. } => MessageKind::PushPull,
+        }
+    }
+}
+
+/// The kinds of [`Message`], for counters keyed by kind
+/// ([`crate::KindCounts`]) and for the wire's kind byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum MessageKind {
+    /// [`Message::Heartbeat`].
+    Heartbeat,
+    /// [`Message::Ping`].
+    Ping,
+    /// [`Message::PingReq`].
+    PingReq,
+    /// [`Message::Ack`].
+    Ack,
+    /// [`Message::Nack`].
+    Nack,
+    /// [`Message::Gossip`].
+    Gossip,
+    /// [`Message::PushPull`].
+    PushPull,
+}
+
+impl MessageKind {
+    /// Every kind, in wire order.
+    pub const ALL: [MessageKind; 7] = [
+        MessageKind::Heartbeat,
+        MessageKind::Ping,
+        MessageKind::PingReq,
+        MessageKind::Ack,
+        MessageKind::Nack,
+        MessageKind::Gossip,
+        MessageKind::PushPull,
+    ];
+
+    /// The number of kinds.
+    pub const COUNT: usize = MessageKind::ALL.len();
+
+    /// A short name: `heartbeat`, `ping`, `ping-req`, `ack`, `nack`,
+    /// `gossip`, `push-pull`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MessageKind::Heartbeat => "heartbeat",
+            MessageKind::Ping => "ping",
+            MessageKind::PingReq => "ping-req",
+            MessageKind::Ack => "ack",
+            MessageKind::Nack => "nack",
+            MessageKind::Gossip => "gossip",
+            MessageKind::PushPull => "push-pull",
+        }
+    }
+
+    /// The position of this kind in [`MessageKind::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            MessageKind::Heartbeat => 0,
+            MessageKind::Ping => 1,
+            MessageKind::PingReq => 2,
+            MessageKind::Ack => 3,
+            MessageKind::Nack => 4,
+            MessageKind::Gossip => 5,
+            MessageKind::PushPull => 6,
+        }
+    }
+
+    /// Whether messages of this kind travel as stream messages (reliable,
+    /// possibly larger than a datagram) rather than as datagrams.
+    pub fn is_stream(self) -> bool {
+        matches!(self, MessageKind::PushPull)
+    }
+}
+
+impl std::fmt::Display for MessageKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// One unit on the wire: the cluster, the sender, a message, and piggybacked

@@ -7,7 +7,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use vigil_detector::Instant;
 use vigil_membership::wire::{self, MAX_DATAGRAM, MAX_STREAM};
-use vigil_membership::{Config, Event, Message, Mode, Node, NodeId, Packet, Rejected, Status, Update};
+use vigil_membership::{Config, Event, Message, MessageKind, Mode, Node, NodeId, Packet, Rejected, Status, Update};
 
 const CLUSTER: u64 = 77;
 
@@ -36,6 +36,15 @@ fn packet(from: usize, message: Message, updates: Vec<Update>) -> Vec<u8> {
     wire::encode(&p, MAX_STREAM).unwrap()
 }
 
+/// Hands a transmit to a node the way a runtime would: by its transport.
+fn deliver(node: &mut Node, now: Instant, from: SocketAddr, t: &vigil_membership::Transmit) -> Result<(), Rejected> {
+    if t.stream { node.handle_stream(now, from, &t.bytes) } else { node.handle_datagram(now, from, &t.bytes) }
+}
+
+fn status(node: &Node, name: &str) -> Status {
+    node.member(name).unwrap().status
+}
+
 fn events(node: &mut Node) -> Vec<Event> {
     std::iter::from_fn(|| node.poll_event()).collect()
 }
@@ -52,10 +61,11 @@ fn an_accused_node_refutes_with_a_higher_incarnation() {
     // Node 2 suspected node 0, then hears the refutation.
     let s = Update { id: id(0), addr: addr(0), incarnation: 0, status: Status::Suspect, from: id(1) };
     nodes[2].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![s])).unwrap();
-    assert_eq!(nodes[2].status_of("n0").unwrap().2, Status::Suspect);
+    assert_eq!(status(&nodes[2], "n0"), Status::Suspect);
     let alive = Update { id: id(0), addr: addr(0), incarnation: 1, status: Status::Alive, from: id(0) };
     nodes[2].handle_datagram(now, addr(0), &packet(0, Message::Gossip, vec![alive])).unwrap();
-    assert_eq!(nodes[2].status_of("n0").unwrap(), (id(0), 1, Status::Alive));
+    let n0 = nodes[2].member("n0").unwrap();
+    assert_eq!((n0.id, n0.incarnation, n0.status), (id(0), 1, Status::Alive));
     assert!(events(&mut nodes[2]).iter().any(|e| matches!(e, Event::Refuted { incarnation: 1, .. })));
 }
 
@@ -65,16 +75,18 @@ fn a_new_generation_supersedes_every_rumour_about_the_old_one() {
     let now = Instant::from_secs(2);
     let dead = Update { id: id(2), addr: addr(2), incarnation: 5, status: Status::Dead, from: id(1) };
     nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![dead.clone()])).unwrap();
-    assert_eq!(nodes[0].status_of("n2").unwrap().2, Status::Dead);
+    assert_eq!(status(&nodes[0], "n2"), Status::Dead);
     // The restarted process, generation 2, incarnation 0.
     let reborn = NodeId::new("n2", 2);
     let p =
         Packet { cluster: CLUSTER, from: reborn.clone(), incarnation: 0, message: Message::Gossip, updates: vec![] };
     nodes[0].handle_datagram(now, addr(2), &wire::encode(&p, MAX_DATAGRAM).unwrap()).unwrap();
-    assert_eq!(nodes[0].status_of("n2").unwrap(), (reborn.clone(), 0, Status::Alive));
+    let n2 = nodes[0].member("n2").unwrap();
+    assert_eq!((n2.id, n2.incarnation, n2.status), (reborn.clone(), 0, Status::Alive));
     // A late accusation about generation 1 loses.
     nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![dead])).unwrap();
-    assert_eq!(nodes[0].status_of("n2").unwrap(), (reborn, 0, Status::Alive));
+    let n2 = nodes[0].member("n2").unwrap();
+    assert_eq!((n2.id, n2.incarnation, n2.status), (reborn, 0, Status::Alive));
     assert!(nodes[0].stats().stale_updates >= 1);
 }
 
@@ -87,8 +99,8 @@ fn a_leave_is_announced_and_distinct_from_death() {
     assert!(!out.is_empty());
     for t in out {
         let to = (0..3).find(|&i| addr(i) == t.to).unwrap();
-        nodes[to].handle_datagram(now, addr(1), &t.bytes).unwrap();
-        assert_eq!(nodes[to].status_of("n1").unwrap().2, Status::Left);
+        deliver(&mut nodes[to], now, addr(1), &t).unwrap();
+        assert_eq!(status(&nodes[to], "n1"), Status::Left);
         assert!(events(&mut nodes[to]).contains(&Event::Left { id: id(1) }));
     }
     assert_eq!(nodes[1].poll_timeout(), None, "a node that left does nothing more");
@@ -111,7 +123,7 @@ fn suspicion_timeouts_follow_lifeguard_and_memberlist() {
             let now = node.poll_timeout().unwrap();
             node.handle_timeout(now);
             while node.poll_transmit().is_some() {}
-            if node.status_of("n5").unwrap().2 == Status::Dead {
+            if status(node, "n5") == Status::Dead {
                 return now;
             }
         }
@@ -128,21 +140,18 @@ fn suspicion_timeouts_follow_lifeguard_and_memberlist() {
 }
 
 #[test]
-fn the_lan_presets_validate_and_bad_configs_are_named() {
+fn the_presets_validate_and_bad_configs_are_named() {
     Config::lan(1).validate().unwrap();
     Config::wan(1).validate().unwrap();
     assert_eq!(Config::classic_lan(1).mode, Mode::Classic);
     let mut c = Config::lan(1);
     c.observers = 0;
-    assert_eq!(c.validate().unwrap_err().field, "observers");
-    let mut c = Config::lan(1);
-    c.suspicion_max = Duration::from_millis(1);
-    assert!(c.validate().unwrap_err().to_string().contains("suspicion_max"));
-    // Durations are bounded so that scaling them (by local health, by the
-    // cluster size) cannot overflow.
-    let mut c = Config::lan(1);
-    c.probe_timeout = Duration::from_secs(u64::MAX / 4);
-    assert_eq!(c.validate().unwrap_err().field, "probe_timeout");
+    assert_eq!(c.validate().unwrap_err().field(), "observers");
+    let t0 = Instant::from_secs(1);
+    let err = Node::new(id(0), addr(0), c, 1, t0).unwrap_err();
+    assert_eq!(err.field(), "observers");
+    let long = NodeId::new("x".repeat(65), 1);
+    assert_eq!(Node::new(long, addr(0), Config::lan(1), 1, t0).unwrap_err().field(), "name");
 }
 
 #[test]
@@ -157,6 +166,98 @@ fn junk_and_foreign_packets_are_rejected_and_counted() {
     assert_eq!(nodes[0].handle_datagram(now, addr(1), &from_me), Err(Rejected::FromSelf));
     let s = nodes[0].stats();
     assert_eq!((s.rejected_malformed, s.rejected_cluster, s.rejected_self), (1, 1, 1));
+}
+
+#[test]
+fn an_accusation_at_the_largest_incarnation_is_refuted_with_a_new_generation() {
+    let mut nodes = cluster(3, Config::lan(CLUSTER));
+    let now = Instant::from_secs(2);
+    for status in [Status::Suspect, Status::Dead] {
+        let accusation = Update { id: id(0), addr: addr(0), incarnation: u64::MAX, status, from: id(1) };
+        nodes[2].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation.clone()])).unwrap();
+        if status == Status::Suspect {
+            nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation])).unwrap();
+        }
+    }
+    // n0 cannot go above u64::MAX: it takes generation 2, incarnation 0.
+    assert_eq!((nodes[0].id().generation, nodes[0].incarnation()), (2, 0));
+    assert!(events(&mut nodes[0]).contains(&Event::Renewed { id: NodeId::new("n0", 2) }));
+    assert_eq!(nodes[0].stats().generation_renewals, 1);
+    // n2 believed generation 1 dead; the new generation beats that.
+    assert_eq!(status(&nodes[2], "n0"), Status::Dead);
+    let out: Vec<_> = std::iter::from_fn(|| nodes[0].poll_transmit()).collect();
+    let refutation = out.iter().find(|t| t.to == addr(1)).expect("the accuser is told directly");
+    deliver(&mut nodes[2], now, addr(0), refutation).unwrap();
+    let n0 = nodes[2].member("n0").unwrap();
+    assert_eq!((n0.id.generation, n0.status), (2, Status::Alive));
+    assert!(n0.epoch() > (1, u64::MAX));
+    // And leaving afterwards cannot overflow either.
+    nodes[0].leave(now);
+    assert_eq!(nodes[0].poll_timeout(), None);
+}
+
+#[test]
+fn input_is_size_checked_before_decoding_and_transports_are_not_mixed() {
+    let mut nodes = cluster(2, Config::lan(CLUSTER));
+    let now = Instant::from_secs(2);
+    let huge = vec![0u8; MAX_DATAGRAM + 1];
+    assert_eq!(
+        nodes[0].handle_datagram(now, addr(1), &huge),
+        Err(Rejected::Malformed(wire::WireError::TooLarge { len: MAX_DATAGRAM + 1, max: MAX_DATAGRAM }))
+    );
+    let pp = packet(1, Message::PushPull { reply: false, members: vec![] }, vec![]);
+    assert_eq!(
+        nodes[0].handle_datagram(now, addr(1), &pp),
+        Err(Rejected::WrongTransport { kind: MessageKind::PushPull })
+    );
+    let hb = packet(1, Message::Heartbeat, vec![]);
+    assert_eq!(
+        nodes[0].handle_stream(now, addr(1), &hb),
+        Err(Rejected::WrongTransport { kind: MessageKind::Heartbeat })
+    );
+    nodes[0].handle_stream(now, addr(1), &pp).unwrap();
+    let s = nodes[0].stats();
+    assert_eq!((s.rejected_malformed, s.rejected_transport), (1, 2));
+    assert_eq!((s.received[MessageKind::PushPull], s.received.total()), (1, 1));
+}
+
+#[test]
+fn time_going_backwards_is_counted_and_never_undoes_time() {
+    let mut nodes = cluster(3, Config::lan(CLUSTER));
+    let node = &mut nodes[0];
+    node.handle_timeout(Instant::from_secs(5));
+    let wake = node.poll_timeout().unwrap();
+    node.handle_timeout(Instant::from_secs(3));
+    assert_eq!(node.stats().time_backwards, 1);
+    assert!(node.poll_timeout().unwrap() >= wake.min(Instant::from_secs(5)));
+}
+
+#[test]
+fn a_watched_member_never_heard_from_is_probed_after_the_first_heartbeat_timeout() {
+    let config = Config::lan(CLUSTER);
+    let timeout = config.first_heartbeat_timeout;
+    let mut nodes = cluster(4, config);
+    let node = &mut nodes[0];
+    let watched: Vec<String> = node.watching().map(str::to_string).collect();
+    assert_eq!(watched.len(), 2, "two ring observers");
+    let t0 = Instant::from_secs(1);
+    // Nothing is ever heard; let time pass, sending nothing anywhere.
+    let mut pinged = Vec::new();
+    let mut now = t0;
+    while now < t0 + timeout + Duration::from_secs(1) {
+        now = node.poll_timeout().unwrap();
+        node.handle_timeout(now);
+        while let Some(t) = node.poll_transmit() {
+            let p = wire::decode(&t.bytes, MAX_STREAM).unwrap();
+            if let Message::Ping { target, .. } = p.message {
+                pinged.push((now, target.name));
+            }
+        }
+    }
+    for name in &watched {
+        let (at, _) = pinged.iter().find(|(_, n)| n == name).unwrap_or_else(|| panic!("{name} never probed"));
+        assert_eq!(*at, t0 + timeout, "probed exactly at the first-heartbeat timeout");
+    }
 }
 
 proptest! {
@@ -198,7 +299,7 @@ proptest! {
         let node = &mut nodes[0];
         let t0 = Instant::from_secs(2);
         let _ = node.handle_datagram(t0, addr(1), &data);
-        let mut framed = b"VG\x01".to_vec();
+        let mut framed = vec![b'V', b'G', wire::VERSION];
         framed.push(kind);
         framed.extend_from_slice(&CLUSTER.to_be_bytes());
         framed.extend_from_slice(&data);
@@ -212,6 +313,125 @@ proptest! {
                 prop_assert!(t.bytes.len() <= max);
                 prop_assert!(wire::decode(&t.bytes, max).is_ok());
             }
+        }
+    }
+}
+
+/// One call a runtime or an application can make.
+#[derive(Debug, Clone)]
+enum Op {
+    /// Arbitrary bytes as a datagram or stream message.
+    Raw {
+        stream: bool,
+        bytes: Vec<u8>,
+    },
+    /// A well-formed rumour about member `who` from member `from`.
+    Rumour {
+        who: usize,
+        from: usize,
+        incarnation: u64,
+        status: u8,
+    },
+    /// A heartbeat from member `from`.
+    Heartbeat {
+        from: usize,
+    },
+    /// Time moves by this many milliseconds (negative: backwards).
+    Time {
+        ms: i64,
+    },
+    Join,
+    Leave,
+    Bootstrap {
+        extra: usize,
+    },
+    Watch {
+        who: usize,
+    },
+    Unwatch {
+        who: usize,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (any::<bool>(), prop::collection::vec(any::<u8>(), 0..64)).prop_map(|(stream, bytes)| Op::Raw { stream, bytes }),
+        4 => (0usize..8, 0usize..8, prop_oneof![0u64..4, Just(u64::MAX), Just(u64::MAX - 1)], 0u8..4)
+            .prop_map(|(who, from, incarnation, status)| Op::Rumour { who, from, incarnation, status }),
+        3 => (0usize..8).prop_map(|from| Op::Heartbeat { from }),
+        6 => (-3_000i64..8_000).prop_map(|ms| Op::Time { ms }),
+        1 => Just(Op::Join),
+        1 => Just(Op::Leave),
+        1 => (0usize..4).prop_map(|extra| Op::Bootstrap { extra }),
+        1 => (0usize..8).prop_map(|who| Op::Watch { who }),
+        1 => (0usize..8).prop_map(|who| Op::Unwatch { who }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Any sequence of calls, bytes and times (including time going
+    /// backwards, and a leave in the middle) is survived: nothing panics,
+    /// everything sent decodes and fits its transport, the node's epoch
+    /// never goes down, and a node that left stays quiet.
+    #[test]
+    fn any_sequence_of_calls_is_survived(ops in prop::collection::vec(op(), 1..60), classic in any::<bool>()) {
+        let config = if classic { Config::classic_lan(CLUSTER) } else { Config::lan(CLUSTER) };
+        let mut nodes = cluster(6, config);
+        let node = &mut nodes[0];
+        let mut now = Instant::from_secs(2);
+        let mut epoch = (node.id().generation, node.incarnation());
+        let mut left = false;
+        let statuses = [Status::Alive, Status::Suspect, Status::Dead, Status::Left];
+        for op in ops {
+            match op {
+                Op::Raw { stream, bytes } => {
+                    let _ = if stream { node.handle_stream(now, addr(1), &bytes) } else { node.handle_datagram(now, addr(1), &bytes) };
+                }
+                Op::Rumour { who, from, incarnation, status } => {
+                    let u = Update { id: id(who), addr: addr(who), incarnation, status: statuses[status as usize], from: id(from) };
+                    let sender = if from == 0 { 1 } else { from };
+                    let _ = node.handle_datagram(now, addr(sender), &packet(sender, Message::Gossip, vec![u]));
+                }
+                Op::Heartbeat { from } => {
+                    let _ = node.handle_datagram(now, addr(from), &packet(from.max(1), Message::Heartbeat, vec![]));
+                }
+                Op::Time { ms } => {
+                    now = if ms < 0 {
+                        now.saturating_sub(Duration::from_millis(ms.unsigned_abs()))
+                    } else {
+                        now.saturating_add(Duration::from_millis(ms as u64))
+                    };
+                    node.handle_timeout(now);
+                }
+                Op::Join => node.join(now, &[addr(1), addr(2)]),
+                Op::Leave => {
+                    node.leave(now);
+                    left = true;
+                }
+                Op::Bootstrap { extra } => {
+                    let more: Vec<(NodeId, SocketAddr)> = (6..6 + extra).map(|i| (id(i), addr(i))).collect();
+                    node.bootstrap(now, &more);
+                }
+                Op::Watch { who } => node.watch(now, &format!("n{who}")),
+                Op::Unwatch { who } => node.unwatch(now, &format!("n{who}")),
+            }
+            let current = (node.id().generation, node.incarnation());
+            prop_assert!(current >= epoch, "epoch went from {:?} to {:?}", epoch, current);
+            epoch = current;
+            if let Some(t) = node.poll_timeout() {
+                prop_assert!(!left, "a node that left has no timer");
+                let _ = t;
+            }
+            while let Some(t) = node.poll_transmit() {
+                let max = if t.stream { MAX_STREAM } else { MAX_DATAGRAM };
+                prop_assert!(t.bytes.len() <= max);
+                let p = wire::decode(&t.bytes, max).unwrap();
+                prop_assert_eq!(p.message.kind(), t.kind);
+                prop_assert_eq!(t.kind.is_stream(), t.stream);
+            }
+            while node.poll_event().is_some() {}
         }
     }
 }

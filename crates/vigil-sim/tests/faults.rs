@@ -1,11 +1,10 @@
-//! Fault scenarios at N = 100 with LAN defaults, run through the simulator
-//! with its checkers on. Each prints its figures (`cargo test -p vigil-sim
-//! -- --nocapture`).
+//! Fault scenarios, run through the simulator with its checkers on. Each
+//! prints its figures (`cargo test -p vigil-sim --release -- --nocapture`).
 
 use std::time::Duration;
 
-use vigil_membership::{Config, Mode};
-use vigil_sim::{Fault, Protocol, Report, Scenario, Sim};
+use vigil_membership::{Config, Event, Mode};
+use vigil_sim::{CLUSTER, Fault, Protocol, Report, Scenario, Sim, What};
 
 const N: usize = 100;
 
@@ -14,30 +13,47 @@ fn secs(s: u64) -> Duration {
 }
 
 fn run(s: &Scenario) -> Report {
-    let r = Sim::new(s).run(&mut |_| {});
+    let r = Sim::new(s).unwrap().run(&mut |_| {});
+    print(s, &r);
+    r
+}
+
+fn run_kept(s: &Scenario) -> Report {
+    let r = Sim::new(s).unwrap().keep_records(true).run(&mut |_| {});
+    print(s, &r);
+    r
+}
+
+fn print(s: &Scenario, r: &Report) {
     println!(
-        "{}: crashes {:?}; false suspicions {}, false deaths {}, refuted {}, path problems {}, {:.2} msgs and {:.0} B per member-second, converged {:?} ms",
+        "{} ({:?}): crashes {:?}; false suspicions {}, false deaths {} ({} outside the envelope), accusations {}, refuted {}, path problems {}, {:.2} msgs and {:.0} B per member-second, converged {:?} ms",
         s.name,
+        s.protocol,
         r.crashes,
         r.false_suspicions,
         r.false_deaths,
+        r.false_deaths_outside_envelope,
+        r.totals.accusations,
         r.refuted,
         r.path_problems,
         r.messages_per_member_second,
         r.bytes_per_member_second,
         r.converged_ms
     );
-    r
+}
+
+fn both() -> [Protocol; 2] {
+    [Protocol::Phi, Protocol::Classic]
 }
 
 #[test]
-fn one_crash_is_detected_by_every_survivor_in_under_4_s_median_and_twice_as_fast_as_classic_swim() {
+fn one_crash_is_detected_by_every_survivor_within_5_s_median_and_twice_as_fast_as_classic_swim() {
     let mut medians = Vec::new();
-    for protocol in [Protocol::Phi, Protocol::Classic] {
-        let mut s = Scenario::new(&format!("crash ({protocol:?})"), N);
+    for protocol in both() {
+        let mut s = Scenario::new("crash", N);
         s.protocol = protocol;
-        s.duration = secs(60);
-        s.faults.push(Fault::Crash { node: 42, at: secs(20) });
+        s.duration = secs(150);
+        s.faults.push(Fault::Crash { node: 42, at: secs(120) });
         let r = run(&s);
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         let c = &r.crashes[0];
@@ -45,23 +61,53 @@ fn one_crash_is_detected_by_every_survivor_in_under_4_s_median_and_twice_as_fast
         assert_eq!(r.false_deaths, 0);
         medians.push(c.median_ms);
     }
-    assert!(medians[0] <= 4_000.0, "φ mode median {} ms", medians[0]);
+    // memberlist measured 10.0 s on loopback at N = 100; half of it.
+    assert!(medians[0] <= 5_000.0, "φ mode median {} ms", medians[0]);
     assert!(medians[0] <= medians[1] / 2.0, "φ {} ms against classic {} ms", medians[0], medians[1]);
+}
+
+/// The LAN preset on memberlist's budget: memberlist 0.2.2 measured 2.00
+/// messages and about 105 payload bytes per member-second at N = 100, and
+/// about 35 extra packets and 1.5 kB per member in the 30 s after a crash.
+#[test]
+fn the_lan_preset_stays_within_memberlists_budget_steady_and_after_a_crash() {
+    let mut s = Scenario::new("budget", N);
+    s.duration = secs(400);
+    s.faults.push(Fault::Crash { node: 17, at: secs(300) });
+    let r = run(&s);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let steady = &r.steady;
+    println!("steady {steady:?}; by kind {:?}", r.messages_by_kind);
+    // Over 300 s without faults: heartbeats and push-pull, nothing else.
+    assert!(steady.messages_per_member_second <= 2.0, "{}", steady.messages_per_member_second);
+    assert!(steady.bytes_per_member_second <= 105.0, "{}", steady.bytes_per_member_second);
+    let c = &r.crashes[0];
+    let (extra_msgs, extra_bytes) = (c.extra_messages_per_member.unwrap(), c.extra_bytes_per_member.unwrap());
+    assert!(extra_msgs <= 35.0, "{extra_msgs} extra messages per member");
+    assert!(extra_bytes <= 1_500.0, "{extra_bytes} extra bytes per member");
+    assert!(c.median_ms <= 5_000.0, "{}", c.median_ms);
 }
 
 #[test]
 fn a_three_second_pause_is_suspected_refuted_and_never_declared_dead() {
-    for (seed, node) in [(1, 17), (2, 63), (3, 5)] {
-        let mut s = Scenario::new("pause 3 s", N);
-        s.seed = seed;
-        s.duration = secs(50);
-        s.faults.push(Fault::Pause { node, at: secs(20), duration: secs(3) });
-        let r = run(&s);
-        assert!(r.violations.is_empty(), "{:?}", r.violations);
-        assert!(r.false_suspicions > 0, "the pause is noticed");
-        assert!(r.refuted > 0, "and refuted");
-        assert_eq!(r.false_deaths, 0, "never declared dead");
-        assert_eq!(r.final_disagreements, 0);
+    for protocol in both() {
+        for (seed, node) in [(1, 17), (2, 63), (3, 5)] {
+            let mut s = Scenario::new("pause 3 s", N);
+            s.protocol = protocol;
+            s.seed = seed;
+            s.duration = secs(80);
+            s.faults.push(Fault::Pause { node, at: secs(50), duration: secs(3) });
+            let r = run(&s);
+            assert!(r.violations.is_empty(), "{:?}", r.violations);
+            assert_eq!(r.false_deaths, 0, "never declared dead");
+            assert_eq!(r.final_disagreements, 0);
+            if protocol == Protocol::Phi {
+                // φ notices every pause of more than about 1.3 s; classic
+                // SWIM only if a probe happens to land in it.
+                assert!(r.false_suspicions > 0, "the pause is noticed");
+                assert!(r.refuted > 0, "and refuted");
+            }
+        }
     }
 }
 
@@ -106,17 +152,20 @@ fn an_asymmetric_link_does_not_kill_either_end() {
 
 #[test]
 fn a_healed_partition_reconverges_within_30_s() {
-    let mut s = Scenario::new("partition 60 s", N);
-    s.duration = secs(140);
-    s.check_liveness = false;
-    s.faults.push(Fault::Partition { split: N / 2, at: secs(20), duration: secs(60) });
-    s.converge_after = Some(secs(80));
-    let r = run(&s);
-    assert!(r.violations.is_empty(), "{:?}", r.violations);
-    assert!(r.false_deaths > 0, "each side declared the other dead");
-    let converged = r.converged_ms.expect("membership reconverges");
-    assert!(converged - 80_000.0 <= 30_000.0, "reconverged {} ms after the heal", converged - 80_000.0);
-    assert_eq!(r.final_disagreements, 0);
+    for protocol in both() {
+        let mut s = Scenario::new("partition 60 s", N);
+        s.protocol = protocol;
+        s.duration = secs(140);
+        s.faults.push(Fault::Partition { split: N / 2, at: secs(20), duration: secs(60) });
+        s.converge_after = Some(secs(80));
+        let r = run(&s);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert!(r.false_deaths > 0, "each side declared the other dead");
+        assert_eq!(r.false_deaths, r.false_deaths_outside_envelope, "a partition is outside the envelope");
+        let converged = r.converged_ms.expect("membership reconverges");
+        assert!(converged - 80_000.0 <= 30_000.0, "reconverged {} ms after the heal", converged - 80_000.0);
+        assert_eq!(r.final_disagreements, 0);
+    }
 }
 
 #[test]
@@ -127,30 +176,66 @@ fn a_restart_with_a_new_generation_beats_old_accusations() {
     s.faults.push(Fault::Crash { node: 9, at: secs(20) });
     s.faults.push(Fault::Restart { node: 9, at: secs(22) });
     s.converge_after = Some(secs(22));
-    let r = Sim::new(&s).keep_log(true).run(&mut |_| {});
+    let r = run_kept(&s);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    assert!(r.log.iter().any(|l| l.contains("suspected n9#1")), "the old generation was accused");
-    assert!(!r.log.iter().any(|l| l.contains("dead n9#2") || l.contains("suspected n9#2")));
+    let about = |generation: u64| {
+        r.events().filter(move |(_, _, e)| match e {
+            Event::Suspected { id, .. } | Event::Dead { id, .. } => id.name == "n9" && id.generation == generation,
+            _ => false,
+        })
+    };
+    assert!(about(1).count() > 0, "the old generation was accused");
+    assert_eq!(about(2).count(), 0, "the new one never is");
     assert_eq!(r.false_deaths, 0, "the new generation is never declared dead");
     assert_eq!(r.final_disagreements, 0, "everyone sees the new generation alive");
     assert!(r.converged_ms.is_some());
 }
 
 #[test]
-fn the_same_seed_gives_the_same_event_log() {
+fn crash_accounting_follows_what_actually_crashed() {
+    let mut s = Scenario::new("accounting", 20);
+    s.duration = secs(80);
+    // A restart of a running node does nothing; the crash after it is of
+    // generation 1. A second crash of a node that is down does nothing.
+    s.faults.push(Fault::Restart { node: 3, at: secs(2) });
+    s.faults.push(Fault::Crash { node: 3, at: secs(5) });
+    s.faults.push(Fault::Crash { node: 3, at: secs(20) });
+    // A crash, a restart, and a crash of the new generation.
+    s.faults.push(Fault::Crash { node: 5, at: secs(5) });
+    s.faults.push(Fault::Restart { node: 5, at: secs(30) });
+    s.faults.push(Fault::Crash { node: 5, at: secs(45) });
+    let r = run_kept(&s);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let crashes: Vec<(usize, u64, f64)> = r.crashes.iter().map(|c| (c.node, c.generation, c.at_ms)).collect();
+    assert_eq!(crashes, [(3, 1, 5_000.0), (5, 1, 5_000.0), (5, 2, 45_000.0)]);
+    for c in &r.crashes {
+        assert_eq!(c.detected_by, c.survivors, "{c:?}");
+        assert!(c.first_ms > 0.0, "{c:?}");
+    }
+    let started: Vec<usize> = r
+        .records
+        .iter()
+        .filter_map(|rec| if let What::FaultStarted { fault } = rec.what { Some(fault) } else { None })
+        .collect();
+    assert_eq!(started, [1, 3, 4, 5], "the restart of a running node and the repeated crash did nothing");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_records() {
     let mut s = Scenario::new("determinism", 40);
     s.duration = secs(40);
     s.network.loss = 0.05;
     s.faults.push(Fault::Crash { node: 3, at: secs(10) });
     s.faults.push(Fault::Pause { node: 4, at: secs(12), duration: secs(3) });
-    let a = Sim::new(&s).keep_log(true).run(&mut |_| {});
-    let b = Sim::new(&s).keep_log(true).run(&mut |_| {});
-    assert!(!a.log.is_empty());
-    assert_eq!(a.log, b.log);
+    let a = Sim::new(&s).unwrap().keep_records(true).run(&mut |_| {});
+    let b = Sim::new(&s).unwrap().keep_records(true).run(&mut |_| {});
+    assert!(!a.records.is_empty());
+    assert_eq!(a.records, b.records);
     assert_eq!(a.log_hash, b.log_hash);
     s.seed = 2;
-    let c = Sim::new(&s).keep_log(true).run(&mut |_| {});
-    assert_ne!(a.log, c.log);
+    let c = Sim::new(&s).unwrap().keep_records(true).run(&mut |_| {});
+    assert_ne!(a.records, c.records);
+    assert_ne!(a.log_hash, c.log_hash);
 }
 
 #[test]
@@ -172,15 +257,14 @@ fn classic_swim_first_detection_takes_e_over_e_minus_1_periods() {
         s.check_liveness = false;
         // Just before a round starts (rounds start at whole seconds).
         s.faults.push(Fault::Crash { node: 7, at: Duration::from_millis(9_999) });
-        let mut config = Config::classic_lan(0x5eed);
+        let mut config = Config::classic_lan(CLUSTER);
         config.random_probe_targets = true;
         config.stagger_timers = false;
-        let r = Sim::with_config(&s, config).unwrap().keep_log(true).run(&mut |_| {});
+        let r = Sim::with_config(&s, config).unwrap().keep_records(true).run(&mut |_| {});
         let first = r
-            .log
-            .iter()
-            .filter(|l| l.contains(" suspected n7#1"))
-            .map(|l| l.split(' ').next().unwrap().parse::<f64>().unwrap())
+            .events()
+            .filter(|(_, _, e)| matches!(e, Event::Suspected { id, .. } if id.name == "n7"))
+            .map(|(at, _, _)| at)
             .fold(f64::INFINITY, f64::min);
         total += (first - 9_999.0) / 1_000.0;
     }

@@ -33,7 +33,12 @@ enum SimCommand {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ProtocolArg {
+    /// φ-monitored SWIM on memberlist's message budget (`Config::lan`).
     Phi,
+    /// φ-monitored SWIM, faster for about five times the messages
+    /// (`Config::lan_fast`).
+    PhiFast,
+    /// Classic SWIM with memberlist's LAN constants.
     Classic,
 }
 
@@ -41,6 +46,7 @@ impl From<ProtocolArg> for Protocol {
     fn from(p: ProtocolArg) -> Protocol {
         match p {
             ProtocolArg::Phi => Protocol::Phi,
+            ProtocolArg::PhiFast => Protocol::PhiFast,
             ProtocolArg::Classic => Protocol::Classic,
         }
     }
@@ -81,6 +87,11 @@ struct RunArgs {
     /// Drop datagrams from A to B: `A>B@SECS+DURATION`.
     #[arg(long, value_name = "A>B@SECS+DUR")]
     block: Vec<String>,
+    /// Degrade the whole network: every link's latency becomes BASE_MS plus
+    /// an exponential jitter of mean JITTER_MS, from SECS for DURATION:
+    /// `BASE_MS,JITTER_MS@SECS+DURATION`.
+    #[arg(long, value_name = "BASE,JITTER@SECS+DUR")]
+    degrade: Vec<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -184,20 +195,32 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
             pair.split_once('>').ok_or_else(|| UsageError(format!("--block: expected A>B@SECS+DUR, got '{c}'")))?;
         s.faults.push(Fault::Block { from: index("--block", from)?, to: index("--block", to)?, at, duration });
     }
-    s.validate().map_err(UsageError)?;
+    for c in &a.degrade {
+        let (pair, at, duration) = at_for("--degrade", c, true)?;
+        let bad = || UsageError(format!("--degrade: expected BASE_MS,JITTER_MS@SECS+DURATION, got '{c}'"));
+        let (base, jitter) = pair.split_once(',').ok_or_else(bad)?;
+        let ms = |v: &str| -> Result<f64> {
+            v.trim()
+                .parse::<f64>()
+                .map_err(|_| UsageError(format!("--degrade: '{v}' is not a number of milliseconds")).into())
+        };
+        s.faults.push(Fault::Degrade { base_ms: ms(base)?, jitter_ms: ms(jitter)?, at, duration });
+    }
+    s.validate().map_err(|e| UsageError(e.to_string()))?;
     Ok(s)
 }
 
-fn simulate(s: &Scenario, label: &str) -> Report {
+fn simulate(s: &Scenario, label: &str) -> Result<Report> {
+    let sim = Sim::new(s).map_err(|e| UsageError(e.to_string()))?;
     let pb = ProgressBar::new(100);
     pb.set_style(
         ProgressStyle::with_template("{msg:>14} [{bar:30}] {pos}% {elapsed}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     pb.set_message(label.to_string());
-    let report = Sim::new(s).run(&mut |f| pb.set_position((f * 100.0) as u64));
+    let report = sim.run(&mut |f| pb.set_position((f * 100.0) as u64));
     pb.finish_and_clear();
-    report
+    Ok(report)
 }
 
 fn ms(v: f64) -> String {
@@ -216,7 +239,7 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
         s.seed
     );
     let started = WallClock::now();
-    let r = simulate(&s, "simulating");
+    let r = simulate(&s, "simulating")?;
     eprintln!("done in {:.2} s", started.elapsed().as_secs_f64());
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&json!({"scenario": s, "report": r}))?)?;
@@ -228,22 +251,55 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
             ],
             vec![
                 "false deaths".into(),
-                format!("{} ({:.2} per member-hour)", r.false_deaths, r.false_deaths_per_member_hour),
+                format!(
+                    "{} ({:.2} per member-hour; {} outside the liveness envelope)",
+                    r.false_deaths, r.false_deaths_per_member_hour, r.false_deaths_outside_envelope
+                ),
             ],
+            vec!["accusations (suspicions started)".into(), r.totals.accusations.to_string()],
             vec!["suspicions refuted".into(), r.refuted.to_string()],
             vec!["path problems".into(), r.path_problems.to_string()],
+            vec!["probes".into(), r.totals.probes.to_string()],
             vec!["messages per member-second".into(), format!("{:.2}", r.messages_per_member_second)],
             vec!["bytes per member-second".into(), format!("{:.0}", r.bytes_per_member_second)],
+            vec![
+                "steady load (before any fault)".into(),
+                format!(
+                    "{:.2} messages, {:.0} bytes per member-second",
+                    r.steady.messages_per_member_second, r.steady.bytes_per_member_second
+                ),
+            ],
             vec!["views disagreeing at the end".into(), r.final_disagreements.to_string()],
         ];
         if let Some(c) = r.converged_ms {
             rows.push(vec!["converged at".into(), format!("{c:.0} ms")]);
         }
+        for w in &r.fault_windows {
+            for (when, st) in [("during", &w.during), ("after", &w.after)] {
+                rows.push(vec![
+                    format!("{} (fault {}), {when}", w.kind, w.fault),
+                    format!(
+                        "{:.0}–{:.0} ms: {} false suspicions, {} false deaths, {} probes, {:.2} msgs and {:.0} B per member-second",
+                        st.from_ms,
+                        st.to_ms,
+                        st.totals.false_suspicions,
+                        st.totals.false_deaths,
+                        st.totals.probes,
+                        st.messages_per_member_second,
+                        st.bytes_per_member_second
+                    ),
+                ]);
+            }
+        }
         for c in &r.crashes {
+            let extra = match (c.extra_messages_per_member, c.extra_bytes_per_member) {
+                (Some(m), Some(b)) => format!("; {m:.1} extra messages and {b:.0} extra bytes per member in 30 s"),
+                _ => String::new(),
+            };
             rows.push(vec![
-                format!("crash of node {}", c.node),
+                format!("crash of node {} at {:.0} ms", c.node, c.at_ms),
                 format!(
-                    "{} of {} survivors; first {} ms, median {} ms, last {} ms",
+                    "{} of {} survivors; first {} ms, median {} ms, last {} ms{extra}",
                     c.detected_by,
                     c.survivors,
                     ms(c.first_ms),
@@ -261,7 +317,11 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
         write!(out, "{}", format_table(&t))?;
     }
     if !r.violations.is_empty() {
-        bail!("{} checker violation(s): {}", r.violations.len(), r.violations.join("; "));
+        let shown: Vec<String> =
+            r.violations.first.iter().map(|v| format!("{:.0} ms: {}: {}", v.at_ms, v.checker, v.detail)).collect();
+        let more = r.violations.total - shown.len() as u64;
+        let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+        bail!("{} checker violation(s): {}{more}", r.violations.total, shown.join("; "));
     }
     Ok(())
 }
@@ -283,7 +343,7 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
         s.faults.push(Fault::Crash { node: n / 2, at: Duration::from_secs(30) });
         eprintln!("N = {n}: seed {} (replay with --seed {})", a.seed, a.seed);
         let started = WallClock::now();
-        let r = simulate(&s, &format!("N = {n}"));
+        let r = simulate(&s, &format!("N = {n}"))?;
         let wall = started.elapsed().as_secs_f64();
         let c = r.crashes.first().cloned();
         rows.push(vec![

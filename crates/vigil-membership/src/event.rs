@@ -1,0 +1,81 @@
+//! What the node reports to the application.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::message::NodeId;
+
+/// Something the node observed. Drain with
+/// [`Node::poll_event`](crate::Node::poll_event).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A member joined, or came back with a new generation or after death.
+    Up {
+        /// Who.
+        id: NodeId,
+        /// Where.
+        addr: SocketAddr,
+    },
+    /// A member is suspected.
+    Suspected {
+        /// Who.
+        id: NodeId,
+        /// The accuser.
+        by: NodeId,
+        /// The detector level that started it, when this node is the
+        /// accuser in φ mode (in the detector model's units: φ for the φ
+        /// models); `None` otherwise, and for a member never heard from.
+        level: Option<f64>,
+    },
+    /// A suspected member refuted the suspicion.
+    Refuted {
+        /// Who.
+        id: NodeId,
+        /// Its new incarnation.
+        incarnation: u64,
+    },
+    /// A member was declared dead.
+    Dead {
+        /// Who.
+        id: NodeId,
+        /// Who declared it.
+        by: NodeId,
+    },
+    /// A member left voluntarily.
+    Left {
+        /// Who.
+        id: NodeId,
+    },
+    /// Monitoring said a member was silent, but it answered a probe (or a
+    /// heartbeat arrived while the probe was out): its heartbeats are not
+    /// getting through, it is not dead. Also a probe of any mode that only
+    /// an indirect probe answered: the direct path is broken.
+    PathProblem {
+        /// The member.
+        id: NodeId,
+        /// Its level when probing started; `None` if it was never heard
+        /// from.
+        level: Option<f64>,
+        /// Whether only an indirect probe got an answer.
+        indirect: bool,
+    },
+    /// This node was accused and refuted it.
+    SelfRefuted {
+        /// Its new incarnation.
+        incarnation: u64,
+    },
+    /// This node's incarnation could not grow any more, so it took a new
+    /// generation (as a restart would). A runtime that persists the
+    /// generation should persist this one.
+    Renewed {
+        /// The new identity.
+        id: NodeId,
+    },
+    /// This node noticed that it had stalled (its timers ran late): it
+    /// raised its awareness and makes no accusation for a while.
+    LocalStall {
+        /// How late it was.
+        late: Duration,
+    },
+}

@@ -1,0 +1,351 @@
+//! Monitoring: whom this node watches, their detectors, and when a silent
+//! one is due for a probe.
+//!
+//! In φ mode each member heartbeats the `K` members after it on the ring, so
+//! each node watches the `K` members before it; the application may watch
+//! more. Every watched member has a detector in a `vigil_detector`
+//! [`Registry`], under one policy at the protocol's suspect level. The
+//! registry supplies the three things monitoring needs:
+//!
+//! - the exact instant the level will cross, so the node arms one timer
+//!   instead of polling;
+//! - the first-heartbeat rule: a member watched but never heard from goes
+//!   silent after the first-heartbeat timeout, so a member that crashed
+//!   before saying anything is still found out;
+//! - the local-pause guard: after this node itself stalled, no silence is
+//!   acted on until it has measured afresh.
+//!
+//! What the registry calls a suspicion is only "silent" here: it leads to a
+//! probe, and only a failed probe leads to an accusation. Lifeguard's local
+//! health raises the bar: with awareness `a`, a member is probed only once
+//! its level reaches `(1 + a) ×` the suspect level.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use vigil_detector::{
+    AnyDetector, Cause, Detector, Event as RegistryEvent, Instant, PauseGuard, Policy, Registry, RegistryConfig,
+    UnknownPeers,
+};
+
+use crate::config::{Config, ConfigError};
+use crate::members::MemberTable;
+use crate::message::MAX_MEMBERS;
+
+/// One watched member.
+#[derive(Debug, Clone)]
+struct Watch {
+    generation: u64,
+    /// Watched because the ring says so.
+    on_ring: bool,
+    /// Watched because the application asked.
+    by_app: bool,
+    /// The registry's policy fired: the member is silent.
+    silent: bool,
+    /// Silent without ever having been heard.
+    never_heard: bool,
+    /// No probe before this instant (after an answered probe).
+    quiet_until: Instant,
+    /// Probes answered in a row during this silence.
+    answered: u32,
+    /// When this member is next looked at, if it is queued.
+    check_at: Option<Instant>,
+}
+
+/// A watched member due for a probe.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Silent {
+    pub(crate) name: Arc<str>,
+    /// Its level; `None` if it was never heard from.
+    pub(crate) level: Option<f64>,
+}
+
+/// Monitoring state. See the module documentation.
+#[derive(Debug, Clone)]
+pub(crate) struct Monitor {
+    registry: Registry<Arc<str>, AnyDetector>,
+    watched: HashMap<Arc<str>, Watch>,
+    checks: BTreeSet<(Instant, Arc<str>)>,
+    suspect_level: f64,
+    observers: usize,
+    ring_version: Option<u64>,
+}
+
+impl Monitor {
+    pub(crate) fn new(config: &Config) -> Result<Monitor, ConfigError> {
+        let policy = Policy::new("probe", config.suspect_level);
+        let registry_config = RegistryConfig {
+            unknown_peers: UnknownPeers::Reject,
+            max_peers: MAX_MEMBERS,
+            first_heartbeat_timeout: Some(config.first_heartbeat_timeout),
+            // The brake doubts mass failures before destructive verdicts;
+            // here a crossing only starts a probe, and the protocol's
+            // verdicts come from failed probes and suspicion timeouts.
+            brake: None,
+            pause_guard: Some(PauseGuard {
+                max_lateness: config.local_stall.max(Duration::from_millis(1)),
+                quiet: config.probe_timeout,
+            }),
+            ..RegistryConfig::new(vec![policy])
+        };
+        let prototype = config.detector.build().map_err(ConfigError::Detector)?;
+        let registry = Registry::new(prototype, registry_config).map_err(ConfigError::Detector)?;
+        Ok(Monitor {
+            registry,
+            watched: HashMap::new(),
+            checks: BTreeSet::new(),
+            suspect_level: config.suspect_level,
+            observers: if config.mode == crate::Mode::Phi { config.observers } else { 0 },
+            ring_version: None,
+        })
+    }
+
+    /// Watches the `K` ring predecessors of `me`, if the ring changed since
+    /// the last call: new ones start their first-heartbeat clock at `now`,
+    /// former ones are dropped (unless the application watches them), and a
+    /// member with a new generation starts afresh.
+    pub(crate) fn sync(&mut self, members: &MemberTable, me: &str, now: Instant) {
+        if self.ring_version == Some(members.ring_version()) {
+            return;
+        }
+        self.ring_version = Some(members.ring_version());
+        let ring: Vec<Arc<str>> = members.predecessors(me, self.observers);
+        let former: Vec<Arc<str>> = self.watched.iter().filter(|(_, w)| w.on_ring).map(|(n, _)| n.clone()).collect();
+        for name in former {
+            if !ring.contains(&name) {
+                self.set_on_ring(&name, false, now);
+            }
+        }
+        for name in ring {
+            let generation = members.get(&name).map_or(0, |m| m.generation);
+            self.add(name, generation, now, true);
+        }
+        // Application watches follow generations too.
+        let stale: Vec<(Arc<str>, u64)> = self
+            .watched
+            .iter()
+            .filter_map(|(n, w)| {
+                members.get(n).filter(|m| m.generation != w.generation).map(|m| (n.clone(), m.generation))
+            })
+            .collect();
+        for (name, generation) in stale {
+            self.add(name, generation, now, false);
+        }
+    }
+
+    /// Starts watching `name` for the application.
+    pub(crate) fn watch(&mut self, name: Arc<str>, generation: u64, now: Instant) {
+        self.add(name, generation, now, false);
+    }
+
+    /// Stops the application's watch of `name` (the ring's, if any, stays).
+    pub(crate) fn unwatch(&mut self, name: &str, now: Instant) {
+        let Some(w) = self.watched.get_mut(name) else { return };
+        w.by_app = false;
+        if !w.on_ring {
+            self.drop_watch(name, now);
+        }
+    }
+
+    fn add(&mut self, name: Arc<str>, generation: u64, now: Instant, on_ring: bool) {
+        match self.watched.get_mut(&name) {
+            Some(w) if w.generation == generation => {
+                if on_ring {
+                    w.on_ring = true;
+                } else {
+                    w.by_app = true;
+                }
+            }
+            Some(w) => {
+                // A new process under the same name: forget the old one's
+                // history.
+                w.generation = generation;
+                w.silent = false;
+                w.never_heard = false;
+                w.on_ring |= on_ring;
+                w.by_app |= !on_ring;
+                if let Some(at) = w.check_at.take() {
+                    self.checks.remove(&(at, name.clone()));
+                }
+                self.registry.reset(&name, now);
+            }
+            None => {
+                if self.registry.register(name.clone(), now).is_err() {
+                    return;
+                }
+                let w = Watch {
+                    generation,
+                    on_ring,
+                    by_app: !on_ring,
+                    silent: false,
+                    never_heard: false,
+                    quiet_until: Instant::ZERO,
+                    answered: 0,
+                    check_at: None,
+                };
+                self.watched.insert(name, w);
+            }
+        }
+    }
+
+    fn set_on_ring(&mut self, name: &str, on_ring: bool, now: Instant) {
+        let Some(w) = self.watched.get_mut(name) else { return };
+        w.on_ring = on_ring;
+        if !w.on_ring && !w.by_app {
+            self.drop_watch(name, now);
+        }
+    }
+
+    fn drop_watch(&mut self, name: &str, now: Instant) {
+        if let Some((key, w)) = self.watched.remove_entry(name) {
+            if let Some(at) = w.check_at {
+                self.checks.remove(&(at, key));
+            }
+            self.registry.remove(&Arc::from(name), now);
+        }
+    }
+
+    /// A heartbeat from `name` of `generation`. Returns whether it was taken.
+    pub(crate) fn heartbeat(&mut self, name: &str, generation: u64, now: Instant) -> bool {
+        let Some((key, w)) = self.watched.get_key_value(name) else { return false };
+        if w.generation != generation {
+            return false;
+        }
+        let key = key.clone();
+        self.registry.heartbeat(key, now).is_ok()
+    }
+
+    /// When `name`'s last heartbeat arrived.
+    pub(crate) fn last_heartbeat(&self, name: &str) -> Option<Instant> {
+        self.registry.detector(&Arc::from(name))?.last_heartbeat()
+    }
+
+    /// Takes the decisions due by `now` and returns the silent members due
+    /// for a probe. `multiplier` is `1 + awareness`.
+    pub(crate) fn poll(&mut self, now: Instant, multiplier: u32) -> Vec<Silent> {
+        for event in self.registry.poll(now) {
+            match event {
+                RegistryEvent::Suspected { peer, at, cause, .. } => {
+                    if let Some(w) = self.watched.get_mut(&peer) {
+                        w.silent = true;
+                        w.never_heard = matches!(cause, Cause::NeverHeard { .. });
+                    }
+                    self.check(&peer, at);
+                }
+                RegistryEvent::Recovered { peer, .. } => {
+                    if let Some(w) = self.watched.get_mut(&peer) {
+                        w.silent = false;
+                        w.never_heard = false;
+                        w.answered = 0;
+                        if let Some(at) = w.check_at.take() {
+                            self.checks.remove(&(at, peer));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let quiet = self.registry.quiet_until();
+        let required = self.suspect_level * f64::from(multiplier);
+        let mut out = Vec::new();
+        while let Some((at, name)) = self.checks.first().cloned() {
+            if at > now {
+                break;
+            }
+            self.checks.pop_first();
+            let Some(w) = self.watched.get_mut(&name) else { continue };
+            w.check_at = None;
+            if !w.silent {
+                continue;
+            }
+            let wait = w.quiet_until.max(quiet);
+            if now < wait {
+                self.check(&name, wait);
+                continue;
+            }
+            if w.never_heard {
+                out.push(Silent { name, level: None });
+                continue;
+            }
+            let level = self.registry.level(&name, now).unwrap_or(0.0);
+            if level >= required {
+                out.push(Silent { name, level: Some(level) });
+            } else if let Some(at) = self.registry.detector(&name).and_then(|d| d.crossing(required)) {
+                // Local health raised the bar: look again when it is reached.
+                self.check(&name, at.max(now));
+            }
+        }
+        out
+    }
+
+    /// Looks at `name` again at `at` if it is still silent then (after a
+    /// probe that was answered, or one this node chose not to start).
+    pub(crate) fn recheck(&mut self, name: &str, at: Instant) {
+        if let Some(w) = self.watched.get_mut(name) {
+            w.quiet_until = w.quiet_until.max(at);
+        }
+        self.check(name, at);
+    }
+
+    /// A silent `name` answered a probe: its heartbeats are not getting
+    /// through. Looked at again after `base`, doubled for each answer in a
+    /// row during the same silence (up to 64 times), so a lasting path
+    /// problem costs little.
+    pub(crate) fn answered(&mut self, name: &str, now: Instant, base: Duration) {
+        let Some(w) = self.watched.get_mut(name) else { return };
+        let wait = base.saturating_mul(1 << w.answered.min(6));
+        w.answered = w.answered.saturating_add(1);
+        self.recheck(name, now.saturating_add(wait));
+    }
+
+    /// Queues a look at `name` at `at`, unless one is queued earlier.
+    fn check(&mut self, name: &str, at: Instant) {
+        let Some((key, w)) = self.watched.get_key_value(name) else { return };
+        if w.check_at.is_some_and(|c| c <= at) {
+            return;
+        }
+        let key = key.clone();
+        if let Some(w) = self.watched.get_mut(name)
+            && let Some(old) = w.check_at.replace(at)
+        {
+            self.checks.remove(&(old, key.clone()));
+        }
+        self.checks.insert((at, key));
+    }
+
+    /// This node stalled for `late`: no silence is acted on for as long
+    /// again (at least a probe timeout).
+    pub(crate) fn note_stall(&mut self, now: Instant, late: Duration) {
+        self.registry.note_local_pause(now, late);
+    }
+
+    /// The end of the quiet period after this node's last stall.
+    pub(crate) fn quiet_until(&self) -> Instant {
+        self.registry.quiet_until()
+    }
+
+    /// When [`Monitor::poll`] next has something to do.
+    pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
+        let check = self.checks.first().map(|(at, _)| *at);
+        match (self.registry.next_deadline(), check) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The members watched.
+    pub(crate) fn watched(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.watched.keys()
+    }
+
+    /// `name`'s level at `now`, if it is watched.
+    pub(crate) fn level(&self, name: &str, now: Instant) -> Option<f64> {
+        self.registry.level(&Arc::from(name), now)
+    }
+
+    /// When `name`'s level will reach the suspect level if nothing arrives.
+    pub(crate) fn crossing(&self, name: &str) -> Option<Instant> {
+        self.registry.detector(&Arc::from(name))?.crossing(self.suspect_level)
+    }
+}

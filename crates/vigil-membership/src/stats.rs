@@ -1,0 +1,105 @@
+//! The node's counters, as data.
+
+use std::ops::{Index, IndexMut};
+
+use crate::message::MessageKind;
+
+/// A count per message kind.
+///
+/// ```
+/// use vigil_membership::{KindCounts, MessageKind};
+///
+/// let mut sent = KindCounts::default();
+/// sent[MessageKind::Heartbeat] += 2;
+/// sent[MessageKind::Ack] += 1;
+/// assert_eq!(sent.total(), 3);
+/// assert_eq!(sent.iter().find(|(k, _)| *k == MessageKind::Heartbeat), Some((MessageKind::Heartbeat, 2)));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KindCounts([u64; MessageKind::COUNT]);
+
+impl KindCounts {
+    /// The sum over kinds.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// Each kind with its count, in [`MessageKind::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (MessageKind, u64)> + '_ {
+        MessageKind::ALL.into_iter().map(|k| (k, self[k]))
+    }
+}
+
+impl Index<MessageKind> for KindCounts {
+    type Output = u64;
+    fn index(&self, kind: MessageKind) -> &u64 {
+        &self.0[kind.index()]
+    }
+}
+
+impl IndexMut<MessageKind> for KindCounts {
+    fn index_mut(&mut self, kind: MessageKind) -> &mut u64 {
+        &mut self.0[kind.index()]
+    }
+}
+
+/// Counters of one node. Every input that was dropped, and everything the
+/// node could not do, is counted here: nothing is lost silently.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Messages sent, by kind.
+    pub sent: KindCounts,
+    /// Messages received and accepted, by kind.
+    pub received: KindCounts,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Bytes received (accepted messages).
+    pub bytes_received: u64,
+    /// Malformed input dropped (including input over the size limit).
+    pub rejected_malformed: u64,
+    /// Packets of another cluster dropped.
+    pub rejected_cluster: u64,
+    /// Packets claiming to be from this node dropped.
+    pub rejected_self: u64,
+    /// Messages on the wrong transport dropped.
+    pub rejected_transport: u64,
+    /// Probes started (by monitoring or classic rounds).
+    pub probes: u64,
+    /// Indirect probe requests sent.
+    pub indirect_probes: u64,
+    /// Indirect probe requests this node could not relay (too many in
+    /// flight).
+    pub relays_refused: u64,
+    /// Silent members that answered a probe, or sent a heartbeat while it
+    /// was out (path problems).
+    pub path_problems: u64,
+    /// Suspicions this node started.
+    pub suspicions_started: u64,
+    /// Deaths this node declared.
+    pub deaths_declared: u64,
+    /// Times this node refuted an accusation about itself.
+    pub self_refutations: u64,
+    /// Times this node took a new generation because its incarnation could
+    /// not grow any more.
+    pub generation_renewals: u64,
+    /// Suspicions of others this node saw refuted.
+    pub refutations_seen: u64,
+    /// Late timers (local stalls) noticed.
+    pub local_stalls: u64,
+    /// Calls with a time earlier than a previous call's (taken as the
+    /// latest time seen).
+    pub time_backwards: u64,
+    /// Rumours dropped because they were stale.
+    pub stale_updates: u64,
+    /// Rumours about new members ignored because the member table was full.
+    pub members_full: u64,
+    /// Packets that could not be encoded (and were not sent).
+    pub encode_failures: u64,
+    /// Packets not queued because the transmit queue was full.
+    pub transmit_overflows: u64,
+    /// Events not queued because the event queue was full.
+    pub event_overflows: u64,
+    /// Rumours dropped from a full broadcast queue.
+    pub broadcast_overflows: u64,
+}

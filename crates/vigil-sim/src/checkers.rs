@@ -1,0 +1,99 @@
+//! The invariants a run is held to, one named function each, and a bounded
+//! list of their violations.
+//!
+//! - [`EPOCHS_NEVER_DECREASE`]: a node's (generation, incarnation) only
+//!   grows;
+//! - [`NO_FALSE_DEATH_INSIDE_ENVELOPE`]: nobody declares dead a node that
+//!   runs, is reachable and was not disturbed lately (the scenario's
+//!   [`Envelope`](crate::Envelope));
+//! - [`EVERY_CRASH_DETECTED_WITHIN_BOUND`]: every survivor declares every
+//!   crash within the scenario's detection bound.
+
+use serde::Serialize;
+
+/// The checker name of [`epoch_never_decreases`].
+pub const EPOCHS_NEVER_DECREASE: &str = "epochs never decrease";
+/// The checker name of [`no_false_death_inside_envelope`].
+pub const NO_FALSE_DEATH_INSIDE_ENVELOPE: &str = "no false death inside the envelope";
+/// The checker name of [`every_crash_detected_within_bound`].
+pub const EVERY_CRASH_DETECTED_WITHIN_BOUND: &str = "every crash detected within the bound";
+
+/// A violated invariant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Violation {
+    /// When, ms since the start.
+    pub at_ms: f64,
+    /// Which checker.
+    pub checker: &'static str,
+    /// What happened.
+    pub detail: String,
+}
+
+/// Violations kept in full; beyond these only the count grows.
+pub const MAX_KEPT: usize = 20;
+
+/// The violations of a run: the first [`MAX_KEPT`] in full, and the count
+/// of all.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Violations {
+    /// The first ones.
+    pub first: Vec<Violation>,
+    /// How many in all.
+    pub total: u64,
+}
+
+impl Violations {
+    pub(crate) fn add(&mut self, at_ms: f64, checker: &'static str, detail: Option<String>) {
+        let Some(detail) = detail else { return };
+        self.total += 1;
+        if self.first.len() < MAX_KEPT {
+            self.first.push(Violation { at_ms, checker, detail });
+        }
+    }
+
+    /// Whether every invariant held.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+}
+
+/// A node's epoch went from `before` to `after`: a violation if it fell.
+pub fn epoch_never_decreases(node: &str, before: (u64, u64), after: (u64, u64)) -> Option<String> {
+    (after < before).then(|| format!("{node}: (generation, incarnation) fell from {before:?} to {after:?}"))
+}
+
+/// `declarer` declared `victim` dead; `inside` says whether the victim was
+/// inside the liveness envelope.
+pub fn no_false_death_inside_envelope(declarer: &str, victim: &str, inside: bool) -> Option<String> {
+    inside.then(|| format!("{declarer} declared {victim} dead, but it runs, is reachable and was not disturbed"))
+}
+
+/// A crash of `node` had `survivors`, of which `in_time` declared it dead
+/// within `bound_ms`.
+pub fn every_crash_detected_within_bound(
+    node: &str,
+    survivors: usize,
+    in_time: usize,
+    bound_ms: f64,
+) -> Option<String> {
+    (in_time < survivors)
+        .then(|| format!("crash of {node}: {in_time} of {survivors} survivors declared it dead within {bound_ms} ms"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn violations_are_bounded_but_counted() {
+        let mut v = Violations::default();
+        for i in 0..1000 {
+            v.add(i as f64, EPOCHS_NEVER_DECREASE, epoch_never_decreases("n1", (1, 5), (1, 4)));
+            v.add(i as f64, EPOCHS_NEVER_DECREASE, epoch_never_decreases("n1", (1, 5), (2, 0)));
+        }
+        assert_eq!((v.total, v.first.len()), (1000, MAX_KEPT));
+        assert!(v.first[0].detail.contains("fell from (1, 5) to (1, 4)"));
+        assert!(every_crash_detected_within_bound("n3", 9, 9, 1.0).is_none());
+        assert!(no_false_death_inside_envelope("a", "b", false).is_none());
+    }
+}

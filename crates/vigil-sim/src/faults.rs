@@ -1,0 +1,117 @@
+//! Faults, applied to the simulated machines and network when they start
+//! and undone when they end.
+
+use vigil_membership::{Node, NodeId};
+
+use crate::record::What;
+use crate::scenario::Fault;
+use crate::sim::{Job, Sim, addr_of};
+
+impl Sim {
+    pub(crate) fn fault_start(&mut self, k: usize) {
+        let f = self.scenario.faults[k].clone();
+        let now = self.now;
+        let end = f.duration().map(|d| now.saturating_add(d));
+        let mut applied = true;
+        match f {
+            Fault::Crash { node, .. } => {
+                let sn = &mut self.nodes[node];
+                match sn.node.take() {
+                    Some(_) => {
+                        sn.inbox.clear();
+                        sn.paused_until = None;
+                        let generation = sn.generation;
+                        self.note_crash(node, generation);
+                    }
+                    None => applied = false,
+                }
+            }
+            Fault::Restart { node, .. } => {
+                if self.nodes[node].node.is_some() {
+                    applied = false;
+                } else {
+                    let generation = self.nodes[node].generation + 1;
+                    let id = NodeId::new(self.nodes[node].name.clone(), generation);
+                    let seed = rand::RngExt::random::<u64>(&mut self.rng);
+                    match Node::new(id, self.nodes[node].addr, self.config.clone(), seed, now) {
+                        Ok(mut fresh) => {
+                            let seed_node = if node == 0 { 1 } else { 0 };
+                            fresh.join(now, &[addr_of(seed_node)]);
+                            let sn = &mut self.nodes[node];
+                            sn.node = Some(fresh);
+                            sn.generation = generation;
+                            sn.epoch = (generation, 0);
+                            sn.seen = (0, 0);
+                            self.note_restart(node);
+                            self.flush(node);
+                            self.schedule_wake(node);
+                        }
+                        // The configuration was validated when the
+                        // simulator was built.
+                        Err(_) => applied = false,
+                    }
+                }
+            }
+            Fault::Pause { node, .. } => {
+                if self.nodes[node].node.is_some() {
+                    self.nodes[node].paused_until = end;
+                } else {
+                    applied = false;
+                }
+            }
+            Fault::Slow { node, delay, .. } => self.nodes[node].slow = delay,
+            Fault::Block { from, to, .. } => self.links.block(from, to),
+            Fault::Partition { split, .. } => self.links.partition(split),
+            Fault::Loss { p, .. } => self.links.add_loss(p),
+            Fault::Degrade { base_ms, jitter_ms, .. } => self.links.degrade(base_ms, jitter_ms),
+        }
+        if applied {
+            self.record(What::FaultStarted { fault: k });
+            if let Some(end) = end {
+                self.push(end, Job::FaultEnd(k));
+            }
+        }
+    }
+
+    pub(crate) fn fault_end(&mut self, k: usize) {
+        let f = self.scenario.faults[k].clone();
+        let grace = self.scenario.envelope.grace;
+        let until = self.now.saturating_add(grace);
+        self.record(What::FaultEnded { fault: k });
+        match f {
+            Fault::Pause { node, .. } => {
+                self.nodes[node].paused_until = None;
+                self.nodes[node].disturbed_until = until;
+                let inbox = std::mem::take(&mut self.nodes[node].inbox);
+                for (from, bytes, stream) in inbox {
+                    self.deliver(node, from, &bytes, stream);
+                }
+                self.wake(node);
+            }
+            Fault::Slow { node, .. } => {
+                self.nodes[node].slow = std::time::Duration::ZERO;
+                self.nodes[node].disturbed_until = until;
+            }
+            Fault::Block { from, to, .. } => {
+                self.links.unblock(from, to);
+                self.nodes[from].disturbed_until = until;
+                self.nodes[to].disturbed_until = until;
+            }
+            Fault::Partition { split, .. } => {
+                self.links.heal(split);
+                self.network_disturbed_until = until;
+            }
+            Fault::Loss { p, .. } => {
+                self.links.remove_loss(p);
+                if p > self.scenario.envelope.max_loss {
+                    self.network_disturbed_until = until;
+                }
+            }
+            Fault::Degrade { base_ms, jitter_ms, .. } => {
+                self.links.restore(base_ms, jitter_ms);
+                self.network_disturbed_until = until;
+            }
+            Fault::Crash { .. } | Fault::Restart { .. } => {}
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! The modelled network: latency per directed link, loss, blocks,
+//! partitions and degradations, as they stand at the current virtual time.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+
+use crate::scenario::Network;
+
+/// A uniform number in [0, 1) fixed for the directed link `a → b` and the
+/// seed (SplitMix64 of the three).
+fn link_uniform(seed: u64, a: usize, b: usize) -> f64 {
+    let mut z = seed ^ (a as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (b as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Attempts to deliver a stream message over a lossy link.
+pub(crate) const STREAM_ATTEMPTS: u32 = 5;
+
+/// The network's state.
+#[derive(Debug, Clone)]
+pub(crate) struct Links {
+    seed: u64,
+    base: Network,
+    /// Directed links blocked, with how many faults block each.
+    blocked: BTreeMap<(usize, usize), u32>,
+    /// Active partitions, by split point.
+    partitions: Vec<usize>,
+    /// Extra loss probabilities of active loss faults.
+    extra_loss: Vec<f64>,
+    /// Active degradations (base, jitter in ms); the latest one applies.
+    degrades: Vec<(f64, f64)>,
+}
+
+impl Links {
+    pub(crate) fn new(seed: u64, base: Network) -> Links {
+        Links {
+            seed,
+            base,
+            blocked: BTreeMap::new(),
+            partitions: Vec::new(),
+            extra_loss: Vec::new(),
+            degrades: Vec::new(),
+        }
+    }
+
+    /// Whether datagrams from `a` reach `b` right now (partitions and
+    /// blocks).
+    pub(crate) fn connected(&self, a: usize, b: usize) -> bool {
+        if self.blocked.get(&(a, b)).is_some_and(|c| *c > 0) {
+            return false;
+        }
+        self.partitions.iter().all(|&split| (a < split) == (b < split))
+    }
+
+    /// The probability that a datagram is lost, all causes together.
+    pub(crate) fn loss(&self) -> f64 {
+        let mut keep = 1.0 - self.base.loss;
+        for p in &self.extra_loss {
+            keep *= 1.0 - p;
+        }
+        1.0 - keep
+    }
+
+    /// Whether the network is degraded, partitioned, or loses more than
+    /// `max_loss`.
+    pub(crate) fn disturbed(&self, max_loss: f64) -> bool {
+        !self.degrades.is_empty() || !self.partitions.is_empty() || self.loss() > max_loss
+    }
+
+    /// Whether any block touches node `i`.
+    pub(crate) fn blocks(&self, i: usize) -> bool {
+        self.blocked.iter().any(|(&(a, b), c)| *c > 0 && (a == i || b == i))
+    }
+
+    /// What happens to a message from `a` to `b` sent now: `None` if it is
+    /// lost, else its latency. A datagram is lost with the network's loss
+    /// probability. A stream message is retransmitted, TCP-like: each of up
+    /// to [`STREAM_ATTEMPTS`] attempts is lost with that probability, and
+    /// each lost one adds a retransmission timeout that doubles from
+    /// 200 ms; it is lost only if every attempt is. Neither crosses a
+    /// partition or a block.
+    pub(crate) fn send(&self, a: usize, b: usize, stream: bool, rng: &mut ChaCha8Rng) -> Option<Duration> {
+        if !self.connected(a, b) {
+            return None;
+        }
+        let loss = self.loss();
+        let mut retransmission = 0.0;
+        if stream {
+            let mut rto = 200.0;
+            let mut attempt = 1;
+            while loss > 0.0 && rng.random::<f64>() < loss {
+                if attempt == STREAM_ATTEMPTS {
+                    return None;
+                }
+                retransmission += rto;
+                rto *= 2.0;
+                attempt += 1;
+            }
+        } else if loss > 0.0 && rng.random::<f64>() < loss {
+            return None;
+        }
+        let exp = |mean: f64, rng: &mut ChaCha8Rng| {
+            if mean > 0.0 { -mean * (1.0 - rng.random::<f64>()).ln() } else { 0.0 }
+        };
+        let ms = match self.degrades.last() {
+            Some(&(base, jitter)) => base + exp(jitter, rng),
+            None => {
+                let factor = 1.0 + self.base.link_spread * (2.0 * link_uniform(self.seed, a, b) - 1.0);
+                (self.base.base_ms + exp(self.base.jitter_ms, rng)) * factor
+            }
+        };
+        // Validation bounds latencies by a day; the tail of the exponential
+        // is bounded by the draw's precision (about 37 means).
+        Some(Duration::try_from_secs_f64((ms + retransmission) / 1e3).unwrap_or(Duration::from_secs(86_400)))
+    }
+
+    pub(crate) fn block(&mut self, from: usize, to: usize) {
+        *self.blocked.entry((from, to)).or_default() += 1;
+    }
+
+    pub(crate) fn unblock(&mut self, from: usize, to: usize) {
+        if let Some(c) = self.blocked.get_mut(&(from, to)) {
+            *c = c.saturating_sub(1);
+        }
+    }
+
+    pub(crate) fn partition(&mut self, split: usize) {
+        self.partitions.push(split);
+    }
+
+    pub(crate) fn heal(&mut self, split: usize) {
+        if let Some(pos) = self.partitions.iter().position(|&s| s == split) {
+            self.partitions.remove(pos);
+        }
+    }
+
+    pub(crate) fn add_loss(&mut self, p: f64) {
+        self.extra_loss.push(p);
+    }
+
+    pub(crate) fn remove_loss(&mut self, p: f64) {
+        if let Some(pos) = self.extra_loss.iter().position(|&x| x == p) {
+            self.extra_loss.remove(pos);
+        }
+    }
+
+    pub(crate) fn degrade(&mut self, base_ms: f64, jitter_ms: f64) {
+        self.degrades.push((base_ms, jitter_ms));
+    }
+
+    pub(crate) fn restore(&mut self, base_ms: f64, jitter_ms: f64) {
+        if let Some(pos) = self.degrades.iter().position(|&d| d == (base_ms, jitter_ms)) {
+            self.degrades.remove(pos);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    #[test]
+    fn a_degraded_network_has_the_stated_mean_latency() {
+        let mut links = Links::new(1, Network::default());
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        links.degrade(300.0, 150.0);
+        let n = 20_000;
+        let mean: f64 =
+            (0..n).map(|_| links.send(0, 1, false, &mut rng).unwrap().as_secs_f64() * 1e3).sum::<f64>() / n as f64;
+        // Exp(150) has σ 150 ms; the mean of 20,000 has σ 1.06 ms: 5 σ.
+        assert!((mean - 450.0).abs() < 5.3, "{mean}");
+        links.restore(300.0, 150.0);
+        assert!(links.send(0, 1, false, &mut rng).unwrap() < Duration::from_millis(50));
+    }
+
+    #[test]
+    fn streams_are_retransmitted_and_lost_only_when_every_attempt_is() {
+        let mut links = Links::new(1, Network::default());
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        links.add_loss(1.0);
+        assert!((0..100).all(|_| links.send(0, 1, true, &mut rng).is_none()));
+        links.remove_loss(1.0);
+        links.add_loss(0.5);
+        let n = 20_000;
+        let delivered = (0..n).filter_map(|_| links.send(0, 1, true, &mut rng)).collect::<Vec<_>>();
+        // Lost with probability 0.5⁵ = 1/32: 625 of 20,000, σ 24.6.
+        let lost = n - delivered.len();
+        assert!((lost as f64 - 625.0).abs() < 5.0 * 24.6, "{lost}");
+        // Half arrive at the first attempt, a quarter 200 ms later.
+        let late = delivered.iter().filter(|d| **d >= Duration::from_millis(200)).count();
+        assert!((late as f64 / delivered.len() as f64 - 0.4839).abs() < 0.02, "{late}");
+    }
+
+    #[test]
+    fn blocks_and_partitions_stop_datagrams_and_streams() {
+        let mut links = Links::new(1, Network::default());
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        links.block(0, 1);
+        assert!(links.send(0, 1, true, &mut rng).is_none());
+        assert!(links.send(1, 0, false, &mut rng).is_some());
+        links.unblock(0, 1);
+        links.partition(2);
+        assert!(links.send(1, 2, true, &mut rng).is_none());
+        assert!(links.send(0, 1, true, &mut rng).is_some());
+        assert!(links.disturbed(0.1));
+        links.heal(2);
+        links.add_loss(0.2);
+        assert!((links.loss() - 0.2).abs() < 1e-12 && links.disturbed(0.1) && !links.disturbed(0.2));
+    }
+}

@@ -1,0 +1,185 @@
+//! What a run measured.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::checkers::Violations;
+use crate::record::Record;
+
+/// Running totals over the whole cluster, crashed nodes included. The
+/// simulator takes snapshots of them at the instants a report needs
+/// (fault boundaries, around crashes), so any window's figures are a
+/// difference of two snapshots.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Totals {
+    /// Datagrams and stream messages sent.
+    pub messages: u64,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// Datagrams sent (stream messages are push-pull exchanges).
+    pub datagrams: u64,
+    /// Bytes of those datagrams.
+    pub datagram_bytes: u64,
+    /// Probes started.
+    pub probes: u64,
+    /// Suspicions started (accusations, each counted once, by its accuser).
+    pub accusations: u64,
+    /// Suspected events about members that had not crashed, at every node.
+    pub false_suspicions: u64,
+    /// Dead events about members that had not crashed, at every node.
+    pub false_deaths: u64,
+}
+
+impl Totals {
+    /// `self − earlier`, field by field.
+    pub fn since(&self, earlier: &Totals) -> Totals {
+        Totals {
+            messages: self.messages.saturating_sub(earlier.messages),
+            bytes: self.bytes.saturating_sub(earlier.bytes),
+            datagrams: self.datagrams.saturating_sub(earlier.datagrams),
+            datagram_bytes: self.datagram_bytes.saturating_sub(earlier.datagram_bytes),
+            probes: self.probes.saturating_sub(earlier.probes),
+            accusations: self.accusations.saturating_sub(earlier.accusations),
+            false_suspicions: self.false_suspicions.saturating_sub(earlier.false_suspicions),
+            false_deaths: self.false_deaths.saturating_sub(earlier.false_deaths),
+        }
+    }
+}
+
+/// Figures over one stretch of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stretch {
+    /// Start, ms since the start of the run.
+    pub from_ms: f64,
+    /// End, ms since the start of the run.
+    pub to_ms: f64,
+    /// What happened in it.
+    pub totals: Totals,
+    /// Messages per member-second (members running at its start).
+    pub messages_per_member_second: f64,
+    /// Bytes per member-second.
+    pub bytes_per_member_second: f64,
+    /// Datagrams per member-second.
+    pub datagrams_per_member_second: f64,
+    /// Datagram bytes per member-second.
+    pub datagram_bytes_per_member_second: f64,
+}
+
+/// A fault with a duration: figures while it lasted and after it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FaultWindow {
+    /// Index into the scenario's faults.
+    pub fault: usize,
+    /// Its kind.
+    pub kind: &'static str,
+    /// While it lasted.
+    pub during: Stretch,
+    /// From its end to the end of the run (empty if it outlasted the run).
+    pub after: Stretch,
+}
+
+/// How one crash was detected, and what it cost.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CrashReport {
+    /// The crashed node.
+    pub node: usize,
+    /// Its generation when it crashed.
+    pub generation: u64,
+    /// When, ms since the start.
+    pub at_ms: f64,
+    /// Nodes that ran from the crash until the detection bound (or the end
+    /// of the run).
+    pub survivors: usize,
+    /// Survivors that declared it dead.
+    pub detected_by: usize,
+    /// First declaration, ms after the crash (NaN if none).
+    pub first_ms: f64,
+    /// Median over the survivors that declared it, ms after the crash.
+    pub median_ms: f64,
+    /// Last survivor (full dissemination), ms after the crash.
+    pub max_ms: f64,
+    /// Datagrams each running member sent in the 30 s after the crash
+    /// beyond its steady rate (measured over the 30 s before), as
+    /// memberlist's "extra packets per member" are measured; `None` when
+    /// there is no time before the crash to measure the steady rate on. The
+    /// periodic push-pull exchanges (stream messages) are left out: they do
+    /// not depend on the crash.
+    pub extra_messages_per_member: Option<f64>,
+    /// The same in bytes.
+    pub extra_bytes_per_member: Option<f64>,
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Scenario name.
+    pub scenario: String,
+    /// Nodes.
+    pub nodes: usize,
+    /// Seed.
+    pub seed: u64,
+    /// Virtual seconds simulated.
+    pub virtual_secs: f64,
+    /// Per crash, in the order they happened.
+    pub crashes: Vec<CrashReport>,
+    /// Over the whole run.
+    pub totals: Totals,
+    /// Suspected events about members that had not crashed (each node that
+    /// hears of a suspicion counts it).
+    pub false_suspicions: u64,
+    /// Dead events about members that had not crashed (counted once per
+    /// declaring node).
+    pub false_deaths: u64,
+    /// Of those, deaths declared while the victim was outside the liveness
+    /// envelope (a partition, heavy loss, a pause): expected, not
+    /// violations.
+    pub false_deaths_outside_envelope: u64,
+    /// False deaths by the member declared dead.
+    pub false_deaths_of: BTreeMap<String, u64>,
+    /// Suspicions refuted.
+    pub refuted: u64,
+    /// Path problems reported (a silent member answered a probe).
+    pub path_problems: u64,
+    /// False suspicions per member-hour.
+    pub false_suspicions_per_member_hour: f64,
+    /// False deaths per member-hour.
+    pub false_deaths_per_member_hour: f64,
+    /// Datagrams and stream messages sent per member per second.
+    pub messages_per_member_second: f64,
+    /// Bytes sent per member per second.
+    pub bytes_per_member_second: f64,
+    /// Messages sent, by kind.
+    pub messages_by_kind: BTreeMap<&'static str, u64>,
+    /// The run before its first fault (or all of it without faults): the
+    /// steady load.
+    pub steady: Stretch,
+    /// Per fault with a duration.
+    pub fault_windows: Vec<FaultWindow>,
+    /// Checker violations (empty when everything held).
+    pub violations: Violations,
+    /// When every live node first saw every other live node alive, ms after
+    /// the start (only with `converge_after`).
+    pub converged_ms: Option<f64>,
+    /// Pairs (observer, member) of live nodes where the observer does not
+    /// see the member alive, at the end of the run.
+    pub final_disagreements: u64,
+    /// A hash of the run's records (equal for equal seeds).
+    pub log_hash: u64,
+    /// The records, in time order, when kept ([`crate::Sim::keep_records`]).
+    #[serde(skip)]
+    pub records: Vec<Record>,
+}
+
+impl Report {
+    /// Membership events of the run, with the node that reported each (only
+    /// when records were kept).
+    pub fn events(&self) -> impl Iterator<Item = (f64, usize, &vigil_membership::Event)> {
+        self.records.iter().filter_map(|r| r.event().map(|(node, e)| (r.at_ms(), node, e)))
+    }
+}
+
+/// The median of sorted values (the lower middle), NaN if empty.
+pub(crate) fn median(sorted: &[f64]) -> f64 {
+    if sorted.is_empty() { f64::NAN } else { sorted[(sorted.len() - 1) / 2] }
+}
