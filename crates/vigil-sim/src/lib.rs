@@ -33,6 +33,7 @@
 
 pub mod checkers;
 mod faults;
+pub mod frontier;
 mod network;
 mod record;
 mod report;

@@ -99,6 +99,10 @@ pub struct CrashReport {
     pub median_ms: f64,
     /// Last survivor (full dissemination), ms after the crash.
     pub max_ms: f64,
+    /// Every survivor's detection time, ms after the crash, in order (not
+    /// serialised: a report of a large cluster would hold thousands).
+    #[serde(skip)]
+    pub detection_times_ms: Vec<f64>,
     /// Datagrams each running member sent in the 30 s after the crash
     /// beyond its steady rate (measured over the 30 s before), as
     /// memberlist's "extra packets per member" are measured; `None` when

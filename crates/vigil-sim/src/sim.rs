@@ -607,6 +607,7 @@ impl Sim {
             first_ms: times.first().copied().unwrap_or(f64::NAN),
             median_ms: median(&times),
             max_ms: times.last().copied().unwrap_or(f64::NAN),
+            detection_times_ms: times.clone(),
             extra_messages_per_member: extra(post.totals.datagrams, base.datagrams_per_member_second),
             extra_bytes_per_member: extra(post.totals.datagram_bytes, base.datagram_bytes_per_member_second),
         };

@@ -25,11 +25,20 @@ fn run_kept(s: &Scenario) -> Report {
 }
 
 fn print(s: &Scenario, r: &Report) {
+    let crashes: Vec<String> = r
+        .crashes
+        .iter()
+        .map(|c| {
+            format!(
+                "n{} at {:.0} ms: {}/{} survivors, first {:.0} ms, median {:.0} ms, last {:.0} ms",
+                c.node, c.at_ms, c.detected_by, c.survivors, c.first_ms, c.median_ms, c.max_ms
+            )
+        })
+        .collect();
     println!(
-        "{} ({:?}): crashes {:?}; false suspicions {}, false deaths {} ({} outside the envelope), accusations {}, refuted {}, path problems {}, {:.2} msgs and {:.0} B per member-second, converged {:?} ms",
+        "{} ({:?}): crashes {crashes:?}; false suspicions {}, false deaths {} ({} outside the envelope), accusations {}, refuted {}, path problems {}, {:.2} msgs and {:.0} B per member-second, converged {:?} ms",
         s.name,
         s.protocol,
-        r.crashes,
         r.false_suspicions,
         r.false_deaths,
         r.false_deaths_outside_envelope,
@@ -293,4 +302,46 @@ fn a_death_reaches_everyone_within_the_retransmit_bound() {
     let retransmits = f64::from(config.retransmit_mult) * ((N as f64 + 1.0).log10().ceil());
     let bound_ms = retransmits * config.gossip_interval.as_secs_f64() * 1e3;
     assert!(c.max_ms - c.first_ms <= bound_ms, "{} ms spread against {bound_ms} ms", c.max_ms - c.first_ms);
+}
+
+/// Monitoring goes through `vigil_detector`: any model the lab can
+/// recommend runs in the protocol, with its own suspect level. Each finds a
+/// crash, and none kills a healthy member under 5 % loss.
+#[test]
+fn any_detector_model_runs_in_the_protocol() {
+    use vigil_detector::{ChenConfig, ExponentialConfig, FixedConfig, ModelConfig, NormalConfig};
+    let models = [
+        (
+            "normal",
+            ModelConfig::Normal(NormalConfig {
+                window: 100,
+                min_std_dev: Duration::from_millis(50),
+                ..NormalConfig::default()
+            }),
+            8.0,
+        ),
+        ("exponential (Cassandra)", ModelConfig::Exponential(ExponentialConfig::default()), 1.5),
+        (
+            "chen",
+            ModelConfig::Chen(ChenConfig { window: 100, alpha: Duration::from_millis(300), ..ChenConfig::default() }),
+            1.0,
+        ),
+        ("fixed 2 s", ModelConfig::Fixed(FixedConfig { timeout: Duration::from_secs(2) }), 1.0),
+    ];
+    for (name, detector, level) in models {
+        let mut s = Scenario::new(name, 50);
+        s.duration = secs(150);
+        s.network.loss = 0.05;
+        s.faults.push(Fault::Crash { node: 7, at: secs(100) });
+        let mut config = Config::lan(CLUSTER);
+        config.detector = detector;
+        config.suspect_level = level;
+        let r = Sim::with_config(&s, config).unwrap().run(&mut |_| {});
+        print(&s, &r);
+        assert!(r.violations.is_empty(), "{name}: {:?}", r.violations);
+        assert_eq!(r.false_deaths, 0, "{name}");
+        let c = &r.crashes[0];
+        assert_eq!(c.detected_by, 49, "{name}");
+        assert!(c.median_ms < 10_000.0, "{name}: {}", c.median_ms);
+    }
 }

@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use vigil_lab::demo::{Table, format_table};
 use vigil_lab::svg::{Chart, Scale, Series, Style};
-use vigil_sim::{Fault, Protocol, Report, Scenario, Sim};
+use vigil_sim::{Fault, Protocol, Report, Scenario, Sim, frontier};
 
 use crate::UsageError;
 
@@ -29,6 +29,35 @@ enum SimCommand {
     /// Run a crash at growing cluster sizes: message load, detection and
     /// dissemination time against N, as a table and a plot.
     Scale(ScaleArgs),
+    /// Sweep both protocols' main knobs: detection against messages and
+    /// bytes per member-second and false suspicions under loss, and for
+    /// each classic setting the fastest φ setting on its budget.
+    Frontier(FrontierArgs),
+}
+
+#[derive(Debug, Args)]
+struct FrontierArgs {
+    /// Cluster size.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    nodes: usize,
+    /// Seed of the first run (each run's seed is derived from it).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Crash runs per setting.
+    #[arg(long, default_value_t = 3, value_name = "RUNS")]
+    crash_runs: usize,
+    /// Virtual seconds of 10 % loss per setting.
+    #[arg(long, default_value_t = 600.0, value_name = "SECS")]
+    loss_secs: f64,
+    /// Worker threads (default: the machine's cores).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Directory for the plot.
+    #[arg(long, default_value = "vigil-report", value_name = "DIR")]
+    out: PathBuf,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -123,6 +152,7 @@ pub(crate) fn run(args: &SimArgs, out: &mut dyn Write) -> Result<()> {
     match &args.command {
         SimCommand::Run(a) => run_cmd(a, out),
         SimCommand::Scale(a) => scale_cmd(a, out),
+        SimCommand::Frontier(a) => frontier_cmd(a, out),
     }
 }
 
@@ -404,4 +434,146 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
     };
     write!(out, "{}", format_table(&t))?;
     Ok(())
+}
+
+fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
+    if !(10..=1_000).contains(&a.nodes) {
+        return Err(UsageError(format!("--nodes: {} is outside 10 to 1000", a.nodes)).into());
+    }
+    if !(1..=20).contains(&a.crash_runs) {
+        return Err(UsageError(format!("--crash-runs: {} is outside 1 to 20", a.crash_runs)).into());
+    }
+    if !(a.loss_secs.is_finite() && (10.0..=3_600.0).contains(&a.loss_secs)) {
+        return Err(UsageError(format!("--loss-secs: {} is outside 10 to 3600", a.loss_secs)).into());
+    }
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if !(1..=256).contains(&threads) {
+        return Err(UsageError(format!("--threads: {threads} is outside 1 to 256")).into());
+    }
+    let mut spec = frontier::FrontierSpec::new(a.nodes);
+    spec.seed = a.seed;
+    spec.crash_runs = a.crash_runs;
+    spec.loss_duration = Duration::from_secs_f64(a.loss_secs);
+    spec.threads = threads;
+    fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    eprintln!(
+        "sweeping {} settings ({} runs, {threads} threads) at N = {}, seed {} (replay with --seed {})",
+        spec.settings.len(),
+        spec.runs(),
+        a.nodes,
+        a.seed,
+        a.seed
+    );
+    let started = WallClock::now();
+    let pb = ProgressBar::new(spec.runs() as u64);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>14} [{bar:30}] {pos}/{len} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.set_message("simulating");
+    let f = frontier::run(&spec, &|done, _| pb.set_position(done as u64)).map_err(|e| UsageError(e.to_string()))?;
+    pb.finish_and_clear();
+    eprintln!("done in {:.1} s", started.elapsed().as_secs_f64());
+    let file = a.out.join("sim-frontier.svg");
+    fs::write(&file, frontier_chart(&f).to_svg()).with_context(|| format!("writing {}", file.display()))?;
+    eprintln!("plot: {}", file.display());
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&json!({"frontier": f, "plot": file}))?)?;
+        return Ok(());
+    }
+    let secs = |ms: f64| if ms.is_nan() { "—".to_string() } else { format!("{:.2}", ms / 1e3) };
+    let rows = f
+        .points
+        .iter()
+        .map(|p| {
+            vec![
+                p.label.clone(),
+                format!("{:.2}", p.messages_per_member_second),
+                format!("{:.0}", p.bytes_per_member_second),
+                format!("{}{}", secs(p.detection_median_ms), if p.detected_by_all { "" } else { " (not all)" }),
+                secs(p.detection_max_ms),
+                p.loss_false_suspicions.to_string(),
+                p.loss_accusations.to_string(),
+                p.loss_false_deaths.to_string(),
+            ]
+        })
+        .collect();
+    let header = [
+        "setting",
+        "msgs/member/s",
+        "bytes/member/s",
+        "detection median (s)",
+        "slowest (s)",
+        "false suspicions at loss",
+        "accusations",
+        "false deaths",
+    ];
+    let t = Table {
+        id: String::new(),
+        title: format!(
+            "every setting: N = {}, {} crash runs each, {:.0} % loss for {} s, seed {}",
+            f.nodes,
+            spec.crash_runs,
+            spec.loss * 100.0,
+            a.loss_secs,
+            f.seed
+        ),
+        header: header.iter().map(|h| h.to_string()).collect(),
+        rows,
+    };
+    write!(out, "{}", format_table(&t))?;
+    let rows = f
+        .answers
+        .iter()
+        .map(|&(c, answer)| {
+            let classic = &f.points[c];
+            let cost = |p: &vigil_sim::frontier::Point| {
+                format!(
+                    "{:.2} msgs, {:.0} B, {} false susp., {} s",
+                    p.messages_per_member_second,
+                    p.bytes_per_member_second,
+                    p.loss_false_suspicions,
+                    secs(p.detection_median_ms)
+                )
+            };
+            match answer {
+                Some(i) => vec![classic.label.clone(), cost(classic), f.points[i].label.clone(), cost(&f.points[i])],
+                None => vec![classic.label.clone(), cost(classic), "none".into(), String::new()],
+            }
+        })
+        .collect();
+    let t = Table {
+        id: String::new(),
+        title: "for each classic setting, the fastest φ setting with no more messages, bytes and false suspicions and at most half the detection time".into(),
+        header: ["classic setting", "classic", "φ setting", "φ"].iter().map(|h| h.to_string()).collect(),
+        rows,
+    };
+    write!(out, "\n{}", format_table(&t))?;
+    let answered = f.answers.iter().filter(|(_, a)| a.is_some()).count();
+    writeln!(out, "\n{answered} of {} classic settings have such a φ setting.", f.answers.len())?;
+    Ok(())
+}
+
+fn frontier_chart(f: &frontier::Frontier) -> Chart {
+    let pts = |phi: bool| -> Vec<(f64, f64)> {
+        f.points
+            .iter()
+            .filter(|p| p.setting.is_phi() == phi && p.detected_by_all)
+            .map(|p| (p.messages_per_member_second, p.detection_median_ms / 1e3))
+            .collect()
+    };
+    let pareto = |phi: bool| -> Vec<(f64, f64)> {
+        f.pareto(phi).iter().map(|p| (p.messages_per_member_second, p.detection_median_ms / 1e3)).collect()
+    };
+    Chart::new(
+        format!("Crash detection against steady messages, N = {}", f.nodes),
+        "messages per member-second (log)",
+        "crash → dead, median over survivors (s, log)",
+    )
+    .with_x_scale(Scale::Log10)
+    .with_y_scale(Scale::Log10)
+    .with_series(Series::new("φ settings", pts(true)).with_style(Style::Points))
+    .with_series(Series::new("classic SWIM settings", pts(false)).with_style(Style::Points))
+    .with_series(Series::new("φ frontier", pareto(true)).with_style(Style::Step))
+    .with_series(Series::new("classic frontier", pareto(false)).with_style(Style::Step).with_dashed(true))
 }

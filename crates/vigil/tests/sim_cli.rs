@@ -106,3 +106,28 @@ fn a_degradation_is_reported_during_and_after() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("degrade (fault 0), during") && text.contains("degrade (fault 0), after"), "{text}");
 }
+
+#[test]
+fn frontier_writes_tables_json_and_a_plot() {
+    let dir = scratch("frontier");
+    let out = dir.to_str().unwrap();
+    let args = ["sim", "frontier", "--nodes", "10", "--crash-runs", "1", "--loss-secs", "10", "--out", out];
+    let o = vigil(&[&args[..], &["--json"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("seed 1"), "the seed is printed");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let points = doc["frontier"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 70, "54 φ settings and 16 classic ones");
+    assert_eq!(doc["frontier"]["answers"].as_array().unwrap().len(), 16);
+    for p in points {
+        assert!(p["messages_per_member_second"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    let svg = std::fs::read_to_string(dir.join("sim-frontier.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("φ frontier"));
+    let o = vigil(&args);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("classic I=1s mult=4") && text.contains("classic settings have such a φ setting"), "{text}");
+    let o = vigil(&["sim", "frontier", "--nodes", "5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--nodes: 5 is outside 10 to 1000"), "{}", stderr(&o));
+}
