@@ -133,11 +133,6 @@ impl MemberTable {
         self.len() >= MemberTable::CAPACITY
     }
 
-    /// Members alive or suspected.
-    pub(crate) fn live_len(&self) -> usize {
-        self.live.len()
-    }
-
     /// Every member, in a deterministic order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Member> {
         self.slots.iter().flatten()

@@ -38,7 +38,7 @@ use crate::health::LocalHealth;
 use crate::members::{Member, MemberTable};
 use crate::message::{MAX_NAME_LEN, Message, MessageKind, NodeId, Packet, Status, Update};
 use crate::monitor::Monitor;
-use crate::probe::{Answered, Probe, ProbeOrder, Probes, Stage};
+use crate::probe::{Answered, Probe, ProbeOrder, Probes, Purpose, Stage};
 use crate::rejected::Rejected;
 use crate::stats::Stats;
 use crate::suspicion::{Bounds, Confirmed, Suspicions};
@@ -401,9 +401,12 @@ impl Node {
                 Some(Answered::Probe(p)) => {
                     self.health.lower();
                     let indirect = packet.from != p.target;
-                    // A silent member that answers, or a member that answers
-                    // only through others: the path is the problem.
-                    if p.monitored || indirect {
+                    if p.purpose == Purpose::Verify {
+                        self.verified(p);
+                    } else if p.purpose == Purpose::Silent || indirect {
+                        // A silent member that answers, or a member that
+                        // answers only through others: the path is the
+                        // problem.
                         self.path_problem(now, p, indirect);
                     }
                 }
@@ -451,7 +454,7 @@ impl Node {
             let period = self.health.scale(self.config.probe_interval);
             self.timers.advance(Timer::ClassicProbe, period, now);
             if let Some(name) = self.order.next(&self.members, &mut self.rng, self.config.random_probe_targets) {
-                self.start_probe(now, &name, false, None);
+                self.start_probe(now, &name, Purpose::Classic, None);
             }
         }
         self.settle_probes(now);
@@ -548,7 +551,7 @@ impl Node {
                 && !self.probes.probing(&silent.name)
                 && now >= self.monitor.quiet_until();
             if allowed {
-                self.start_probe(now, &silent.name, true, silent.level);
+                self.start_probe(now, &silent.name, Purpose::Silent, silent.level);
             } else {
                 let at = now.saturating_add(self.health.scale(self.config.probe_interval));
                 self.monitor.recheck(&silent.name, at);
@@ -567,16 +570,16 @@ impl Node {
     }
 
     /// Starts a probe of `name`: a direct ping, and, for a silent watched
-    /// member (`monitored`), indirect requests at once (the silence has
-    /// already lasted).
-    fn start_probe(&mut self, now: Instant, name: &str, monitored: bool, level: Option<f64>) {
+    /// member or a suspicion to verify, indirect requests at once (the
+    /// silence has already lasted).
+    fn start_probe(&mut self, now: Instant, name: &str, purpose: Purpose, level: Option<f64>) {
         let Some((target, addr)) = self.members.get(name).map(|m| (m.id(), m.addr)) else { return };
         let seq = self.probes.next_seq();
         self.stats.probes += 1;
         self.send(addr, Message::Ping { seq, target: target.clone() });
         let mut probe =
-            Probe { target, addr, monitored, level, stage: Stage::Direct, started: now, expected_nacks: 0, nacks: 0 };
-        if monitored {
+            Probe { target, addr, purpose, level, stage: Stage::Direct, started: now, expected_nacks: 0, nacks: 0 };
+        if purpose != Purpose::Classic {
             self.send_indirect(seq, &mut probe);
             probe.stage = Stage::Indirect;
         }
@@ -630,10 +633,11 @@ impl Node {
             self.health.raise(missing);
         }
         let name = probe.target.name.clone();
+        let monitored = probe.purpose == Purpose::Silent;
         let recheck = now.saturating_add(self.health.scale(self.config.probe_interval));
         if now < self.monitor.quiet_until() {
             // This node stalled while the probe was out.
-            if probe.monitored {
+            if monitored {
                 self.monitor.recheck(&name, recheck);
             }
             return;
@@ -641,11 +645,21 @@ impl Node {
         // A heartbeat that arrived while the probe was out is an answer too:
         // under loss, the probe's own packets are as likely to be lost as
         // the heartbeat that set it off.
-        if probe.monitored && self.monitor.last_heartbeat(&name).is_some_and(|last| last > probe.started) {
+        if monitored && self.monitor.last_heartbeat(&name).is_some_and(|last| last > probe.started) {
             self.path_problem(now, probe, false);
             return;
         }
         let Some(m) = self.members.get(&name) else { return };
+        if probe.purpose == Purpose::Verify {
+            // Nobody's verdict came, and the suspect does not answer this
+            // node either: this node's own evidence.
+            if m.is(&probe.target) && m.status == Status::Suspect {
+                let death = Update { status: Status::Dead, ..m.update(self.me.clone()) };
+                self.stats.deaths_declared += 1;
+                self.apply(now, death, None);
+            }
+            return;
+        }
         // A failed probe of a member already suspected by others is an
         // independent confirmation (Lifeguard).
         if !m.is(&probe.target) || !self.may_accuse(m) {
@@ -655,7 +669,7 @@ impl Node {
         let accusation = Update { status: Status::Suspect, addr: probe.addr, ..accusation };
         self.stats.suspicions_started += 1;
         self.apply(now, accusation, probe.level);
-        if probe.monitored {
+        if monitored {
             self.monitor.recheck(&name, recheck);
         }
     }
@@ -665,7 +679,7 @@ impl Node {
     /// time the silence goes on.
     fn path_problem(&mut self, now: Instant, probe: Probe, indirect: bool) {
         self.stats.path_problems += 1;
-        if probe.monitored {
+        if probe.purpose == Purpose::Silent {
             let base = self.health.scale(self.config.probe_interval);
             self.monitor.answered(&probe.target.name, now, base);
         }
@@ -678,11 +692,36 @@ impl Node {
                 self.suspicions.remove(&name);
                 continue;
             };
+            let accuser = self.suspicions.get(&name).is_some_and(|s| s.accused_by(&self.me.name));
+            if self.config.mode == Mode::Phi && !accuser {
+                // This node only heard of the suspicion, and neither the
+                // accusers' verdict nor a refutation reached it (a rumour
+                // can miss a member): it looks for itself before acting.
+                // The suspicion's clock starts again, in case the suspect
+                // answers but does not refute.
+                let bounds = self.suspicion_bounds(false);
+                self.suspicions.restart(&name, now, bounds);
+                if !self.probes.probing(&name) {
+                    self.start_probe(now, &name, Purpose::Verify, None);
+                }
+                continue;
+            }
             let death = Update { status: Status::Dead, ..m.update(self.me.clone()) };
             self.stats.deaths_declared += 1;
             self.apply(now, death, None);
             // Whatever happened, this suspicion is settled.
             self.suspicions.remove(&name);
+        }
+    }
+
+    /// A suspect this node set out to verify answered. A refutation comes
+    /// with the answer (its incarnation is in the header) if the suspect
+    /// knows it is suspected; if it does not, tell it.
+    fn verified(&mut self, probe: Probe) {
+        let Some(m) = self.members.get(&probe.target.name) else { return };
+        if m.is(&probe.target) && m.status == Status::Suspect {
+            let (addr, accusation) = (m.addr, self.rumour(m));
+            self.send_with(addr, Message::Gossip, Some(accusation));
         }
     }
 
@@ -756,7 +795,14 @@ impl Node {
 
     fn learn_sender(&mut self, now: Instant, id: &NodeId, addr: SocketAddr, incarnation: u64) {
         let unknown = self.members.get(&id.name).is_none_or(|m| id.generation > m.generation);
-        if unknown {
+        // φ mode: a packet from a suspect at a higher incarnation is its own
+        // refutation, whatever it carries (classic mode keeps memberlist's
+        // rule: only an alive rumour refutes).
+        let refutes = self.config.mode == Mode::Phi
+            && self.members.get(&id.name).is_some_and(|m| {
+                m.generation == id.generation && m.status == Status::Suspect && incarnation > m.incarnation
+            });
+        if unknown || refutes {
             let alive = Update { id: id.clone(), addr, incarnation, status: Status::Alive, from: id.clone() };
             self.apply(now, alive, None);
         }
@@ -936,26 +982,25 @@ impl Node {
         Update { id: self.me.clone(), addr: self.addr, incarnation: self.incarnation, status, from: self.me.clone() }
     }
 
-    /// This node's full view: itself and every member, each suspicion with
-    /// its first accuser as the source.
+    /// This node's full view: itself and every member.
     fn view(&self) -> Vec<Update> {
         let mut out = Vec::with_capacity(1 + self.members.len());
         out.push(self.self_update(self.status));
-        for m in self.members.iter() {
-            let from = match self.suspicions.get(&m.name).and_then(|s| s.first_accuser()) {
-                Some(a) if m.status == Status::Suspect => {
-                    let generation = if **a == *self.me.name {
-                        self.me.generation
-                    } else {
-                        self.members.get(a).map_or(0, |x| x.generation)
-                    };
-                    NodeId { name: a.to_string(), generation }
-                }
-                _ => m.id(),
-            };
-            out.push(m.update(from));
-        }
+        out.extend(self.members.iter().map(|m| self.rumour(m)));
         out
+    }
+
+    /// What this node believes about `m`, as a rumour: a suspicion's source
+    /// is its first accuser, anything else's the member itself.
+    fn rumour(&self, m: &Member) -> Update {
+        let accuser =
+            self.suspicions.get(&m.name).and_then(|s| s.first_accuser()).filter(|_| m.status == Status::Suspect);
+        let from = match accuser {
+            Some(a) if **a == *self.me.name => self.me.clone(),
+            Some(a) => NodeId { name: a.to_string(), generation: self.members.get(a).map_or(0, |x| x.generation) },
+            None => m.id(),
+        };
+        m.update(from)
     }
 
     /// Suspicion timeout bounds and expected confirmations, for the current
@@ -968,7 +1013,7 @@ impl Node {
     /// the few accusers in time, not the whole cluster. Classic mode keeps
     /// memberlist's rule, every member's timer alike.
     fn suspicion_bounds(&self, accuser: bool) -> Bounds {
-        let n = 1 + self.members.live_len();
+        let n = self.cluster_size();
         let c = &self.config;
         match c.mode {
             Mode::Phi if accuser => {
@@ -991,13 +1036,20 @@ impl Node {
     /// The push-pull period: `push_pull_interval`, scaled up beyond 32
     /// members as memberlist does (`× (⌈log2 n − log2 32⌉ + 1)`).
     fn push_pull_period(&self) -> Duration {
-        let n = (1 + self.members.live_len()) as f64;
+        let n = self.cluster_size() as f64;
         let scale = if n <= 32.0 { 1.0 } else { (n.log2() - 32f64.log2()).ceil() + 1.0 };
         self.config.push_pull_interval.mul_f64(scale)
     }
 
+    /// memberlist's estimate of the cluster's size: every member known,
+    /// this node and the recently dead included (so a death is passed on as
+    /// many times as the rumours before it).
+    fn cluster_size(&self) -> usize {
+        1 + self.members.len()
+    }
+
     fn retransmits(&self) -> u32 {
-        let n = (1 + self.members.live_len()) as f64;
+        let n = self.cluster_size() as f64;
         self.config.retransmit_mult.saturating_mul((n + 1.0).log10().ceil().max(1.0) as u32)
     }
 

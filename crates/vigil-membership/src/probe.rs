@@ -29,14 +29,24 @@ pub(crate) enum Stage {
     Indirect,
 }
 
+/// Why a probe was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// Classic SWIM's round: probe the next member.
+    Classic,
+    /// Monitoring found a watched member silent.
+    Silent,
+    /// A suspicion this node only heard of ran out with no verdict: check
+    /// the suspect before declaring it dead.
+    Verify,
+}
+
 /// A probe of one member.
 #[derive(Debug, Clone)]
 pub(crate) struct Probe {
     pub(crate) target: NodeId,
     pub(crate) addr: SocketAddr,
-    /// Started because monitoring found the member silent (as opposed to a
-    /// classic round's probe).
-    pub(crate) monitored: bool,
+    pub(crate) purpose: Purpose,
     /// The detector level that set it off; `None` for a classic probe, and
     /// for a member never heard from.
     pub(crate) level: Option<f64>,
@@ -222,7 +232,7 @@ mod tests {
         Probe {
             target: NodeId::new(name, 1),
             addr: SocketAddr::from(([10, 0, 0, 1], 7946)),
-            monitored: false,
+            purpose: Purpose::Classic,
             level: None,
             stage: Stage::Direct,
             started: Instant::ZERO,

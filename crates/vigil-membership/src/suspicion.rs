@@ -120,6 +120,20 @@ impl Suspicions {
         self.deadlines.insert((s.deadline, key));
     }
 
+    /// Starts `name`'s clock again at `now` with `bounds`, keeping its
+    /// accusers.
+    pub(crate) fn restart(&mut self, name: &str, now: Instant, bounds: Bounds) {
+        let Some((key, s)) = self.by_name.get_key_value(name) else { return };
+        let key = key.clone();
+        let old = s.deadline;
+        let Some(s) = self.by_name.get_mut(name) else { return };
+        s.started = now;
+        s.bounds = bounds;
+        s.deadline = s.deadline();
+        self.deadlines.remove(&(old, key.clone()));
+        self.deadlines.insert((s.deadline, key));
+    }
+
     pub(crate) fn remove(&mut self, name: &str) -> Option<Suspicion> {
         let (key, s) = self.by_name.remove_entry(name)?;
         self.deadlines.remove(&(s.deadline, key));

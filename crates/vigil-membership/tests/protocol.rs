@@ -435,3 +435,65 @@ proptest! {
         }
     }
 }
+
+/// Steps a lone node (nothing it sends arrives) until `until`, collecting
+/// the datagrams it sends.
+fn run_alone(node: &mut Node, until: Instant) -> Vec<(Instant, Packet)> {
+    let mut sent = Vec::new();
+    while let Some(now) = node.poll_timeout().filter(|t| *t <= until) {
+        node.handle_timeout(now);
+        while let Some(t) = node.poll_transmit() {
+            sent.push((now, wire::decode(&t.bytes, MAX_STREAM).unwrap()));
+        }
+    }
+    sent
+}
+
+#[test]
+fn a_member_that_only_heard_of_a_suspicion_checks_the_suspect_before_declaring_it_dead() {
+    let config = Config::lan(CLUSTER);
+    let backstop = config.suspicion_max;
+    let mut nodes = cluster(6, config);
+    let t = Instant::from_secs(2);
+    // A suspect that node 0 does not watch itself (it would probe those on
+    // its own when they fall silent), accused by another member.
+    let watched: Vec<String> = nodes[0].watching().map(str::to_string).collect();
+    let v = (2..6).find(|i| !watched.contains(&format!("n{i}"))).unwrap();
+    let name = format!("n{v}");
+    let accusation = Update { id: id(v), addr: addr(v), incarnation: 0, status: Status::Suspect, from: id(1) };
+    let mut quiet = nodes[0].clone();
+    for node in [&mut nodes[0], &mut quiet] {
+        node.handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![accusation.clone()])).unwrap();
+        assert_eq!(status(node, &name), Status::Suspect);
+    }
+    // No verdict and no refutation arrive: at the backstop node 0 probes the
+    // suspect itself, directly and through others, and only then declares it
+    // dead. (Alone, node 0's own probes of its silent members go unanswered
+    // and its local health worsens, stretching this probe's timeout up to
+    // eightfold: 4 s.)
+    let sent = run_alone(&mut nodes[0], t + backstop + Duration::from_secs(5));
+    let pinged = sent.iter().find(|(_, p)| matches!(&p.message, Message::Ping { target, .. } if target.name == name));
+    let (at, _) = pinged.expect("the suspect is probed");
+    assert_eq!(*at, t + backstop);
+    assert!(sent.iter().any(|(_, p)| matches!(&p.message, Message::PingReq { target, .. } if target.name == name)));
+    assert_eq!(status(&nodes[0], &name), Status::Dead);
+    assert!(
+        events(&mut nodes[0]).iter().any(|e| matches!(e, Event::Dead { id, by } if id.name == name && by.name == "n0"))
+    );
+    // Had the suspect answered at a higher incarnation (it had refuted, but
+    // the refutation missed this node), the answer is the refutation.
+    let sent = run_alone(&mut quiet, t + backstop);
+    let seq = sent
+        .iter()
+        .find_map(|(_, p)| match &p.message {
+            Message::Ping { seq, target } if target.name == name => Some(*seq),
+            _ => None,
+        })
+        .unwrap();
+    let ack = Packet { cluster: CLUSTER, from: id(v), incarnation: 1, message: Message::Ack { seq }, updates: vec![] };
+    quiet.handle_datagram(t + backstop, addr(v), &wire::encode(&ack, MAX_DATAGRAM).unwrap()).unwrap();
+    let m = quiet.member(&name).unwrap();
+    assert_eq!((m.status, m.incarnation), (Status::Alive, 1));
+    run_alone(&mut quiet, t + backstop + Duration::from_secs(5));
+    assert_eq!(status(&quiet, &name), Status::Alive, "never declared dead");
+}

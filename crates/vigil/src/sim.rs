@@ -576,4 +576,15 @@ fn frontier_chart(f: &frontier::Frontier) -> Chart {
     .with_series(Series::new("classic SWIM settings", pts(false)).with_style(Style::Points))
     .with_series(Series::new("φ frontier", pareto(true)).with_style(Style::Step))
     .with_series(Series::new("classic frontier", pareto(false)).with_style(Style::Step).with_dashed(true))
+    .with_series(
+        Series::new(MEMBERLIST_LABEL, [(MEMBERLIST_MESSAGES, MEMBERLIST_DETECTION_S)]).with_style(Style::Points),
+    )
 }
+
+/// memberlist 0.2.2 (`DefaultLANConfig`) measured on loopback at N = 100,
+/// 16 crashes: 2.00 UDP messages plus 0.011 push-pull exchanges (two
+/// messages each) per member-second, crash → dead median 10.0 s. A point of
+/// reference beside the simulated settings, not a simulated one.
+const MEMBERLIST_LABEL: &str = "memberlist (measured)";
+const MEMBERLIST_MESSAGES: f64 = 2.022;
+const MEMBERLIST_DETECTION_S: f64 = 10.0;
