@@ -238,8 +238,8 @@ pub enum Protocol {
     /// φ-monitored SWIM, `Config::lan`: memberlist's message budget.
     #[default]
     Phi,
-    /// φ-monitored SWIM, `Config::lan_fast`: faster, about five times the
-    /// messages.
+    /// φ-monitored SWIM, `Config::lan_fast`: about twice as fast for about
+    /// twice the messages.
     PhiFast,
     /// Classic SWIM with memberlist's LAN constants.
     Classic,

@@ -345,3 +345,29 @@ fn any_detector_model_runs_in_the_protocol() {
         assert!(c.median_ms < 10_000.0, "{name}: {}", c.median_ms);
     }
 }
+
+/// The faster preset says what it costs: about twice the messages, about
+/// half the detection time, and pauses of about 1.5 s refuted.
+#[test]
+fn the_fast_preset_is_about_twice_as_fast_for_about_twice_the_messages() {
+    let mut s = Scenario::new("fast", N);
+    s.protocol = Protocol::PhiFast;
+    s.duration = secs(150);
+    s.faults.push(Fault::Crash { node: 42, at: secs(120) });
+    let r = run(&s);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert!(r.steady.messages_per_member_second <= 4.0, "{}", r.steady.messages_per_member_second);
+    assert_eq!(r.crashes[0].detected_by, N - 1);
+    assert!(r.crashes[0].median_ms <= 2_500.0, "{}", r.crashes[0].median_ms);
+    for seed in [1, 2, 3] {
+        let mut s = Scenario::new("fast, pause 1.5 s", N);
+        s.protocol = Protocol::PhiFast;
+        s.seed = seed;
+        s.duration = secs(80);
+        s.faults.push(Fault::Pause { node: 20 + seed as usize, at: secs(50), duration: Duration::from_millis(1500) });
+        let r = run(&s);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert!(r.refuted > 0);
+        assert_eq!(r.false_deaths, 0);
+    }
+}

@@ -64,7 +64,7 @@ struct FrontierArgs {
 enum ProtocolArg {
     /// φ-monitored SWIM on memberlist's message budget (`Config::lan`).
     Phi,
-    /// φ-monitored SWIM, faster for about five times the messages
+    /// φ-monitored SWIM, about twice as fast for about twice the messages
     /// (`Config::lan_fast`).
     PhiFast,
     /// Classic SWIM with memberlist's LAN constants.
