@@ -1,0 +1,179 @@
+//! From silence to a verdict: probing silent watched members and classic
+//! rounds' targets, settling probes (path problem or accusation),
+//! settling suspicions (a death, or a check of the suspect by a member that
+//! only heard of it).
+
+use super::*;
+
+impl Node {
+    /// Probes the watched members that went silent.
+    pub(super) fn check_silent(&mut self, now: Instant) {
+        for silent in self.monitor.poll(now, self.health.multiplier()) {
+            let allowed = self.members.get(&silent.name).is_some_and(|m| self.may_accuse(m))
+                && !self.probes.probing(&silent.name)
+                && now >= self.monitor.quiet_until();
+            if allowed {
+                self.start_probe(now, &silent.name, Purpose::Silent, silent.level);
+            } else {
+                let at = now.saturating_add(self.health.scale(self.config.probe_interval));
+                self.monitor.recheck(&silent.name, at);
+            }
+        }
+    }
+
+    /// Starts a probe of `name`: a direct ping, and, for a silent watched
+    /// member or a suspicion to verify, indirect requests at once (the
+    /// silence has already lasted).
+    pub(super) fn start_probe(&mut self, now: Instant, name: &str, purpose: Purpose, level: Option<f64>) {
+        let Some((target, addr)) = self.members.get(name).map(|m| (m.id(), m.addr)) else { return };
+        let seq = self.probes.next_seq();
+        self.stats.probes += 1;
+        self.send(addr, Message::Ping { seq, target: target.clone() });
+        let mut probe =
+            Probe { target, addr, purpose, level, stage: Stage::Direct, started: now, expected_nacks: 0, nacks: 0 };
+        if purpose != Purpose::Classic {
+            self.send_indirect(seq, &mut probe);
+            probe.stage = Stage::Indirect;
+        }
+        let deadline = now.saturating_add(self.health.scale(self.config.probe_timeout));
+        self.probes.insert(seq, probe, deadline);
+    }
+
+    pub(super) fn send_indirect(&mut self, seq: u32, probe: &mut Probe) {
+        let target = probe.target.name.clone();
+        let helpers = self
+            .members
+            .pick(&mut self.rng, self.config.indirect_checks, |m| m.status == Status::Alive && *m.name != *target);
+        for name in helpers {
+            if let Some(addr) = self.members.get(&name).map(|m| m.addr) {
+                self.stats.indirect_probes += 1;
+                let msg = Message::PingReq { seq, target: probe.target.clone(), target_addr: probe.addr, nack: true };
+                self.send(addr, msg);
+                probe.expected_nacks += 1;
+            }
+        }
+    }
+
+    pub(super) fn settle_probes(&mut self, now: Instant) {
+        for (seq, item) in self.probes.due(now) {
+            match item {
+                Answered::Relay(r) => {
+                    if r.nack {
+                        self.send(r.requester, Message::Nack { seq: r.seq });
+                    }
+                }
+                Answered::Probe(mut probe) if probe.stage == Stage::Direct => {
+                    // Classic: indirect probes until the end of the period.
+                    self.send_indirect(seq, &mut probe);
+                    probe.stage = Stage::Indirect;
+                    let period = self.health.scale(self.config.probe_interval);
+                    let rest = period.saturating_sub(self.health.scale(self.config.probe_timeout));
+                    self.probes.insert(seq, probe, now.saturating_add(rest.max(self.config.probe_timeout)));
+                }
+                Answered::Probe(probe) => self.probe_failed(now, probe),
+            }
+        }
+    }
+
+    /// No ack came: accuse the target, unless this node is the likelier
+    /// problem or a heartbeat answered in the meantime.
+    pub(super) fn probe_failed(&mut self, now: Instant, probe: Probe) {
+        // Missing nacks are Lifeguard's evidence that this node's own
+        // network is the problem.
+        let missing = probe.expected_nacks.saturating_sub(probe.nacks);
+        if missing > 0 {
+            self.health.raise(missing);
+        }
+        let name = probe.target.name.clone();
+        let monitored = probe.purpose == Purpose::Silent;
+        let recheck = now.saturating_add(self.health.scale(self.config.probe_interval));
+        if now < self.monitor.quiet_until() {
+            // This node stalled while the probe was out.
+            if monitored {
+                self.monitor.recheck(&name, recheck);
+            }
+            return;
+        }
+        // A heartbeat that arrived while the probe was out is an answer too:
+        // under loss, the probe's own packets are as likely to be lost as
+        // the heartbeat that set it off.
+        if monitored && self.monitor.last_heartbeat(&name).is_some_and(|last| last > probe.started) {
+            self.path_problem(now, probe, false);
+            return;
+        }
+        let Some(m) = self.members.get(&name) else { return };
+        if probe.purpose == Purpose::Verify {
+            // Nobody's verdict came, and the suspect does not answer this
+            // node either: this node's own evidence.
+            if m.is(&probe.target) && m.status == Status::Suspect {
+                let death = Update { status: Status::Dead, ..m.update(self.me.clone()) };
+                self.stats.deaths_declared += 1;
+                self.apply(now, death, None);
+            }
+            return;
+        }
+        // A failed probe of a member already suspected by others is an
+        // independent confirmation (Lifeguard).
+        if !m.is(&probe.target) || !self.may_accuse(m) {
+            return;
+        }
+        let accusation = m.update(self.me.clone());
+        let accusation = Update { status: Status::Suspect, addr: probe.addr, ..accusation };
+        self.stats.suspicions_started += 1;
+        self.apply(now, accusation, probe.level);
+        if monitored {
+            self.monitor.recheck(&name, recheck);
+        }
+    }
+
+    /// A silent member answered: its heartbeats are not getting through.
+    /// Reported; it is looked at again after a probe interval, longer each
+    /// time the silence goes on.
+    pub(super) fn path_problem(&mut self, now: Instant, probe: Probe, indirect: bool) {
+        self.stats.path_problems += 1;
+        if probe.purpose == Purpose::Silent {
+            let base = self.health.scale(self.config.probe_interval);
+            self.monitor.answered(&probe.target.name, now, base);
+        }
+        self.emit(Event::PathProblem { id: probe.target, level: probe.level, indirect });
+    }
+
+    pub(super) fn settle_suspicions(&mut self, now: Instant) {
+        for name in self.suspicions.due(now) {
+            let Some(m) = self.members.get(&name) else {
+                self.suspicions.remove(&name);
+                continue;
+            };
+            let accuser = self.suspicions.get(&name).is_some_and(|s| s.accused_by(&self.me.name));
+            if self.config.mode == Mode::Phi && !accuser {
+                // This node only heard of the suspicion, and neither the
+                // accusers' verdict nor a refutation reached it (a rumour
+                // can miss a member): it looks for itself before acting.
+                // The suspicion's clock starts again, in case the suspect
+                // answers but does not refute.
+                let bounds = self.suspicion_bounds(false);
+                self.suspicions.restart(&name, now, bounds);
+                if !self.probes.probing(&name) {
+                    self.start_probe(now, &name, Purpose::Verify, None);
+                }
+                continue;
+            }
+            let death = Update { status: Status::Dead, ..m.update(self.me.clone()) };
+            self.stats.deaths_declared += 1;
+            self.apply(now, death, None);
+            // Whatever happened, this suspicion is settled.
+            self.suspicions.remove(&name);
+        }
+    }
+
+    /// A suspect this node set out to verify answered. A refutation comes
+    /// with the answer (its incarnation is in the header) if the suspect
+    /// knows it is suspected; if it does not, tell it.
+    pub(super) fn verified(&mut self, probe: Probe) {
+        let Some(m) = self.members.get(&probe.target.name) else { return };
+        if m.is(&probe.target) && m.status == Status::Suspect {
+            let (addr, accusation) = (m.addr, self.rumour(m));
+            self.send_with(addr, Message::Gossip, Some(accusation));
+        }
+    }
+}

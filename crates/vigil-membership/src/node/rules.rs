@@ -1,0 +1,253 @@
+//! The protocol's state rules: what a rumour, or a packet's sender, does
+//! to this node's beliefs; refuting accusations about itself; the bounds of
+//! a suspicion.
+
+use super::*;
+
+impl Node {
+    /// Whether this node may accuse `m`: it is alive, or suspected by others
+    /// but not yet by this node (a confirmation).
+    pub(super) fn may_accuse(&self, m: &Member) -> bool {
+        match m.status {
+            Status::Alive => true,
+            Status::Suspect => self.suspicions.get(&m.name).is_none_or(|s| !s.accused_by(&self.me.name)),
+            Status::Dead | Status::Left => false,
+        }
+    }
+
+    pub(super) fn learn_sender(&mut self, now: Instant, id: &NodeId, addr: SocketAddr, incarnation: u64) {
+        let unknown = self.members.get(&id.name).is_none_or(|m| id.generation > m.generation);
+        // φ mode: a packet from a suspect at a higher incarnation is its own
+        // refutation, whatever it carries (classic mode keeps memberlist's
+        // rule: only an alive rumour refutes).
+        let refutes = self.config.mode == Mode::Phi
+            && self.members.get(&id.name).is_some_and(|m| {
+                m.generation == id.generation && m.status == Status::Suspect && incarnation > m.incarnation
+            });
+        if unknown || refutes {
+            let alive = Update { id: id.clone(), addr, incarnation, status: Status::Alive, from: id.clone() };
+            self.apply(now, alive, None);
+        }
+    }
+
+    /// Applies a rumour: the heart of the protocol's state rules.
+    pub(super) fn apply(&mut self, now: Instant, u: Update, level: Option<f64>) {
+        if u.id.name == self.me.name {
+            self.about_me(u);
+            return;
+        }
+        let Some(m) = self.members.get(&u.id.name) else {
+            self.apply_new(now, u, level);
+            return;
+        };
+        // The common case in anti-entropy: nothing new.
+        if m.generation == u.id.generation
+            && u.incarnation <= m.incarnation
+            && (u.status == m.status || u.status == Status::Alive)
+            && !(u.status == Status::Suspect && u.incarnation == m.incarnation)
+        {
+            self.stats.stale_updates += 1;
+            return;
+        }
+        // Older generations lose to newer ones, whatever they say.
+        if u.id.generation < m.generation {
+            self.stats.stale_updates += 1;
+            return;
+        }
+        if u.id.generation > m.generation {
+            self.forget(&u.id.name);
+            self.apply_new(now, u, level);
+            return;
+        }
+        let (name, was, incarnation, addr) = (m.name.clone(), m.status, m.incarnation, m.addr);
+        match u.status {
+            Status::Alive => {
+                // The fast path above took every incarnation not above ours.
+                self.members.set(&name, u.incarnation, Status::Alive, u.addr, now);
+                self.suspicions.remove(&name);
+                match was {
+                    Status::Suspect => {
+                        self.stats.refutations_seen += 1;
+                        self.emit(Event::Refuted { id: u.id.clone(), incarnation: u.incarnation });
+                    }
+                    Status::Dead | Status::Left => self.emit(Event::Up { id: u.id.clone(), addr: u.addr }),
+                    Status::Alive => {}
+                }
+                self.broadcast(u);
+            }
+            Status::Suspect => {
+                if u.incarnation < incarnation || matches!(was, Status::Dead | Status::Left) {
+                    self.stats.stale_updates += 1;
+                    return;
+                }
+                if was == Status::Suspect && u.incarnation == incarnation {
+                    // A confirmation: shrinks the timeout if it is new, and
+                    // is passed on while few have been. If it is this node's
+                    // own, this node now decides with the accusers.
+                    if *u.from.name == *self.me.name {
+                        let bounds = self.suspicion_bounds(true);
+                        self.suspicions.set_bounds(&name, bounds);
+                    }
+                    let accuser = self.members.intern(&u.from.name);
+                    if let Confirmed::New(c) = self.suspicions.confirm(&name, accuser)
+                        && c <= self.config.max_confirmations_gossiped as usize
+                    {
+                        self.broadcast(u);
+                    }
+                    return;
+                }
+                self.members.set(&name, u.incarnation, Status::Suspect, addr, now);
+                let accuser = self.members.intern(&u.from.name);
+                let bounds = self.suspicion_bounds(*u.from.name == *self.me.name);
+                self.suspicions.start(name, accuser, now, bounds);
+                self.emit(Event::Suspected { id: u.id.clone(), by: u.from.clone(), level });
+                self.broadcast(u);
+                // Buddy system: tell the suspect at once so it can refute.
+                self.send(addr, Message::Gossip);
+            }
+            Status::Dead | Status::Left => {
+                if u.incarnation < incarnation || matches!(was, Status::Dead | Status::Left) {
+                    self.stats.stale_updates += 1;
+                    return;
+                }
+                self.members.set(&name, u.incarnation, u.status, addr, now);
+                self.suspicions.remove(&name);
+                self.probes.forget(&u.id);
+                if u.status == Status::Left {
+                    self.emit(Event::Left { id: u.id.clone() });
+                } else {
+                    self.emit(Event::Dead { id: u.id.clone(), by: u.from.clone() });
+                }
+                self.broadcast(u);
+            }
+        }
+    }
+
+    /// A rumour about a member this node does not know (or whose older
+    /// generation it just forgot).
+    pub(super) fn apply_new(&mut self, now: Instant, u: Update, level: Option<f64>) {
+        if self.members.is_full() {
+            self.stats.members_full += 1;
+            return;
+        }
+        match u.status {
+            Status::Alive | Status::Suspect => {
+                self.members.insert(&u.id, u.addr, u.incarnation, Status::Alive, now);
+                self.emit(Event::Up { id: u.id.clone(), addr: u.addr });
+                self.broadcast(Update { status: Status::Alive, from: u.id.clone(), ..u.clone() });
+                if u.status == Status::Suspect {
+                    self.apply(now, u, level);
+                }
+            }
+            Status::Dead | Status::Left => {
+                // A tombstone for someone never seen: remember it so a late
+                // alive rumour of the same incarnation cannot resurrect it.
+                self.members.insert(&u.id, u.addr, u.incarnation, u.status, now);
+            }
+        }
+    }
+
+    /// Forgets a member entirely (a newer generation replaces it, or its
+    /// tombstone expired).
+    pub(super) fn forget(&mut self, name: &str) {
+        if let Some(m) = self.members.remove(name) {
+            self.suspicions.remove(name);
+            self.probes.forget(&m.id());
+        }
+    }
+
+    /// A rumour about this node: refute accusations, ignore the rest.
+    pub(super) fn about_me(&mut self, u: Update) {
+        if u.id.generation != self.me.generation {
+            // About an older (or, impossibly, newer) process of this name.
+            self.stats.stale_updates += 1;
+            return;
+        }
+        if !matches!(u.status, Status::Suspect | Status::Dead) || self.status != Status::Alive {
+            return;
+        }
+        if u.incarnation >= self.incarnation {
+            self.renew(u.incarnation);
+            self.refuted_to.clear();
+            self.stats.self_refutations += 1;
+            self.health.raise(1);
+            self.broadcast(self.self_update(Status::Alive));
+            self.emit(Event::SelfRefuted { incarnation: self.incarnation });
+        }
+        // The accusers' timers are the ones that decide: tell each of them
+        // directly, once per incarnation, even when its accusation arrives
+        // after the refutation.
+        let accuser = self.members.intern(&u.from.name);
+        if let Some(addr) = self.members.get(&accuser).map(|m| m.addr)
+            && self.refuted_to.insert(accuser)
+        {
+            let alive = self.self_update(Status::Alive);
+            self.send_with(addr, Message::Gossip, Some(alive));
+        }
+    }
+
+    /// Moves this node's incarnation past `at_least`; if it cannot grow any
+    /// more, takes a new generation instead (which beats every rumour about
+    /// the old one, as a restart does).
+    pub(super) fn renew(&mut self, at_least: u64) {
+        if let Some(next) = at_least.checked_add(1) {
+            self.incarnation = self.incarnation.max(next);
+        } else if let Some(generation) = self.me.generation.checked_add(1) {
+            self.me.generation = generation;
+            self.incarnation = 0;
+            self.stats.generation_renewals += 1;
+            self.emit(Event::Renewed { id: self.me.clone() });
+        }
+    }
+
+    /// This node's full view: itself and every member.
+    pub(super) fn view(&self) -> Vec<Update> {
+        let mut out = Vec::with_capacity(1 + self.members.len());
+        out.push(self.self_update(self.status));
+        out.extend(self.members.iter().map(|m| self.rumour(m)));
+        out
+    }
+
+    /// What this node believes about `m`, as a rumour: a suspicion's source
+    /// is its first accuser, anything else's the member itself.
+    pub(super) fn rumour(&self, m: &Member) -> Update {
+        let accuser =
+            self.suspicions.get(&m.name).and_then(|s| s.first_accuser()).filter(|_| m.status == Status::Suspect);
+        let from = match accuser {
+            Some(a) if **a == *self.me.name => self.me.clone(),
+            Some(a) => NodeId { name: a.to_string(), generation: self.members.get(a).map_or(0, |x| x.generation) },
+            None => m.id(),
+        };
+        m.update(from)
+    }
+
+    /// Suspicion timeout bounds and expected confirmations, for the current
+    /// cluster size. In φ mode the accusers, who probed the member and found
+    /// it silent, decide: their timeout runs from `suspicion_max` towards
+    /// `suspicion_min` as the other observers confirm. A member that only
+    /// heard of the suspicion waits for their verdict (or the suspect's
+    /// refutation), and declares the death itself only after
+    /// `suspicion_max`, should neither arrive: so a refutation has to reach
+    /// the few accusers in time, not the whole cluster. Classic mode keeps
+    /// memberlist's rule, every member's timer alike.
+    pub(super) fn suspicion_bounds(&self, accuser: bool) -> Bounds {
+        let n = self.cluster_size();
+        let c = &self.config;
+        match c.mode {
+            Mode::Phi if accuser => {
+                let k = c.observers.saturating_sub(1).min(n.saturating_sub(2)) as u32;
+                Bounds { min: c.suspicion_min, max: c.suspicion_max, k }
+            }
+            Mode::Phi => Bounds { min: c.suspicion_max, max: c.suspicion_max, k: 0 },
+            Mode::Classic => {
+                // memberlist's util.go: log10 with a floor of 1.
+                let scale = (n.max(1) as f64).log10().max(1.0);
+                let min = c.probe_interval.mul_f64(f64::from(c.suspicion_mult) * scale);
+                let max = min.saturating_mul(c.suspicion_max_timeout_mult);
+                let k = c.suspicion_mult.saturating_sub(2);
+                let k = if (n as u32).saturating_sub(2) < k { 0 } else { k };
+                Bounds { min, max, k }
+            }
+        }
+    }
+}
