@@ -45,8 +45,8 @@
 //!
 //! Inside, each part of the state has one owner: the member table with its
 //! derived indexes, the suspicions, the broadcast queue, probes and relays,
-//! monitoring, local health and the timer table; `node.rs` applies the
-//! protocol's rules across them.
+//! monitoring, local health and the timer table; [`Node`] takes the inputs,
+//! hands out the outputs and applies the protocol's rules across them.
 
 #![forbid(unsafe_code)]
 #![deny(rustdoc::broken_intra_doc_links)]

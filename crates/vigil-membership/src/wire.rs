@@ -404,17 +404,7 @@ pub fn decode(bytes: &[u8], max: usize) -> Result<Packet, WireError> {
         return Err(WireError::TooLarge { len: bytes.len(), max });
     }
     let mut r = Reader { rest: bytes };
-    if r.array::<2>("magic")? != MAGIC {
-        return Err(WireError::BadMagic);
-    }
-    let version = r.u8("version")?;
-    if version != VERSION {
-        return Err(WireError::UnsupportedVersion(version));
-    }
-    let kind = r.u8("message kind")?;
-    // Checked before the rest of the header so that an unknown kind is
-    // reported as such even in a short packet.
-    let kind = kind_of_byte(kind).ok_or(WireError::UnknownMessage(kind))?;
+    let kind = r.prefix()?;
     let cluster = r.varint("cluster id")?;
     let from = r.node("sender")?;
     let incarnation = r.varint("incarnation")?;
@@ -435,16 +425,7 @@ pub fn decode(bytes: &[u8], max: usize) -> Result<Packet, WireError> {
 /// [`WireError::Truncated`], [`WireError::BadMagic`],
 /// [`WireError::UnsupportedVersion`] or [`WireError::UnknownMessage`].
 pub fn peek_kind(bytes: &[u8]) -> Result<MessageKind, WireError> {
-    let mut r = Reader { rest: bytes };
-    if r.array::<2>("magic")? != MAGIC {
-        return Err(WireError::BadMagic);
-    }
-    let version = r.u8("version")?;
-    if version != VERSION {
-        return Err(WireError::UnsupportedVersion(version));
-    }
-    let kind = r.u8("message kind")?;
-    kind_of_byte(kind).ok_or(WireError::UnknownMessage(kind))
+    Reader { rest: bytes }.prefix()
 }
 
 /// The number of bytes of `v` as a varint.
@@ -592,6 +573,22 @@ impl<'a> Reader<'a> {
         let (head, tail) = self.rest.split_first_chunk::<N>().ok_or(WireError::Truncated { what })?;
         self.rest = tail;
         Ok(*head)
+    }
+
+    /// Magic, version and message kind. The version is checked before
+    /// anything else (a later version may change all that follows), and the
+    /// kind before the rest of the header, so that an unknown kind is
+    /// reported as such even in a short packet.
+    fn prefix(&mut self) -> Result<MessageKind, WireError> {
+        if self.array::<2>("magic")? != MAGIC {
+            return Err(WireError::BadMagic);
+        }
+        let version = self.u8("version")?;
+        if version != VERSION {
+            return Err(WireError::UnsupportedVersion(version));
+        }
+        let kind = self.u8("message kind")?;
+        kind_of_byte(kind).ok_or(WireError::UnknownMessage(kind))
     }
 
     fn u8(&mut self, what: &'static str) -> Result<u8, WireError> {
