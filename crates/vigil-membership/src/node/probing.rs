@@ -106,9 +106,7 @@ impl Node {
             // Nobody's verdict came, and the suspect does not answer this
             // node either: this node's own evidence.
             if m.is(&probe.target) && m.status == Status::Suspect {
-                let death = Update { status: Status::Dead, ..m.update(self.me.clone()) };
-                self.stats.deaths_declared += 1;
-                self.apply(now, death, None);
+                self.declare_dead(now, &name);
             }
             return;
         }
@@ -140,10 +138,10 @@ impl Node {
 
     pub(super) fn settle_suspicions(&mut self, now: Instant) {
         for name in self.suspicions.due(now) {
-            let Some(m) = self.members.get(&name) else {
+            if self.members.get(&name).is_none() {
                 self.suspicions.remove(&name);
                 continue;
-            };
+            }
             let accuser = self.suspicions.get(&name).is_some_and(|s| s.accused_by(&self.me.name));
             if self.config.mode == Mode::Phi && !accuser {
                 // This node only heard of the suspicion, and neither the
@@ -158,12 +156,18 @@ impl Node {
                 }
                 continue;
             }
-            let death = Update { status: Status::Dead, ..m.update(self.me.clone()) };
-            self.stats.deaths_declared += 1;
-            self.apply(now, death, None);
+            self.declare_dead(now, &name);
             // Whatever happened, this suspicion is settled.
             self.suspicions.remove(&name);
         }
+    }
+
+    /// This node declares `name` dead, at the incarnation it knows.
+    fn declare_dead(&mut self, now: Instant, name: &str) {
+        let Some(m) = self.members.get(name) else { return };
+        let death = Update { status: Status::Dead, ..m.update(self.me.clone()) };
+        self.stats.deaths_declared += 1;
+        self.apply(now, death, None);
     }
 
     /// A suspect this node set out to verify answered. A refutation comes

@@ -15,6 +15,9 @@ impl Node {
         }
     }
 
+    /// A packet's sender is alive as far as its own packet goes: a member
+    /// this node did not know, or knew in an older generation, joins the
+    /// table.
     pub(super) fn learn_sender(&mut self, now: Instant, id: &NodeId, addr: SocketAddr, incarnation: u64) {
         let unknown = self.members.get(&id.name).is_none_or(|m| id.generation > m.generation);
         // φ mode: a packet from a suspect at a higher incarnation is its own
