@@ -323,7 +323,7 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
         }
         for c in &r.crashes {
             let extra = match (c.extra_messages_per_member, c.extra_bytes_per_member) {
-                (Some(m), Some(b)) => format!("; {m:.1} extra messages and {b:.0} extra bytes per member in 30 s"),
+                (Some(m), Some(b)) => format!("; {m:.1} extra datagrams and {b:.0} extra bytes per member in 30 s"),
                 _ => String::new(),
             };
             rows.push(vec![
