@@ -101,6 +101,10 @@ struct RunArgs {
     /// Loss probability on every link, throughout.
     #[arg(long, value_name = "P")]
     loss: Option<f64>,
+    /// Every crash must be detected by every survivor within this many
+    /// seconds, or the checker reports a violation (default 30).
+    #[arg(long, value_name = "SECS")]
+    detection_bound: Option<f64>,
     /// Crash a node: `NODE@SECS` (repeatable).
     #[arg(long, value_name = "NODE@SECS")]
     crash: Vec<String>,
@@ -201,6 +205,9 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
     }
     if let Some(l) = a.loss {
         s.network.loss = l;
+    }
+    if let Some(b) = a.detection_bound {
+        s.detection_bound = secs("--detection-bound", &b.to_string())?;
     }
     for c in &a.crash {
         let (n, at, _) = at_for("--crash", c, false)?;

@@ -131,3 +131,25 @@ fn frontier_writes_tables_json_and_a_plot() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--nodes: 5 is outside 10 to 1000"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_mass_failure_is_declared_in_full_within_a_stated_bound() {
+    let mut args = vec!["sim", "run", "--nodes", "10", "--duration", "200", "--json"];
+    let crashes: Vec<String> = (0..9).map(|n| format!("{n}@5")).collect();
+    for c in &crashes {
+        args.extend(["--crash", c.as_str()]);
+    }
+    // The default bound (30 s) is too short for one survivor to find nine
+    // deaths: the checker says so, and the run fails.
+    let o = vigil(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("every crash detected within the bound"), "{}", stderr(&o));
+    args.extend(["--detection-bound", "120"]);
+    let o = vigil(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for c in doc["report"]["crashes"].as_array().unwrap() {
+        assert_eq!((c["detected_by"].as_u64(), c["survivors"].as_u64()), (Some(1), Some(1)), "{c}");
+        assert!(c["max_ms"].as_f64().unwrap() <= 120_000.0, "{c}");
+    }
+}
