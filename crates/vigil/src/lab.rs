@@ -5,11 +5,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant as WallClock};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use vigil_lab::chen::{Network, Requirements, configure, configure_moments};
+use vigil_lab::chen::{ChenError, Network, Requirements, configure, configure_moments};
 use vigil_lab::demo::{DemoOptions, format_table, run_demo};
 use vigil_lab::dist::Delay;
 use vigil_lab::engine::{evaluate, time_to_suspect};
@@ -22,7 +22,7 @@ use vigil_lab::sweep::{
 };
 use vigil_lab::trace::Trace;
 
-use crate::UsageError;
+use crate::{CheckFailed, UsageError};
 
 /// Arguments of `vigil lab`.
 #[derive(Debug, Args)]
@@ -478,11 +478,12 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
     let hours: f64 = points.first().map_or(0.0, |p| p.qos.alive_hours);
     let Some(best) = fastest_within(&points, a.max_mistakes_per_hour) else {
         let least = points.iter().min_by(|x, y| x.mistakes_per_hour.total_cmp(&y.mistakes_per_hour));
-        bail!(
+        return Err(CheckFailed(format!(
             "no setting makes at most {} mistakes per hour on {name}; the fewest is {}",
             a.max_mistakes_per_hour,
             least.map_or("none".into(), |p| format!("{} with {:.1} per hour", p.spec, p.mistakes_per_hour))
-        );
+        ))
+        .into());
     };
     let runner_up: Vec<&Point> = fams
         .iter()
@@ -562,6 +563,15 @@ fn human_duration(flag: &str, text: &str) -> Result<f64> {
     Ok(v * scale)
 }
 
+/// Requirements that cannot be met are a finding (exit status 1); anything
+/// else the configurator refuses is the user's input (exit status 2).
+fn configure_error(e: ChenError) -> anyhow::Error {
+    match e {
+        ChenError::Unachievable { .. } => CheckFailed(e.to_string()).into(),
+        e => UsageError(e.to_string()).into(),
+    }
+}
+
 fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
     let req = Requirements {
         max_detection_ms: human_duration("--max-detection", &a.max_detection)?,
@@ -575,10 +585,10 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
         (Some(d), _, _) => {
             let delay: Delay = d.parse().map_err(|e| UsageError(format!("--delay: {e}")))?;
             let network = Network { loss: a.loss, delay: delay.clone() };
-            (configure(&req, &network).map_err(|e| UsageError(e.to_string()))?, delay)
+            (configure(&req, &network).map_err(configure_error)?, delay)
         }
         (None, Some(mean), Some(var)) => {
-            let c = configure_moments(&req, a.loss, mean, var).map_err(|e| UsageError(e.to_string()))?;
+            let c = configure_moments(&req, a.loss, mean, var).map_err(configure_error)?;
             let delay = Delay::from_moments(mean, var)
                 .map_err(|e| UsageError(format!("--delay-mean-ms/--delay-var-ms2: {e}")))?;
             (c, delay)

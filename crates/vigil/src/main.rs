@@ -16,7 +16,7 @@ mod sim;
 /// Failure detection for distributed systems: accrual detectors, graded
 /// policies, trace replay.
 #[derive(Debug, Parser)]
-#[command(name = "vigil", version, about, long_about = None, propagate_version = true)]
+#[command(name = "vigil", version, about, long_about = None, propagate_version = true, after_help = EXIT_STATUS)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -38,6 +38,24 @@ enum Command {
     /// checkers, metrics, and scale runs.
     Sim(sim::SimArgs),
 }
+
+/// What the exit status means, for scripts.
+const EXIT_STATUS: &str = "Exit status: 0 when the command did what it was asked; 1 when it ran to the end and what it \
+checks failed (a simulator checker violation, no detector setting within the bound, QoS requirements that cannot be \
+met); 2 for a usage or input error, named on stderr.";
+
+/// A run that completed and failed what it checks: reported as
+/// `vigil: <message>` with exit status 1.
+#[derive(Debug)]
+pub(crate) struct CheckFailed(pub(crate) String);
+
+impl std::fmt::Display for CheckFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CheckFailed {}
 
 /// An error that is the user's input: reported as `vigil: <message>` with
 /// exit status 2.
@@ -68,7 +86,7 @@ fn main() -> ExitCode {
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("vigil: {err:#}");
-            ExitCode::from(2)
+            if err.downcast_ref::<CheckFailed>().is_some() { ExitCode::from(1) } else { ExitCode::from(2) }
         }
     }
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant as WallClock};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -13,7 +13,7 @@ use vigil_lab::demo::{Table, format_table};
 use vigil_lab::svg::{Chart, Scale, Series, Style};
 use vigil_sim::{Fault, Protocol, Report, Scenario, Sim, frontier};
 
-use crate::UsageError;
+use crate::{CheckFailed, UsageError};
 
 /// Arguments of `vigil sim`.
 #[derive(Debug, Args)]
@@ -358,7 +358,9 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
             r.violations.first.iter().map(|v| format!("{:.0} ms: {}: {}", v.at_ms, v.checker, v.detail)).collect();
         let more = r.violations.total - shown.len() as u64;
         let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
-        bail!("{} checker violation(s): {}{more}", r.violations.total, shown.join("; "));
+        return Err(
+            CheckFailed(format!("{} checker violation(s): {}{more}", r.violations.total, shown.join("; "))).into()
+        );
     }
     Ok(())
 }

@@ -220,6 +220,22 @@ fn recommend_picks_the_fastest_setting_within_the_bound() {
     }
     let o = vigil(&["lab", "recommend", "regime-change", "--traces", "5", "--max-mistakes-per-hour", "200"]);
     assert!(stdout(&o).contains("recommendation for regime-change"), "{}", stdout(&o));
+    // No setting within the bound: the command ran and its check failed
+    // (status 1, not a usage error).
+    let args = [
+        "lab",
+        "recommend",
+        "bursty",
+        "--traces",
+        "3",
+        "--max-mistakes-per-hour",
+        "0",
+        "--family",
+        "fixed@timeout-ms=1,2",
+    ];
+    let o = vigil(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no setting makes at most 0 mistakes per hour on bursty"), "{}", stderr(&o));
 }
 
 #[test]
@@ -276,7 +292,8 @@ fn configure_reproduces_chens_example_and_checks_it_by_simulation() {
         "--delay",
         "constant:ms=50",
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    // The requirements cannot be met: the command ran and its check failed.
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stderr(&o).contains("cannot be met"), "{}", stderr(&o));
     let o = vigil(&[
         "lab",
