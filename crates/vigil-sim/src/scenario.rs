@@ -393,6 +393,16 @@ impl Scenario {
         Ok(s)
     }
 
+    /// An upper estimate of the memory a run of this scenario needs, in
+    /// bytes: every node holds a view of every member (about 135 bytes per
+    /// member and node, measured: 152 MB for 1,000 nodes, 13.3 GB for
+    /// 10,000), so it grows as the square of the cluster size. Counted here
+    /// as 160 bytes per pair, 64 KiB per node and 16 MiB for the rest.
+    pub fn estimated_memory_bytes(&self) -> u64 {
+        let n = self.nodes as u64;
+        16 * 1024 * 1024 + n.saturating_mul(n).saturating_mul(160) + n.saturating_mul(64 * 1024)
+    }
+
     /// Checks sizes, indices, probabilities, latencies and times.
     ///
     /// # Errors
@@ -403,7 +413,7 @@ impl Scenario {
             return Err(err("nodes", format!("{} is outside 2 to {MAX_NODES}", self.nodes)));
         }
         if self.duration.is_zero() || self.duration > MAX_DURATION {
-            return Err(err("duration", format!("{:?} is outside (0, 30 days]", self.duration)));
+            return Err(err("duration", format!("{} s is outside (0, 30 days]", self.duration.as_secs_f64())));
         }
         let p = &self.network;
         for (field, v) in [("network.base_ms", p.base_ms), ("network.jitter_ms", p.jitter_ms)] {
@@ -421,7 +431,10 @@ impl Scenario {
             return Err(err("envelope.max_loss", format!("{} is outside [0, 1]", self.envelope.max_loss)));
         }
         if self.detection_bound.is_zero() || self.detection_bound > MAX_DURATION {
-            return Err(err("detection_bound", format!("{:?} is outside (0, 30 days]", self.detection_bound)));
+            return Err(err(
+                "detection_bound",
+                format!("{} s is outside (0, 30 days]", self.detection_bound.as_secs_f64()),
+            ));
         }
         let n = self.nodes;
         for (i, f) in self.faults.iter().enumerate() {
@@ -472,12 +485,12 @@ impl Scenario {
             if let Some(d) = f.duration()
                 && (d.is_zero() || d > MAX_DURATION)
             {
-                return Err(err(field("duration"), format!("{d:?} is outside (0, 30 days]")));
+                return Err(err(field("duration"), format!("{} s is outside (0, 30 days]", d.as_secs_f64())));
             }
             if let Fault::Slow { delay, .. } = f
                 && (delay.is_zero() || *delay > MAX_DURATION)
             {
-                return Err(err(field("delay"), format!("{delay:?} is outside (0, 30 days]")));
+                return Err(err(field("delay"), format!("{} s is outside (0, 30 days]", delay.as_secs_f64())));
             }
         }
         if let Some(c) = self.converge_after
@@ -492,6 +505,16 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_memory_estimate_covers_what_runs_measured() {
+        // Measured with /usr/bin/time -v: 152 MB at 1,000 nodes (600 s) and
+        // 13.3 GB at 10,000 (300 s); the estimate must not be below either.
+        assert!(Scenario::new("x", 1_000).estimated_memory_bytes() >= 152_000_000);
+        assert!(Scenario::new("x", 10_000).estimated_memory_bytes() >= 13_400_000_000);
+        assert!(Scenario::new("x", 10_000).estimated_memory_bytes() <= 20_000_000_000);
+        assert_eq!(Scenario::new("x", MAX_NODES).estimated_memory_bytes() / 1_000_000_000, 1_606);
+    }
 
     #[test]
     fn toml_scenarios_parse_and_bad_fields_are_named() {

@@ -125,6 +125,11 @@ struct RunArgs {
     /// `BASE_MS,JITTER_MS@SECS+DURATION`.
     #[arg(long, value_name = "BASE,JITTER@SECS+DUR")]
     degrade: Vec<String>,
+    /// The most memory the run may take, in GB (default: 80 % of this
+    /// machine's memory). The run is refused before it starts if its
+    /// estimate is larger.
+    #[arg(long, value_name = "GB")]
+    max_memory_gb: Option<f64>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -147,6 +152,11 @@ struct ScaleArgs {
     /// Directory for the plot.
     #[arg(long, default_value = "vigil-report", value_name = "DIR")]
     out: PathBuf,
+    /// The most memory one run may take, in GB (default: 80 % of this
+    /// machine's memory). Sizes whose estimate is larger are refused before
+    /// anything runs.
+    #[arg(long, value_name = "GB")]
+    max_memory_gb: Option<f64>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -260,12 +270,54 @@ fn simulate(s: &Scenario, label: &str) -> Result<Report> {
     Ok(report)
 }
 
+/// A number as a user would write it: plain, or in exponent form when plain
+/// would take more than 15 digits (so 1e20 is not echoed as 21 digits).
+fn number(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-6..1e15).contains(&v.abs()) { format!("{v:e}") } else { format!("{v}") }
+}
+
 fn ms(v: f64) -> String {
     if v.is_nan() { "—".into() } else { format!("{v:.0}") }
 }
 
+/// The memory a run may take: `--max-memory-gb`, or 80 % of the machine's
+/// memory (8 GB if it cannot be read).
+fn memory_budget(flag: Option<f64>) -> Result<u64> {
+    match flag {
+        Some(gb) if gb.is_finite() && gb > 0.0 && gb <= 1e6 => Ok((gb * 1e9) as u64),
+        Some(gb) => {
+            Err(UsageError(format!("--max-memory-gb: {} is not a size between 0 and 1,000,000 GB", number(gb))).into())
+        }
+        None => {
+            let total_kb = fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+            });
+            Ok(total_kb.map_or(8_000_000_000, |kb| kb.saturating_mul(1024) / 10 * 8))
+        }
+    }
+}
+
+/// Refuses a scenario whose memory estimate exceeds the budget, naming the
+/// estimate and the flags to change.
+fn check_memory(s: &Scenario, budget: u64, size_flag: &str) -> Result<()> {
+    let need = s.estimated_memory_bytes();
+    if need > budget {
+        return Err(UsageError(format!(
+            "{size_flag}: {} nodes need about {:.1} GB of memory (each node holds every member: memory grows as the \
+             square of the cluster size), more than the {:.1} GB allowed; use fewer nodes, or raise --max-memory-gb",
+            s.nodes,
+            need as f64 / 1e9,
+            budget as f64 / 1e9
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let s = scenario(a)?;
+    check_memory(&s, memory_budget(a.max_memory_gb)?, "--nodes")?;
     eprintln!(
         "simulating {} ({} nodes, {:?}, {} s virtual), seed {} (replay with --seed {})",
         s.name,
@@ -369,17 +421,32 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
     if a.sizes.iter().any(|&n| !(10..=100_000).contains(&n)) {
         return Err(UsageError("--sizes: each size must be 10 to 100000".into()).into());
     }
-    if !(a.duration.is_finite() && a.duration >= 60.0) {
-        return Err(UsageError("--duration: at least 60 s (the crash is at 30 s)".into()).into());
+    let max_secs = vigil_sim::MAX_DURATION.as_secs_f64();
+    if !(a.duration.is_finite() && (60.0..=max_secs).contains(&a.duration)) {
+        return Err(UsageError(format!(
+            "--duration: {} is outside 60 s (the crash is at 30 s) to {max_secs} s (30 days)",
+            number(a.duration)
+        ))
+        .into());
     }
-    let mut rows = Vec::new();
-    let mut results = Vec::new();
+    // Every size is built and checked before the first one runs.
+    let budget = memory_budget(a.max_memory_gb)?;
+    let mut scenarios = Vec::new();
     for &n in &a.sizes {
         let mut s = Scenario::new(&format!("scale-{n}"), n);
         s.seed = a.seed;
         s.duration = Duration::from_secs_f64(a.duration);
         s.protocol = a.protocol.into();
         s.faults.push(Fault::Crash { node: n / 2, at: Duration::from_secs(30) });
+        s.validate().map_err(|e| UsageError(format!("--sizes {n}: {e}")))?;
+        check_memory(&s, budget, "--sizes")?;
+        scenarios.push(s);
+    }
+    fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let mut rows = Vec::new();
+    let mut results = Vec::new();
+    for s in scenarios {
+        let n = s.nodes;
         eprintln!("N = {n}: seed {} (replay with --seed {})", a.seed, a.seed);
         let started = WallClock::now();
         let r = simulate(&s, &format!("N = {n}"))?;
@@ -414,7 +481,6 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
     .with_series(Series::new("every survivor knows (s)", pts(&last)).with_style(Style::LinePoints))
     .with_series(Series::new("dissemination: last − first (s)", pts(&spread)).with_style(Style::LinePoints))
     .with_series(Series::new("messages per member-second", pts(&msgs)).with_style(Style::LinePoints).with_dashed(true));
-    fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let file = a.out.join("sim-scale.svg");
     fs::write(&file, chart.to_svg()).with_context(|| format!("writing {}", file.display()))?;
     eprintln!("plot: {}", file.display());
@@ -453,7 +519,7 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
         return Err(UsageError(format!("--crash-runs: {} is outside 1 to 20", a.crash_runs)).into());
     }
     if !(a.loss_secs.is_finite() && (10.0..=3_600.0).contains(&a.loss_secs)) {
-        return Err(UsageError(format!("--loss-secs: {} is outside 10 to 3600", a.loss_secs)).into());
+        return Err(UsageError(format!("--loss-secs: {} is outside 10 to 3600", number(a.loss_secs))).into());
     }
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if !(1..=256).contains(&threads) {

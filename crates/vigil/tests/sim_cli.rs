@@ -154,3 +154,32 @@ fn a_mass_failure_is_declared_in_full_within_a_stated_bound() {
         assert!(c["max_ms"].as_f64().unwrap() <= 120_000.0, "{c}");
     }
 }
+
+#[test]
+fn limits_are_checked_before_anything_runs_with_the_estimate_and_the_flag_to_change() {
+    // Memory grows as the square of the cluster size: refused up front.
+    let o = vigil(&["sim", "run", "--nodes", "100000"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("--nodes: 100000 nodes need about 1606.6 GB of memory") && e.contains("--max-memory-gb"), "{e}");
+    let o = vigil(&["sim", "run", "--nodes", "2000", "--max-memory-gb", "0.1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("2000 nodes need about 0.8 GB"), "{}", stderr(&o));
+    // A scale run checks every size before the first one runs.
+    let dir = scratch("limits");
+    let o = vigil(&["sim", "scale", "--sizes", "10,100000", "--out", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--sizes: 100000 nodes need"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("N = 10:"), "nothing ran: {}", stderr(&o));
+    assert!(!dir.join("sim-scale.svg").exists());
+    // Durations that do not fit are refused, echoed as typed.
+    let o = vigil(&["sim", "scale", "--sizes", "10", "--duration", "1e20"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--duration: 1e20 is outside 60 s"), "{}", stderr(&o));
+    let o = vigil(&["sim", "run", "--nodes", "10", "--duration", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("duration"), "{}", stderr(&o));
+    let o = vigil(&["sim", "run", "--nodes", "20", "--max-memory-gb", "nan"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--max-memory-gb: NaN"), "{}", stderr(&o));
+}
