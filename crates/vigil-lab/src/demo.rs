@@ -514,7 +514,7 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
         progress(&format!("frontier: {name}"));
         let s = builtin(name)?;
         let ts = if name == "regime-change" { traces.clone() } else { s.generate(seed, n) };
-        let families = default_families(s.period_ms);
+        let families = default_families(s.period_ms)?;
         let points = sweep(&ts, &families, 1, &|| {})?;
         let budget = s.period_ms * 2.0;
         let mut rows = Vec::new();

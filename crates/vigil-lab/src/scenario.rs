@@ -228,12 +228,29 @@ fn probability(name: &str, p: f64) -> Result<(), ScenarioError> {
     }
 }
 
+/// The longest duration any one field of a scenario may give, in ms (about
+/// 11.6 days): long enough for any heartbeat period or pause, and short
+/// enough that a trace of [`MAX_BEATS`] heartbeats stays within the times an
+/// [`Instant`](vigil_detector::Instant) can hold.
+pub const MAX_FIELD_MS: f64 = 1e9;
+
+/// A duration field in ms: finite, 0 or more, at most [`MAX_FIELD_MS`].
+fn field_ms(name: &str, v: f64) -> Result<(), ScenarioError> {
+    if v.is_finite() && (0.0..=MAX_FIELD_MS).contains(&v) {
+        Ok(())
+    } else {
+        Err(ScenarioError(format!("{name} must be 0 to {MAX_FIELD_MS:e} ms, got {v:e}")))
+    }
+}
+
 impl Pauses {
     fn validate(&self, what: &str) -> Result<(), ScenarioError> {
         probability(&format!("{what}.chance"), self.chance)?;
-        if !(self.min_ms.is_finite() && self.min_ms >= 0.0 && self.max_ms.is_finite() && self.max_ms >= self.min_ms) {
+        field_ms(&format!("{what}.min_ms"), self.min_ms)?;
+        field_ms(&format!("{what}.max_ms"), self.max_ms)?;
+        if self.max_ms < self.min_ms {
             return Err(ScenarioError(format!(
-                "{what}: need 0 <= min_ms <= max_ms, finite (got {} and {})",
+                "{what}: need min_ms <= max_ms (got {} and {})",
                 self.min_ms, self.max_ms
             )));
         }
@@ -268,8 +285,11 @@ impl Scenario {
     /// Checks every field; the error names the one at fault.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         let err = |m: String| Err(ScenarioError(format!("scenario '{}': {m}", self.name)));
-        if !(self.period_ms.is_finite() && self.period_ms > 0.0) {
-            return err(format!("period_ms must be a positive number of milliseconds, got {}", self.period_ms));
+        if !(self.period_ms.is_finite() && self.period_ms > 0.0 && self.period_ms <= MAX_FIELD_MS) {
+            return err(format!(
+                "period_ms must be a positive number of milliseconds, at most {MAX_FIELD_MS:e}, got {:e}",
+                self.period_ms
+            ));
         }
         if self.phases.is_empty() {
             return err("needs at least one [[phases]] entry".into());
@@ -286,8 +306,8 @@ impl Scenario {
         match self.jitter {
             Jitter::None => {}
             Jitter::Uniform { ms: v } | Jitter::Normal { sd_ms: v } => {
-                if !(v.is_finite() && v >= 0.0) {
-                    return err(format!("jitter must be a finite number of ms, 0 or more, got {v}"));
+                if let Err(e) = field_ms("jitter", v) {
+                    return err(e.0);
                 }
             }
         }

@@ -82,16 +82,32 @@ pub fn format_value(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// The longest heartbeat period the default grids are scaled to, in ms (a
+/// day): beyond it the scaled timeouts leave the range detectors accept.
+pub const MAX_DEFAULT_PERIOD_MS: f64 = 86_400_000.0;
+
 /// The families `sweep` and `recommend` use when none are given, with grids
 /// scaled to the heartbeat period (ms).
-pub fn default_families(period_ms: f64) -> Vec<Family> {
+///
+/// # Errors
+///
+/// A [`SpecError`] naming the period if it is not between 1 ms and
+/// [`MAX_DEFAULT_PERIOD_MS`] (a trace whose median gap is 0, say): the grids
+/// would hold timeouts of 0 or out of range.
+pub fn default_families(period_ms: f64) -> Result<Vec<Family>, SpecError> {
+    if !(period_ms.is_finite() && (1.0..=MAX_DEFAULT_PERIOD_MS).contains(&period_ms)) {
+        return Err(SpecError(format!(
+            "the default detector grids are scaled to the heartbeat period, and {period_ms} ms is not one they can \
+             use (1 ms to a day); give the families to sweep with --family"
+        )));
+    }
     let scaled = |factors: &[f64]| -> Vec<String> { factors.iter().map(|f| format_value(f * period_ms)).collect() };
     let list = |v: &[f64]| -> Vec<String> { v.iter().map(|x| format_value(*x)).collect() };
     let phi =
         list(&[0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 30.0, 50.0, 100.0, 200.0, 400.0]);
-    let make = |name: &str, base: &str, param: &str, values: Vec<String>| -> Family {
+    let make = |name: &str, base: &str, param: &str, values: Vec<String>| -> Result<Family, SpecError> {
         let refs: Vec<&str> = values.iter().map(String::as_str).collect();
-        Family::new(name, base, param, &refs).expect("built-in families are valid")
+        Family::new(name, base, param, &refs)
     };
     let margins = scaled(&[0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.3, 1.7, 2.2, 3.0, 4.0, 6.0, 9.0]);
     vec![
@@ -126,6 +142,8 @@ pub fn default_families(period_ms: f64) -> Vec<Family> {
             list(&[0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0]),
         ),
     ]
+    .into_iter()
+    .collect()
 }
 
 /// One setting's result.
@@ -331,10 +349,14 @@ mod tests {
         assert!(Family::parse("akka").is_err());
         assert!(Family::parse("akka@threshold=").is_err());
         assert!(Family::parse("fixed@window=3").is_err());
-        for period in [100.0, 1000.0, 1500.0] {
-            let fams = default_families(period);
+        for period in [1.0, 100.0, 1000.0, 1500.0, MAX_DEFAULT_PERIOD_MS] {
+            let fams = default_families(period).unwrap();
             assert_eq!(fams.len(), 10);
-            assert!(fams.iter().all(|f| f.specs().is_ok()));
+            assert!(fams.iter().all(|f| f.specs().is_ok()), "{period}");
+        }
+        for period in [0.0, -1.0, 0.999, 1e-9, 1e12, f64::NAN, f64::INFINITY] {
+            let e = default_families(period).unwrap_err();
+            assert!(e.to_string().contains("--family"), "{period}: {e}");
         }
     }
 }

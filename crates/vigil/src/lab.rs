@@ -356,7 +356,7 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
 
 fn families(texts: &[String], period_ms: f64) -> Result<Vec<Family>> {
     if texts.is_empty() {
-        return Ok(default_families(period_ms));
+        return default_families(period_ms).map_err(|e| UsageError(e.to_string()).into());
     }
     texts.iter().map(|t| Family::parse(t).map_err(|e| UsageError(e.to_string()).into())).collect()
 }

@@ -337,3 +337,41 @@ fn policies_demonstration_runs() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("vigil policies (seed"), "{}", stdout(&o));
 }
+
+#[test]
+fn inputs_that_once_panicked_get_errors_naming_what_to_change() {
+    let dir = scratch("hostile");
+    // A trace whose median gap is 0: the default grids scale to the period.
+    let trace = dir.join("dup.csv");
+    std::fs::write(&trace, "0,hb\n0,hb\n1000,hb\n1000,hb\n2000,hb\n2000,hb\n").unwrap();
+    for command in ["sweep", "recommend"] {
+        let mut args = vec!["lab", command, trace.to_str().unwrap()];
+        if command == "recommend" {
+            args.extend(["--max-mistakes-per-hour", "10"]);
+        }
+        let o = vigil(&args);
+        assert_eq!(o.status.code(), Some(2), "{command}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("0 ms is not one they can use") && stderr(&o).contains("--family"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    }
+    // Scenario durations out of range, named with their field.
+    for (line, field) in [
+        ("jitter = { kind = \"uniform\", ms = 1e308 }", "jitter must be 0 to 1e9 ms, got 1e308"),
+        ("sender_pauses = { chance = 1, min_ms = 0, max_ms = 1e308 }", "sender_pauses.max_ms"),
+        ("receiver_stalls = { chance = 0.5, min_ms = -1, max_ms = 2 }", "receiver_stalls.min_ms"),
+    ] {
+        let path = dir.join("h.toml");
+        std::fs::write(
+            &path,
+            format!("name = \"h\"\nperiod_ms = 1000\n{line}\n[[phases]]\nbeats = 50\ndelay = {{ kind = \"constant\", ms = 10 }}\n"),
+        )
+        .unwrap();
+        let o = vigil(&["lab", "run", path.to_str().unwrap(), "--traces", "2"]);
+        assert_eq!(o.status.code(), Some(2), "{line}: {}", stderr(&o));
+        assert!(stderr(&o).contains(field), "{line}: {}", stderr(&o));
+    }
+}
