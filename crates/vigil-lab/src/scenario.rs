@@ -231,7 +231,7 @@ fn probability(name: &str, p: f64) -> Result<(), ScenarioError> {
 /// The longest duration any one field of a scenario may give, in ms (about
 /// 11.6 days): long enough for any heartbeat period or pause, and short
 /// enough that a trace of [`MAX_BEATS`] heartbeats stays within the times an
-/// [`Instant`](vigil_detector::Instant) can hold.
+/// `vigil_detector::Instant` can hold.
 pub const MAX_FIELD_MS: f64 = 1e9;
 
 /// A duration field in ms: finite, 0 or more, at most [`MAX_FIELD_MS`].

@@ -59,15 +59,33 @@ proptest! {
 #[test]
 fn absurd_but_valid_scenarios_generate_without_panicking() {
     for toml in [
-        "name='a'\nperiod_ms=1e300\n[[phases]]\nbeats=5\ndelay={kind='constant',ms=1e300}",
+        "name='a'\nperiod_ms=1e9\n[[phases]]\nbeats=5\ndelay={kind='constant',ms=1e300}",
         "name='b'\nperiod_ms=1e-9\n[[phases]]\nbeats=1000\ndelay={kind='pareto',scale_ms=1e-9,shape=0.05}",
         "name='c'\nperiod_ms=1\ncrash={at-ms=0}\n[[phases]]\nbeats=5\ndelay={kind='constant',ms=0}",
-        "name='d'\nperiod_ms=1\nreorder='keep'\nsender_pauses={chance=1,min_ms=0,max_ms=1e300}\n[[phases]]\nbeats=50\ndelay={kind='exponential',mean_ms=1e6}",
+        "name='d'\nperiod_ms=1\nreorder='keep'\nsender_pauses={chance=1,min_ms=0,max_ms=1e9}\n[[phases]]\nbeats=50\ndelay={kind='exponential',mean_ms=1e6}",
     ] {
         let s = Scenario::from_toml(toml).unwrap();
         for t in s.generate(1, 3) {
             let spec: DetectorSpec = "normal:window=10,min-std-ms=1".parse().unwrap();
             judge(&t, spec.config(), &[8.0], 1).unwrap();
         }
+    }
+}
+
+#[test]
+fn durations_beyond_what_a_trace_can_hold_are_refused_by_name() {
+    for (toml, field) in [
+        ("name='a'\nperiod_ms=1e300\n[[phases]]\nbeats=5\ndelay={kind='constant',ms=1}", "period_ms"),
+        (
+            "name='d'\nperiod_ms=1\nsender_pauses={chance=1,min_ms=0,max_ms=1e300}\n[[phases]]\nbeats=5\ndelay={kind='constant',ms=1}",
+            "sender_pauses.max_ms",
+        ),
+        (
+            "name='j'\nperiod_ms=1\njitter={kind='uniform',ms=1e308}\n[[phases]]\nbeats=5\ndelay={kind='constant',ms=1}",
+            "jitter",
+        ),
+    ] {
+        let e = Scenario::from_toml(toml).unwrap_err();
+        assert!(e.to_string().contains(field), "{field}: {e}");
     }
 }
