@@ -22,6 +22,7 @@ use vigil_lab::sweep::{
 };
 use vigil_lab::trace::Trace;
 
+use crate::output::OutputDir;
 use crate::{CheckFailed, UsageError};
 
 /// Arguments of `vigil lab`.
@@ -332,12 +333,11 @@ fn print_table(out: &mut dyn Write, title: &str, header: Vec<String>, rows: Vec<
 fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let s = load_scenario(&a.scenario)?;
     let specs = parse_specs(&a.detectors, s.period_ms)?;
+    let save = a.save_traces.as_deref().map(|dir| OutputDir::prepare(dir, "--save-traces")).transpose()?;
     let traces = generate(&s, a.common.seed, a.traces)?;
-    if let Some(dir) = &a.save_traces {
-        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    if let Some(dir) = &save {
         for (i, t) in traces.iter().enumerate() {
-            let path = dir.join(format!("{}-{i:04}.csv", s.name.replace(':', "-")));
-            fs::write(&path, t.to_csv()).with_context(|| format!("writing {}", path.display()))?;
+            dir.write(&format!("{}-{i:04}.csv", s.name.replace(':', "-")), t.to_csv().as_bytes())?;
         }
     }
     let pb = bar(traces.len() as u64, "judging");
@@ -382,6 +382,7 @@ fn run_sweep(traces: &[Trace], fams: &[Family], warmup: usize) -> Result<Vec<Poi
 
 fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let source = load_source(&a.source)?;
+    let dir = OutputDir::prepare(&a.out, "--out")?;
     let (name, traces, period) = source_traces(&source, a.common.seed, a.traces)?;
     let fams = families(&a.families, period)?;
     let points = run_sweep(&traces, &fams, a.common.warmup)?;
@@ -393,9 +394,7 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         "mean time to suspect after a heartbeat (ms)"
     };
     let chart = frontier_chart(&format!("Detection time against mistake rate: {name}"), axis, &points, Some(&front));
-    fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let file = a.out.join(format!("sweep-{}.svg", sanitize(&name)));
-    fs::write(&file, chart.to_svg()).with_context(|| format!("writing {}", file.display()))?;
+    let file = dir.write(&format!("sweep-{}.svg", sanitize(&name)), chart.to_svg().as_bytes())?;
     eprintln!("plot: {}", file.display());
     if a.common.json {
         let doc = json!({"source": name, "seed": a.common.seed, "traces": traces.len(), "points": points, "frontier": front, "plot": file});
@@ -684,6 +683,7 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
 }
 
 fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
+    let dir = OutputDir::prepare(&a.out, "--out")?;
     eprintln!("vigil lab demo: seed {}, {} traces per scenario (replay with --seed {})", a.seed, a.traces, a.seed);
     let started = WallClock::now();
     let pb = ProgressBar::new_spinner();
@@ -691,16 +691,11 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
     let demo = run_demo(DemoOptions { seed: a.seed, traces: a.traces }, &|step| pb.set_message(step.to_string()))?;
     pb.finish_and_clear();
     let computed = started.elapsed();
-    fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let index = a.out.join("index.html");
-    fs::write(&index, demo.to_html()).with_context(|| format!("writing {}", index.display()))?;
+    let index = dir.write("index.html", demo.to_html().as_bytes())?;
     for f in demo.figures() {
-        let path = a.out.join(&f.file);
-        fs::write(&path, &f.svg).with_context(|| format!("writing {}", path.display()))?;
+        dir.write(&f.file, f.svg.as_bytes())?;
     }
-    let json_path = a.out.join("demo.json");
-    fs::write(&json_path, serde_json::to_string_pretty(&demo)?)
-        .with_context(|| format!("writing {}", json_path.display()))?;
+    dir.write("demo.json", serde_json::to_string_pretty(&demo)?.as_bytes())?;
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&demo)?)?;
     } else {

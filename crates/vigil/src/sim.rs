@@ -13,6 +13,7 @@ use vigil_lab::demo::{Table, format_table};
 use vigil_lab::svg::{Chart, Scale, Series, Style};
 use vigil_sim::{Fault, Protocol, Report, Scenario, Sim, frontier};
 
+use crate::output::OutputDir;
 use crate::{CheckFailed, UsageError};
 
 /// Arguments of `vigil sim`.
@@ -442,7 +443,7 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
         check_memory(&s, budget, "--sizes")?;
         scenarios.push(s);
     }
-    fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let dir = OutputDir::prepare(&a.out, "--out")?;
     let mut rows = Vec::new();
     let mut results = Vec::new();
     for s in scenarios {
@@ -481,8 +482,7 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
     .with_series(Series::new("every survivor knows (s)", pts(&last)).with_style(Style::LinePoints))
     .with_series(Series::new("dissemination: last − first (s)", pts(&spread)).with_style(Style::LinePoints))
     .with_series(Series::new("messages per member-second", pts(&msgs)).with_style(Style::LinePoints).with_dashed(true));
-    let file = a.out.join("sim-scale.svg");
-    fs::write(&file, chart.to_svg()).with_context(|| format!("writing {}", file.display()))?;
+    let file = dir.write("sim-scale.svg", chart.to_svg().as_bytes())?;
     eprintln!("plot: {}", file.display());
     if a.json {
         let runs: Vec<_> =
@@ -530,7 +530,7 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
     spec.crash_runs = a.crash_runs;
     spec.loss_duration = Duration::from_secs_f64(a.loss_secs);
     spec.threads = threads;
-    fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let dir = OutputDir::prepare(&a.out, "--out")?;
     eprintln!(
         "sweeping {} settings ({} runs, {threads} threads) at N = {}, seed {} (replay with --seed {})",
         spec.settings.len(),
@@ -549,8 +549,7 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
     let f = frontier::run(&spec, &|done, _| pb.set_position(done as u64)).map_err(|e| UsageError(e.to_string()))?;
     pb.finish_and_clear();
     eprintln!("done in {:.1} s", started.elapsed().as_secs_f64());
-    let file = a.out.join("sim-frontier.svg");
-    fs::write(&file, frontier_chart(&f).to_svg()).with_context(|| format!("writing {}", file.display()))?;
+    let file = dir.write("sim-frontier.svg", frontier_chart(&f).to_svg().as_bytes())?;
     eprintln!("plot: {}", file.display());
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&json!({"frontier": f, "plot": file}))?)?;

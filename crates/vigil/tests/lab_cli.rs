@@ -375,3 +375,26 @@ fn inputs_that_once_panicked_get_errors_naming_what_to_change() {
         assert!(stderr(&o).contains(field), "{line}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn an_output_location_that_cannot_be_written_is_refused_before_any_work() {
+    let dir = scratch("unwritable");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let under = file.join("out");
+    let under = under.to_str().unwrap();
+    for args in [
+        vec!["lab", "demo", "--traces", "3", "--out", under],
+        vec!["lab", "sweep", "calm", "--traces", "2", "--out", under],
+        vec!["lab", "run", "calm", "--traces", "2", "--save-traces", under],
+        vec!["sim", "scale", "--sizes", "10", "--out", under],
+        vec!["sim", "frontier", "--nodes", "10", "--out", under],
+    ] {
+        let o = vigil(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(under), "{args:?}: {e}");
+        assert!(!e.contains("sweeping") && !e.contains("N = 10:") && !e.contains("traces, seed"), "nothing ran: {e}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory", "nothing already there is lost");
+}
