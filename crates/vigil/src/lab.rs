@@ -22,11 +22,13 @@ use vigil_lab::sweep::{
 };
 use vigil_lab::trace::Trace;
 
+use crate::limits::{check_memory, memory_budget};
 use crate::output::OutputDir;
 use crate::{CheckFailed, UsageError};
 
 /// Arguments of `vigil lab`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub(crate) struct LabArgs {
     #[command(subcommand)]
     command: LabCommand,
@@ -51,6 +53,7 @@ enum LabCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 struct Common {
     /// Seed of every random choice (printed on stderr; replay a run with it).
     #[arg(long, default_value_t = 1)]
@@ -61,9 +64,15 @@ struct Common {
     /// Heartbeats that train a detector before judging starts.
     #[arg(long, default_value_t = 1, value_name = "N")]
     warmup: usize,
+    /// The most memory the run may take, in GB (default: 80 % of this
+    /// machine's memory). A run whose estimate is larger is refused before
+    /// anything is generated.
+    #[arg(long, value_name = "GB")]
+    max_memory_gb: Option<f64>,
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 struct RunArgs {
     /// A built-in scenario name, or a scenario TOML file.
     scenario: String,
@@ -82,6 +91,7 @@ struct RunArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 struct SweepArgs {
     /// A built-in scenario, a scenario TOML file, or a trace (CSV or JSONL).
     source: String,
@@ -101,6 +111,7 @@ struct SweepArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 struct LabReplayArgs {
     /// A trace file (CSV or JSON lines; see the trace format in the docs).
     trace: PathBuf,
@@ -112,6 +123,7 @@ struct LabReplayArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 struct RecommendArgs {
     /// A trace, a built-in scenario, or a scenario TOML file.
     source: String,
@@ -130,6 +142,7 @@ struct RecommendArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 struct ConfigureArgs {
     /// Upper bound on detection time T_D^U (e.g. `30s`, `2500ms`).
     #[arg(long, value_name = "DURATION")]
@@ -166,6 +179,7 @@ struct ConfigureArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 struct DemoArgs {
     /// Where to write the report.
     #[arg(long, default_value = "vigil-report", value_name = "DIR")]
@@ -179,6 +193,10 @@ struct DemoArgs {
     /// Print the tables as JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// The most memory the run may take, in GB (default: 80 % of this
+    /// machine's memory).
+    #[arg(long, value_name = "GB")]
+    max_memory_gb: Option<f64>,
 }
 
 pub(crate) fn run(args: &LabArgs, out: &mut dyn Write) -> Result<()> {
@@ -231,21 +249,58 @@ fn bar(len: u64, what: &str) -> ProgressBar {
     pb
 }
 
-/// The most heartbeats one run generates (about 16 bytes each in memory).
-const MAX_RUN_HEARTBEATS: u128 = 500_000_000;
+/// Memory a generated heartbeat takes through a run: the trace itself and
+/// what judging it holds (measured at 44 to 94 bytes; counted as 100).
+const BYTES_PER_HEARTBEAT: u64 = 100;
 
-fn generate(s: &Scenario, seed: u64, traces: Option<usize>) -> Result<Vec<Trace>> {
-    let n = traces.unwrap_or(s.traces).max(1);
-    let total = n as u128 * u128::from(s.beats());
-    if total > MAX_RUN_HEARTBEATS {
+/// Generates the traces of a scenario, after checking the count and the
+/// memory they need against the budget.
+fn generate(s: &Scenario, common: &Common, traces: Option<usize>) -> Result<Vec<Trace>> {
+    let n = traces.unwrap_or(s.traces);
+    if n == 0 {
+        return Err(UsageError("--traces: 0; at least 1 trace is needed".into()).into());
+    }
+    if common.warmup as u64 >= s.beats() {
         return Err(UsageError(format!(
-            "{n} traces of {} heartbeats is {total} heartbeats; one run generates at most {MAX_RUN_HEARTBEATS}",
+            "--warmup {}: scenario {} sends only {} heartbeats a trace; the warm-up must leave some to judge",
+            common.warmup,
+            s.name,
             s.beats()
         ))
         .into());
     }
+    let total = (n as u64).saturating_mul(s.beats());
+    let what = format!("{n} traces of {} heartbeats ({total} heartbeats)", s.beats());
+    check_memory(
+        total.saturating_mul(BYTES_PER_HEARTBEAT),
+        memory_budget(common.max_memory_gb)?,
+        &what,
+        "use fewer --traces",
+    )?;
+    let seed = common.seed;
     eprintln!("scenario {}: {n} traces, seed {seed} (replay with --seed {seed})", s.name);
     Ok(s.generate(seed, n))
+}
+
+/// Every trace must have a heartbeat to judge after the warm-up (and two to
+/// measure anything at all): otherwise the rates are not numbers.
+fn check_traces(name: &str, traces: &[Trace], warmup: usize) -> Result<()> {
+    let Some(shortest) = traces.iter().map(|t| t.beats.len()).min() else {
+        return Err(UsageError(format!("{name}: no traces")).into());
+    };
+    if shortest < 2 {
+        return Err(UsageError(format!(
+            "{name}: a trace with {shortest} heartbeat(s); at least 2 are needed to measure anything"
+        ))
+        .into());
+    }
+    if warmup >= shortest {
+        return Err(UsageError(format!(
+            "--warmup {warmup}: {name} has a trace of only {shortest} heartbeats; the warm-up must leave some to judge"
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 fn fmt_ms(v: f64) -> String {
@@ -334,7 +389,8 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let s = load_scenario(&a.scenario)?;
     let specs = parse_specs(&a.detectors, s.period_ms)?;
     let save = a.save_traces.as_deref().map(|dir| OutputDir::prepare(dir, "--save-traces")).transpose()?;
-    let traces = generate(&s, a.common.seed, a.traces)?;
+    let traces = generate(&s, &a.common, a.traces)?;
+    check_traces(&s.name, &traces, a.common.warmup)?;
     if let Some(dir) = &save {
         for (i, t) in traces.iter().enumerate() {
             dir.write(&format!("{}-{i:04}.csv", s.name.replace(':', "-")), t.to_csv().as_bytes())?;
@@ -361,14 +417,18 @@ fn families(texts: &[String], period_ms: f64) -> Result<Vec<Family>> {
     texts.iter().map(|t| Family::parse(t).map_err(|e| UsageError(e.to_string()).into())).collect()
 }
 
-fn source_traces(source: &Source, seed: u64, traces: Option<usize>) -> Result<(String, Vec<Trace>, f64)> {
-    Ok(match source {
-        Source::Scenario(s) => (s.name.clone(), generate(s, seed, traces)?, s.period_ms),
+/// The traces of a source (generated for a scenario), checked against the
+/// warm-up.
+fn source_traces(source: &Source, common: &Common, traces: Option<usize>) -> Result<(String, Vec<Trace>, f64)> {
+    let (name, traces, period) = match source {
+        Source::Scenario(s) => (s.name.clone(), generate(s, common, traces)?, s.period_ms),
         Source::Trace(name, t) => {
             let period = t.period().map_or(1000.0, |p| p.as_secs_f64() * 1e3);
             (name.clone(), vec![t.clone()], period)
         }
-    })
+    };
+    check_traces(&name, &traces, common.warmup)?;
+    Ok((name, traces, period))
 }
 
 fn run_sweep(traces: &[Trace], fams: &[Family], warmup: usize) -> Result<Vec<Point>> {
@@ -383,7 +443,7 @@ fn run_sweep(traces: &[Trace], fams: &[Family], warmup: usize) -> Result<Vec<Poi
 fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let source = load_source(&a.source)?;
     let dir = OutputDir::prepare(&a.out, "--out")?;
-    let (name, traces, period) = source_traces(&source, a.common.seed, a.traces)?;
+    let (name, traces, period) = source_traces(&source, &a.common, a.traces)?;
     let fams = families(&a.families, period)?;
     let points = run_sweep(&traces, &fams, a.common.warmup)?;
     let front = frontier(&points);
@@ -434,6 +494,7 @@ fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
     let period = trace.period().map_or(1000.0, |p| p.as_secs_f64() * 1e3);
     let specs = parse_specs(&a.detectors, period)?;
     let traces = [trace];
+    check_traces(&a.trace.display().to_string(), &traces, a.common.warmup)?;
     let qos = evaluate(&traces, &specs, a.common.warmup, &|| {})?;
     let virtual_td: Option<Vec<Summary>> = if traces[0].crash.is_none() {
         Some(
@@ -471,7 +532,7 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
         );
     }
     let source = load_source(&a.source)?;
-    let (name, traces, period) = source_traces(&source, a.common.seed, a.traces)?;
+    let (name, traces, period) = source_traces(&source, &a.common, a.traces)?;
     let fams = families(&a.families, period)?;
     let points = run_sweep(&traces, &fams, a.common.warmup)?;
     let hours: f64 = points.first().map_or(0.0, |p| p.qos.alive_hours);
@@ -683,6 +744,23 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
 }
 
 fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
+    if a.traces == 0 {
+        return Err(UsageError("--traces: 0; at least 1 trace per scenario is needed".into()).into());
+    }
+    // The demo keeps the regime-change traces and one other scenario's at a
+    // time: count three times the longest scenario's.
+    let longest = ["regime-change", "calm", "congested", "noisy", "quiet", "bursty", "very-noisy"]
+        .iter()
+        .filter_map(|name| builtin(name).ok().map(|s| s.beats()))
+        .max()
+        .unwrap_or(0);
+    let heartbeats = (a.traces as u64).saturating_mul(longest).saturating_mul(3);
+    check_memory(
+        heartbeats.saturating_mul(BYTES_PER_HEARTBEAT),
+        memory_budget(a.max_memory_gb)?,
+        &format!("{} traces per scenario", a.traces),
+        "use fewer --traces",
+    )?;
     let dir = OutputDir::prepare(&a.out, "--out")?;
     eprintln!("vigil lab demo: seed {}, {} traces per scenario (replay with --seed {})", a.seed, a.traces, a.seed);
     let started = WallClock::now();

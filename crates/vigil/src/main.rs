@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod lab;
+mod limits;
 mod output;
 mod policies;
 mod replay;

@@ -21,6 +21,7 @@ use vigil_detector::{
 
 /// Arguments of `vigil policies`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub(crate) struct DemoArgs {
     /// Seed for the random traces (printed, so a run can be replayed).
     #[arg(long, default_value_t = 1)]

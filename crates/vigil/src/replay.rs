@@ -52,7 +52,7 @@ previous one is ignored (and counted on stderr).";
 
 /// Arguments of `vigil replay`.
 #[derive(Debug, Args)]
-#[command(after_long_help = DEFAULTS)]
+#[command(after_long_help = DEFAULTS, allow_negative_numbers = true)]
 pub(crate) struct ReplayArgs {
     /// The detector model: normal, akka, deadline, exponential, fixed, chen,
     /// bertier, 2w or empirical.

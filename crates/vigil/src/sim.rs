@@ -13,11 +13,13 @@ use vigil_lab::demo::{Table, format_table};
 use vigil_lab::svg::{Chart, Scale, Series, Style};
 use vigil_sim::{Fault, Protocol, Report, Scenario, Sim, frontier};
 
+use crate::limits::{check_memory, memory_budget, number};
 use crate::output::OutputDir;
 use crate::{CheckFailed, UsageError};
 
 /// Arguments of `vigil sim`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub(crate) struct SimArgs {
     #[command(subcommand)]
     command: SimCommand,
@@ -37,6 +39,7 @@ enum SimCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 struct FrontierArgs {
     /// Cluster size.
     #[arg(long, default_value_t = 100, value_name = "N")]
@@ -83,6 +86,7 @@ impl From<ProtocolArg> for Protocol {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 struct RunArgs {
     /// A scenario TOML file; flags below override its fields.
     scenario: Option<PathBuf>,
@@ -137,6 +141,7 @@ struct RunArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 struct ScaleArgs {
     /// Cluster sizes.
     #[arg(long, value_delimiter = ',', default_value = "10,100,1000")]
@@ -271,54 +276,22 @@ fn simulate(s: &Scenario, label: &str) -> Result<Report> {
     Ok(report)
 }
 
-/// A number as a user would write it: plain, or in exponent form when plain
-/// would take more than 15 digits (so 1e20 is not echoed as 21 digits).
-fn number(v: f64) -> String {
-    if v.is_finite() && v != 0.0 && !(1e-6..1e15).contains(&v.abs()) { format!("{v:e}") } else { format!("{v}") }
-}
-
 fn ms(v: f64) -> String {
     if v.is_nan() { "—".into() } else { format!("{v:.0}") }
 }
 
-/// The memory a run may take: `--max-memory-gb`, or 80 % of the machine's
-/// memory (8 GB if it cannot be read).
-fn memory_budget(flag: Option<f64>) -> Result<u64> {
-    match flag {
-        Some(gb) if gb.is_finite() && gb > 0.0 && gb <= 1e6 => Ok((gb * 1e9) as u64),
-        Some(gb) => {
-            Err(UsageError(format!("--max-memory-gb: {} is not a size between 0 and 1,000,000 GB", number(gb))).into())
-        }
-        None => {
-            let total_kb = fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
-                text.lines()
-                    .find_map(|l| l.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
-            });
-            Ok(total_kb.map_or(8_000_000_000, |kb| kb.saturating_mul(1024) / 10 * 8))
-        }
-    }
-}
-
-/// Refuses a scenario whose memory estimate exceeds the budget, naming the
-/// estimate and the flags to change.
-fn check_memory(s: &Scenario, budget: u64, size_flag: &str) -> Result<()> {
-    let need = s.estimated_memory_bytes();
-    if need > budget {
-        return Err(UsageError(format!(
-            "{size_flag}: {} nodes need about {:.1} GB of memory (each node holds every member: memory grows as the \
-             square of the cluster size), more than the {:.1} GB allowed; use fewer nodes, or raise --max-memory-gb",
-            s.nodes,
-            need as f64 / 1e9,
-            budget as f64 / 1e9
-        ))
-        .into());
-    }
-    Ok(())
+/// Refuses a scenario whose memory estimate exceeds the budget.
+fn check_sim_memory(s: &Scenario, budget: u64, size_flag: &str) -> Result<()> {
+    let what = format!(
+        "{size_flag}: {} nodes (each node holds every member: memory grows as the square of the cluster size)",
+        s.nodes
+    );
+    check_memory(s.estimated_memory_bytes(), budget, &what, "use fewer nodes")
 }
 
 fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let s = scenario(a)?;
-    check_memory(&s, memory_budget(a.max_memory_gb)?, "--nodes")?;
+    check_sim_memory(&s, memory_budget(a.max_memory_gb)?, "--nodes")?;
     eprintln!(
         "simulating {} ({} nodes, {:?}, {} s virtual), seed {} (replay with --seed {})",
         s.name,
@@ -440,7 +413,7 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
         s.protocol = a.protocol.into();
         s.faults.push(Fault::Crash { node: n / 2, at: Duration::from_secs(30) });
         s.validate().map_err(|e| UsageError(format!("--sizes {n}: {e}")))?;
-        check_memory(&s, budget, "--sizes")?;
+        check_sim_memory(&s, budget, "--sizes")?;
         scenarios.push(s);
     }
     let dir = OutputDir::prepare(&a.out, "--out")?;

@@ -117,9 +117,11 @@ fn bad_input_is_named_and_exits_with_status_2() {
     assert!(stderr(&o).contains("sd_ms"), "{}", stderr(&o));
     let o = vigil(&["lab", "run", "calm", "--traces", "100000000"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("at most"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("need about 1000.0 GB of memory"), "{}", stderr(&o));
+    // A negative number is taken as the value it is, and refused as such.
     let o = vigil(&["lab", "recommend", "calm", "--max-mistakes-per-hour", "-1"]);
     assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--max-mistakes-per-hour must be 0 or more, got -1"), "{}", stderr(&o));
 }
 
 #[test]
@@ -397,4 +399,37 @@ fn an_output_location_that_cannot_be_written_is_refused_before_any_work() {
         assert!(!e.contains("sweeping") && !e.contains("N = 10:") && !e.contains("traces, seed"), "nothing ran: {e}");
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory", "nothing already there is lost");
+}
+
+#[test]
+fn counts_warmups_and_sizes_are_checked_before_anything_is_generated() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["lab", "run", "calm", "--traces", "0"], "--traces: 0; at least 1 trace is needed"),
+        (&["lab", "demo", "--traces", "0"], "--traces: 0; at least 1 trace per scenario"),
+        (&["lab", "run", "calm", "--traces", "5000000"], "(500000000 heartbeats) need about 50.0 GB of memory"),
+        (&["lab", "demo", "--traces", "1000000000000"], "use fewer --traces, or raise --max-memory-gb"),
+        (
+            &["lab", "run", "calm", "--traces", "2", "--warmup", "100000"],
+            "--warmup 100000: scenario calm sends only 100",
+        ),
+        (&["lab", "sweep", "calm", "--traces", "2", "--max-memory-gb", "-3"], "--max-memory-gb: -3 is not a size"),
+    ];
+    for (args, message) in cases {
+        let o = vigil(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(message), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("traces, seed"), "nothing was generated: {}", stderr(&o));
+    }
+    // Traces too short to measure, or to warm up on.
+    let dir = scratch("short");
+    let header_only = dir.join("header.csv");
+    std::fs::write(&header_only, "time_ms,event\n").unwrap();
+    let o = vigil(&["lab", "replay", header_only.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("a trace with 0 heartbeat(s); at least 2 are needed"), "{}", stderr(&o));
+    let two = dir.join("two.csv");
+    std::fs::write(&two, "0,hb\n1000,hb\n").unwrap();
+    let o = vigil(&["lab", "replay", two.to_str().unwrap(), "--warmup", "5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--warmup 5:") && stderr(&o).contains("only 2 heartbeats"), "{}", stderr(&o));
 }

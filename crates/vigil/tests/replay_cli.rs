@@ -295,3 +295,17 @@ fn help_prints_the_defaults() {
         assert!(text.contains(needle), "{needle}");
     }
 }
+
+#[test]
+fn a_negative_number_is_refused_as_the_value_it_is() {
+    // Not "unexpected argument '-1'" with advice to write `-- -1` (which
+    // would not work): the value is read, and its own check names it.
+    let o = Command::new(env!("CARGO_BIN_EXE_vigil"))
+        .args(["replay", "--model", "akka", "--threshold", "-1", "-"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("threshold") && e.contains("-1") && !e.contains("-- -1"), "{e}");
+}
