@@ -130,6 +130,18 @@ impl Builder {
         }
         match event {
             Event::Heartbeat(beat) => {
+                if let Some(sent) = beat.sent
+                    && sent > beat.arrival
+                {
+                    return Err(err(
+                        "sent_ms",
+                        format!(
+                            "sent at {} ms, after it arrived at {} ms (both on the receiver's clock)",
+                            format_millis(sent),
+                            format_millis(beat.arrival)
+                        ),
+                    ));
+                }
                 if let Some(prev) = self.trace.beats.last()
                     && beat.arrival < prev.arrival
                 {
@@ -153,6 +165,14 @@ impl Builder {
                 self.trace.crash = Some(t);
             }
             Event::End(t) => {
+                if let Some(crash) = self.trace.crash
+                    && t < crash
+                {
+                    return Err(err(
+                        "time_ms",
+                        format!("end {} ms is before the crash at {} ms", format_millis(t), format_millis(crash)),
+                    ));
+                }
                 if let Some(last) = self.trace.beats.last()
                     && t < last.arrival
                 {
@@ -419,11 +439,18 @@ mod tests {
             ("{\"t\": 1}\n{\"t\": -1}\n", 2, "t"),
             ("{\"t\": 1}\n{\"t\": 2, \"extra\": 1}\n", 2, "line"),
             ("{\"t\": 1}\nnot json\n", 2, "line"),
+            ("0,hb\n10,hb,20\n", 2, "sent_ms"),
+            ("0,hb\n500,crash\n400,end\n", 3, "time_ms"),
         ];
         for (text, line, field) in cases {
             let err = Trace::parse(text).unwrap_err();
             assert_eq!((err.line, err.field), (line, field), "{text:?}: {err}");
         }
+        let err = Trace::parse("0,hb\n10,hb,20\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 2, field sent_ms: sent at 20 ms, after it arrived at 10 ms (both on the receiver's clock)"
+        );
         let err = Trace::parse("10,hb\n5,hb\n").unwrap_err();
         assert_eq!(
             err.to_string(),
