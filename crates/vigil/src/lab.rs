@@ -225,16 +225,49 @@ fn load_scenario(name: &str) -> Result<Scenario> {
     builtin(name).map_err(|e| UsageError(e.to_string()).into())
 }
 
+/// How a trace is named in output: its path, or `stdin` for `-`.
+fn trace_name(path: &Path) -> String {
+    if path.as_os_str() == "-" { "stdin".into() } else { path.display().to_string() }
+}
+
+/// The largest trace the lab reads, in bytes (about 25 million heartbeats):
+/// the lab holds a trace in memory to judge it (`vigil replay` streams).
+const MAX_TRACE_BYTES: u64 = 512 * 1024 * 1024;
+
+/// Reads a trace from a file, or from stdin for `-`, refusing one larger
+/// than [`MAX_TRACE_BYTES`] before holding it.
 fn load_trace(path: &Path) -> Result<Trace> {
-    let text = fs::read_to_string(path).with_context(|| format!("reading trace {}", path.display()))?;
-    Trace::parse(&text).map_err(|e| UsageError(format!("{}: {e}", path.display())).into())
+    let stdin = path.as_os_str() == "-";
+    let shown = trace_name(path);
+    let reader: Box<dyn std::io::Read> = if stdin {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(fs::File::open(path).with_context(|| format!("reading trace {shown}"))?)
+    };
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(reader, MAX_TRACE_BYTES + 1), &mut bytes)
+        .with_context(|| format!("reading trace {shown}"))?;
+    if bytes.len() as u64 > MAX_TRACE_BYTES {
+        return Err(UsageError(format!(
+            "{shown}: larger than {} MiB, the most the lab holds in memory; `vigil replay` streams traces of any length",
+            MAX_TRACE_BYTES / 1024 / 1024
+        ))
+        .into());
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        UsageError(format!(
+            "{shown}: not UTF-8 text (the first bad byte is at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    Trace::parse(&text).map_err(|e| UsageError(format!("{shown}: {e}")).into())
 }
 
 fn load_source(name: &str) -> Result<Source> {
     let path = Path::new(name);
-    let is_trace = path.exists() && path.extension().is_none_or(|e| e != "toml");
+    let is_trace = name == "-" || (path.exists() && path.extension().is_none_or(|e| e != "toml"));
     if is_trace && !BUILTIN.contains(&name) {
-        return Ok(Source::Trace(name.to_string(), load_trace(path)?));
+        return Ok(Source::Trace(trace_name(path), load_trace(path)?));
     }
     load_scenario(name).map(Source::Scenario)
 }
@@ -494,7 +527,7 @@ fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
     let period = trace.period().map_or(1000.0, |p| p.as_secs_f64() * 1e3);
     let specs = parse_specs(&a.detectors, period)?;
     let traces = [trace];
-    check_traces(&a.trace.display().to_string(), &traces, a.common.warmup)?;
+    check_traces(&trace_name(&a.trace).to_string(), &traces, a.common.warmup)?;
     let qos = evaluate(&traces, &specs, a.common.warmup, &|| {})?;
     let virtual_td: Option<Vec<Summary>> = if traces[0].crash.is_none() {
         Some(
@@ -518,9 +551,9 @@ fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
     }
     let (header, rows) = qos_rows(&specs, &qos, virtual_td.as_deref());
     let title = if virtual_td.is_some() {
-        format!("{}: no crash; T_D columns are the time to suspect after each heartbeat", a.trace.display())
+        format!("{}: no crash; T_D columns are the time to suspect after each heartbeat", trace_name(&a.trace))
     } else {
-        format!("{}", a.trace.display())
+        format!("{}", trace_name(&a.trace))
     };
     print_table(out, &title, header, rows)
 }

@@ -1,8 +1,9 @@
 //! `vigil lab`, tested through the real binary: every command, its JSON, its
 //! errors, and agreement with the library it wraps.
 
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 use vigil_lab::engine::evaluate;
@@ -432,4 +433,38 @@ fn counts_warmups_and_sizes_are_checked_before_anything_is_generated() {
     let o = vigil(&["lab", "replay", two.to_str().unwrap(), "--warmup", "5"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--warmup 5:") && stderr(&o).contains("only 2 heartbeats"), "{}", stderr(&o));
+}
+
+#[test]
+fn every_command_that_reads_a_trace_reads_stdin_for_a_dash() {
+    let trace = "0,hb\n1000,hb\n2000,hb\n3000,hb\n4000,hb\n5000,hb\n";
+    let dir = scratch("stdin");
+    for args in [
+        vec!["lab", "replay", "-"],
+        vec!["lab", "sweep", "-", "--family", "fixed@timeout-ms=1500,2500", "--out", dir.to_str().unwrap()],
+        vec!["lab", "recommend", "-", "--max-mistakes-per-hour", "100", "--family", "fixed@timeout-ms=1500,2500"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(trace.as_bytes()).unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).contains("stdin") || stdout(&o).contains("fixed"), "{args:?}: {}", stdout(&o));
+    }
+    // Bytes that are not text are named, with where they start.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
+        .args(["lab", "replay", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"0,hb\n\xff\xfe\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("stdin: not UTF-8 text (the first bad byte is at offset 5)"), "{}", stderr(&o));
 }
