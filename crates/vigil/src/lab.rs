@@ -553,7 +553,7 @@ fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
     let title = if virtual_td.is_some() {
         format!("{}: no crash; T_D columns are the time to suspect after each heartbeat", trace_name(&a.trace))
     } else {
-        format!("{}", trace_name(&a.trace))
+        trace_name(&a.trace)
     };
     print_table(out, &title, header, rows)
 }
