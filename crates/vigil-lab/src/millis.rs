@@ -4,6 +4,17 @@ use std::time::Duration;
 
 use vigil_detector::Instant;
 
+/// What the user typed, quoted for an error message and bounded: at most 40
+/// characters, then an ellipsis and the full length (a 10 MB field is not
+/// echoed whole).
+pub fn quoted(text: &str) -> String {
+    const SHOWN: usize = 40;
+    match text.char_indices().nth(SHOWN) {
+        None => format!("'{text}'"),
+        Some((end, _)) => format!("'{}…' ({} bytes)", &text[..end], text.len()),
+    }
+}
+
 /// Parses a decimal number of milliseconds (`1500`, `1500.25`, `+3`,
 /// `1.5e3`) into whole nanoseconds, rounding to nearest. Plain decimals are
 /// converted exactly (no float rounding); exponent notation goes through
@@ -13,24 +24,25 @@ pub fn parse_millis(text: &str) -> Result<u64, String> {
     if s.is_empty() {
         return Err("expected a number of milliseconds, found nothing".into());
     }
+    let q = quoted(text);
     if s.starts_with('-') {
-        return Err(format!("'{text}' is negative; times and durations are zero or more"));
+        return Err(format!("{q} is negative; times and durations are zero or more"));
     }
     if s.contains(['e', 'E']) {
-        let v: f64 = s.parse().map_err(|_| format!("'{text}' is not a number"))?;
-        return float_millis_to_nanos(v).ok_or_else(|| format!("'{text}' is out of range"));
+        let v: f64 = s.parse().map_err(|_| format!("{q} is not a number"))?;
+        return float_millis_to_nanos(v).ok_or_else(|| format!("{q} is out of range"));
     }
     let (int, frac) = match s.split_once('.') {
         Some((i, f)) => (i, f),
         None => (s, ""),
     };
     if int.is_empty() && frac.is_empty() {
-        return Err(format!("'{text}' is not a number"));
+        return Err(format!("{q} is not a number"));
     }
     if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("'{text}' is not a decimal number of milliseconds"));
+        return Err(format!("{q} is not a decimal number of milliseconds"));
     }
-    let too_big = || format!("'{text}' ms is past the largest representable time (about 584 years)");
+    let too_big = || format!("{q} ms is past the largest representable time (about 584 years)");
     let mut nanos: u64 = 0;
     for b in int.bytes() {
         nanos = nanos.checked_mul(10).and_then(|n| n.checked_add(u64::from(b - b'0'))).ok_or_else(too_big)?;
@@ -78,6 +90,17 @@ pub fn format_millis(t: Instant) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_input_is_quoted_bounded() {
+        assert_eq!(quoted("12x"), "'12x'");
+        let long = "1".repeat(10_000_000);
+        let q = quoted(&long);
+        assert!(q.len() < 80, "{q}");
+        assert!(q.ends_with("…' (10000000 bytes)"), "{q}");
+        let e = parse_millis(&format!("{long}x")).unwrap_err();
+        assert!(e.len() < 120, "{e}");
+    }
 
     #[test]
     fn decimals_are_exact_to_the_nanosecond() {

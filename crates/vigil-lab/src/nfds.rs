@@ -128,7 +128,11 @@ fn simulate(
         value: heartbeats as f64,
         expected: "small enough that (heartbeats + 2)·η + δ fits in 64-bit nanoseconds",
     };
-    (intervals + 3).checked_mul(eta_ns).and_then(|t| t.checked_add(delta_ns)).ok_or_else(too_long)?;
+    intervals
+        .checked_add(3)
+        .and_then(|n| n.checked_mul(eta_ns))
+        .and_then(|t| t.checked_add(delta_ns))
+        .ok_or_else(too_long)?;
     let mut sender = Sender { network, rng: ChaCha8Rng::seed_from_u64(seed), eta_ns };
     let suspicions = judge(eta_ns, delta_ns, intervals, last_message, |j| sender.arrival(j));
     let tau = |i: u64| Instant::from_nanos(i * eta_ns + delta_ns);

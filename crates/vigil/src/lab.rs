@@ -167,7 +167,8 @@ struct ConfigureArgs {
     /// Delay variance, ms² (distribution-free procedure).
     #[arg(long, value_name = "MS2", requires = "delay_mean_ms")]
     delay_var_ms2: Option<f64>,
-    /// Heartbeats to simulate for the check (0: no simulation).
+    /// Heartbeats to simulate for the check (0: no simulation; at most
+    /// 50,000,000).
     #[arg(long, default_value_t = 1_000_000, value_name = "N")]
     simulate: u64,
     /// Seed of the simulation.
@@ -282,13 +283,18 @@ fn bar(len: u64, what: &str) -> ProgressBar {
     pb
 }
 
-/// Memory a generated heartbeat takes through a run: the trace itself and
-/// what judging it holds (measured at 44 to 94 bytes; counted as 100).
+/// Memory a generated heartbeat takes through `lab run`: the trace itself
+/// and what judging it holds (measured at 44 to 94 bytes; counted as 100).
 const BYTES_PER_HEARTBEAT: u64 = 100;
+
+/// Memory a heartbeat takes through a sweep (`sweep`, `recommend`,
+/// `demo`), which judges every trace with every family's settings: about
+/// 920 bytes measured (1.84 GB for 2 million heartbeats), counted as 1,000.
+const BYTES_PER_SWEPT_HEARTBEAT: u64 = 1_000;
 
 /// Generates the traces of a scenario, after checking the count and the
 /// memory they need against the budget.
-fn generate(s: &Scenario, common: &Common, traces: Option<usize>) -> Result<Vec<Trace>> {
+fn generate(s: &Scenario, common: &Common, traces: Option<usize>, bytes_per_heartbeat: u64) -> Result<Vec<Trace>> {
     let n = traces.unwrap_or(s.traces);
     if n == 0 {
         return Err(UsageError("--traces: 0; at least 1 trace is needed".into()).into());
@@ -305,7 +311,7 @@ fn generate(s: &Scenario, common: &Common, traces: Option<usize>) -> Result<Vec<
     let total = (n as u64).saturating_mul(s.beats());
     let what = format!("{n} traces of {} heartbeats ({total} heartbeats)", s.beats());
     check_memory(
-        total.saturating_mul(BYTES_PER_HEARTBEAT),
+        total.saturating_mul(bytes_per_heartbeat),
         memory_budget(common.max_memory_gb)?,
         &what,
         "use fewer --traces",
@@ -422,11 +428,11 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let s = load_scenario(&a.scenario)?;
     let specs = parse_specs(&a.detectors, s.period_ms)?;
     let save = a.save_traces.as_deref().map(|dir| OutputDir::prepare(dir, "--save-traces")).transpose()?;
-    let traces = generate(&s, &a.common, a.traces)?;
+    let traces = generate(&s, &a.common, a.traces, BYTES_PER_HEARTBEAT)?;
     check_traces(&s.name, &traces, a.common.warmup)?;
     if let Some(dir) = &save {
         for (i, t) in traces.iter().enumerate() {
-            dir.write(&format!("{}-{i:04}.csv", s.name.replace(':', "-")), t.to_csv().as_bytes())?;
+            dir.write(&format!("{}-{i:04}.csv", sanitize(&s.name)), t.to_csv().as_bytes())?;
         }
     }
     let pb = bar(traces.len() as u64, "judging");
@@ -454,8 +460,15 @@ fn families(texts: &[String], period_ms: f64) -> Result<Vec<Family>> {
 /// warm-up.
 fn source_traces(source: &Source, common: &Common, traces: Option<usize>) -> Result<(String, Vec<Trace>, f64)> {
     let (name, traces, period) = match source {
-        Source::Scenario(s) => (s.name.clone(), generate(s, common, traces)?, s.period_ms),
+        Source::Scenario(s) => (s.name.clone(), generate(s, common, traces, BYTES_PER_SWEPT_HEARTBEAT)?, s.period_ms),
         Source::Trace(name, t) => {
+            let heartbeats = t.beats.len() as u64;
+            check_memory(
+                heartbeats.saturating_mul(BYTES_PER_SWEPT_HEARTBEAT),
+                memory_budget(common.max_memory_gb)?,
+                &format!("{name}: {heartbeats} heartbeats swept"),
+                "use a shorter trace",
+            )?;
             let period = t.period().map_or(1000.0, |p| p.as_secs_f64() * 1e3);
             (name.clone(), vec![t.clone()], period)
         }
@@ -490,7 +503,7 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let file = dir.write(&format!("sweep-{}.svg", sanitize(&name)), chart.to_svg().as_bytes())?;
     eprintln!("plot: {}", file.display());
     if a.common.json {
-        let doc = json!({"source": name, "seed": a.common.seed, "traces": traces.len(), "points": points, "frontier": front, "plot": file});
+        let doc = json!({"source": name, "seed": a.common.seed, "traces": traces.len(), "points": points, "frontier": front, "plot": file.display().to_string()});
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
     }
@@ -546,7 +559,11 @@ fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
             .enumerate()
             .map(|(i, (s, q))| json!({"detector": s.to_string(), "qos": q, "time_to_suspect_ms": virtual_td.as_ref().map(|v| v[i])}))
             .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&json!({"trace": a.trace, "results": results}))?)?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&json!({"trace": trace_name(&a.trace), "results": results}))?
+        )?;
         return Ok(());
     }
     let (header, rows) = qos_rows(&specs, &qos, virtual_td.as_deref());
@@ -636,7 +653,9 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
 /// number is milliseconds.
 fn human_duration(flag: &str, text: &str) -> Result<f64> {
     let t = text.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    // The unit is the trailing letters; an exponent (`1e4s`) is part of the
+    // number.
+    let split = t.trim_end_matches(|c: char| c.is_ascii_alphabetic()).len();
     let (num, unit) = t.split_at(split);
     let v: f64 = num
         .trim()
@@ -650,11 +669,18 @@ fn human_duration(flag: &str, text: &str) -> Result<f64> {
         "d" => 86.4e6,
         other => return Err(UsageError(format!("{flag}: unknown unit '{other}' (ms, s, min, h, d)")).into()),
     };
-    if !(v.is_finite() && v > 0.0) {
-        return Err(UsageError(format!("{flag}: must be more than zero, got '{text}'")).into());
+    let ms = v * scale;
+    // A year is far beyond any QoS bound this procedure is for, and keeps
+    // every derived time representable.
+    if !(ms.is_finite() && ms > 0.0 && ms <= 3.156e10) {
+        return Err(UsageError(format!("{flag}: '{text}' is outside (0, 1 year]")).into());
     }
-    Ok(v * scale)
+    Ok(ms)
 }
+
+/// The most heartbeats `configure --simulate` runs: a mistake may be kept
+/// for each (about 1.2 GB at this bound if every heartbeat were one).
+const MAX_SIMULATED_HEARTBEATS: u64 = 50_000_000;
 
 /// Requirements that cannot be met are a finding (exit status 1); anything
 /// else the configurator refuses is the user's input (exit status 2).
@@ -689,6 +715,13 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
         _ => return Err(UsageError("give --delay DIST, or --delay-mean-ms with --delay-var-ms2".into()).into()),
     };
     let network = Network { loss: a.loss, delay: delay.clone() };
+    if a.simulate > MAX_SIMULATED_HEARTBEATS {
+        return Err(UsageError(format!(
+            "--simulate {}: at most {MAX_SIMULATED_HEARTBEATS} heartbeats (each may leave a mistake to keep in memory)",
+            a.simulate
+        ))
+        .into());
+    }
     let sim = if a.simulate > 0 {
         let started = WallClock::now();
         let pb = ProgressBar::new_spinner();
@@ -789,7 +822,7 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
         .unwrap_or(0);
     let heartbeats = (a.traces as u64).saturating_mul(longest).saturating_mul(3);
     check_memory(
-        heartbeats.saturating_mul(BYTES_PER_HEARTBEAT),
+        heartbeats.saturating_mul(BYTES_PER_SWEPT_HEARTBEAT),
         memory_budget(a.max_memory_gb)?,
         &format!("{} traces per scenario", a.traces),
         "use fewer --traces",

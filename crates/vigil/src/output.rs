@@ -34,8 +34,16 @@ impl OutputDir {
         self.path.join(name)
     }
 
-    /// Writes `name` whole, or not at all. Returns its path.
+    /// Writes `name` whole, or not at all. Returns its path. `name` is one
+    /// file name: nothing outside the directory is ever written.
     pub(crate) fn write(&self, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+        let plain = Path::new(name).file_name().is_some_and(|f| f == name) && name != ".." && name != ".";
+        if !plain {
+            bail!(
+                "{}: '{name}' is not a plain file name; nothing is written outside the directory",
+                self.path.display()
+            );
+        }
         let path = self.join(name);
         write_whole(&path, bytes)?;
         Ok(path)
@@ -81,6 +89,11 @@ mod tests {
         assert!(format!("{e:#}").contains("b.txt"), "{e:#}");
         let left: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert!(left.iter().all(|n| !n.to_string_lossy().contains(".tmp-")), "{left:?}");
+        // Only plain names: nothing lands outside the directory.
+        for name in ["../escaped", "/tmp/abs", "a/b", ".."] {
+            let e = out.write(name, b"x").unwrap_err();
+            assert!(format!("{e:#}").contains("not a plain file name"), "{name}: {e:#}");
+        }
         // Under a regular file there is no directory to make.
         let e = OutputDir::prepare(&path.join("sub"), "--out").unwrap_err();
         assert!(format!("{e:#}").starts_with("--out "), "{e:#}");

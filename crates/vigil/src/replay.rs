@@ -19,7 +19,7 @@ use clap::Args;
 use vigil_detector::{Detector, HeartbeatOutcome, Model, ModelConfig};
 
 use crate::UsageError;
-use vigil_lab::millis::{format_millis, parse_instant};
+use vigil_lab::millis::{format_millis, parse_instant, quoted};
 use vigil_lab::spec::Params;
 
 const DEFAULTS: &str = "\
@@ -166,15 +166,18 @@ fn parse_line(bytes: &[u8]) -> Result<Line, String> {
     }
     let mut fields = text.split(',');
     let (Some(time), Some(event), None) = (fields.next(), fields.next(), fields.next()) else {
-        return Err(format!("expected TIME_MS,EVENT, found '{text}'"));
+        return Err(format!("expected TIME_MS,EVENT, found {}", quoted(text)));
     };
     let time = parse_instant(time.trim()).map_err(|e| format!("TIME_MS: {e}"))?;
     match event.trim() {
         "hb" => Ok(Line::Heartbeat(time)),
         "q" => Ok(Line::Query(time)),
-        other => Err(format!("EVENT must be 'hb' or 'q', found '{other}'")),
+        other => Err(format!("EVENT must be 'hb' or 'q', found {}", quoted(other))),
     }
 }
+
+/// The longest line of a trace, in bytes.
+const MAX_LINE: usize = 4096;
 
 /// Runs `vigil replay`.
 pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
@@ -191,22 +194,34 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
     writeln!(out, "time_ms,phi,available")?;
     let mut line = Vec::new();
     let mut number = 0usize;
+    // The first lines that went backwards, and how many in all.
     let mut backwards = Vec::new();
+    let mut backwards_total = 0usize;
     loop {
         line.clear();
-        let n =
-            input.read_until(b'\n', &mut line).with_context(|| format!("{name}: cannot read line {}", number + 1))?;
+        // A line is read up to a bound, so a file without newlines cannot
+        // fill the memory.
+        let n = io::Read::take(&mut input, MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .with_context(|| format!("{name}: cannot read line {}", number + 1))?;
         if n == 0 {
             break;
         }
         number += 1;
+        if line.len() > MAX_LINE {
+            out.flush()?;
+            bail!(UsageError(format!("{name}:{number}: the line is longer than {MAX_LINE} bytes")));
+        }
         // A byte-order mark at the start of the file is not part of the data.
         let bytes = if number == 1 { line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line) } else { &line[..] };
         match parse_line(bytes) {
             Ok(Line::Skip) => {}
             Ok(Line::Heartbeat(t)) => {
                 if let HeartbeatOutcome::Backwards { .. } = detector.heartbeat(t) {
-                    backwards.push(number);
+                    backwards_total += 1;
+                    if backwards.len() < 10 {
+                        backwards.push(number);
+                    }
                 }
             }
             Ok(Line::Query(t)) => {
@@ -219,12 +234,11 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
             }
         }
     }
-    if !backwards.is_empty() {
-        let shown: Vec<String> = backwards.iter().take(10).map(|n| n.to_string()).collect();
-        let more = if backwards.len() > 10 { ", ..." } else { "" };
+    if backwards_total > 0 {
+        let shown: Vec<String> = backwards.iter().map(|n| n.to_string()).collect();
+        let more = if backwards_total > backwards.len() { ", ..." } else { "" };
         eprintln!(
-            "vigil: note: {} heartbeat(s) earlier than the previous one were ignored (line {}{more})",
-            backwards.len(),
+            "vigil: note: {backwards_total} heartbeat(s) earlier than the previous one were ignored (line {}{more})",
             shown.join(", ")
         );
     }

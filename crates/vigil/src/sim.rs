@@ -460,7 +460,11 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
     if a.json {
         let runs: Vec<_> =
             results.iter().map(|(n, r, wall)| json!({"nodes": n, "wall_secs": wall, "report": r})).collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&json!({"seed": a.seed, "runs": runs, "plot": file}))?)?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&json!({"seed": a.seed, "runs": runs, "plot": file.display().to_string()}))?
+        )?;
         return Ok(());
     }
     let header = [
@@ -525,7 +529,11 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
     let file = dir.write("sim-frontier.svg", frontier_chart(&f).to_svg().as_bytes())?;
     eprintln!("plot: {}", file.display());
     if a.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&json!({"frontier": f, "plot": file}))?)?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&json!({"frontier": f, "plot": file.display().to_string()}))?
+        )?;
         return Ok(());
     }
     let secs = |ms: f64| if ms.is_nan() { "—".to_string() } else { format!("{:.2}", ms / 1e3) };

@@ -309,3 +309,18 @@ fn a_negative_number_is_refused_as_the_value_it_is() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("threshold") && e.contains("-1") && !e.contains("-- -1"), "{e}");
 }
+
+#[test]
+fn a_line_without_end_or_a_huge_field_cannot_fill_memory_or_the_terminal() {
+    // 10 MB with no newline: refused at the line bound, not read whole.
+    let o = vigil(&["replay", "--model", "akka", "-"], &"1".repeat(10_000_000));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("<stdin>:1: the line is longer than 4096 bytes"), "{}", stderr(&o));
+    // A long field is echoed bounded.
+    let o = vigil(&["replay", "--model", "akka", "-"], &format!("0,hb\n{},hb\n", "1".repeat(4000)));
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.len() < 300 && e.contains("(4000 bytes)"), "{} bytes: {e}", e.len());
+    let o = vigil(&["replay", "--model", "akka", "-"], &format!("0,{}\n", "h".repeat(4000)));
+    assert!(stderr(&o).len() < 300 && stderr(&o).contains("found 'hhhh"), "{}", stderr(&o));
+}
