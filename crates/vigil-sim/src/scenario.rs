@@ -203,7 +203,7 @@ mod secs {
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let v = f64::deserialize(d)?;
         Duration::try_from_secs_f64(v)
-            .map_err(|_| serde::de::Error::custom(format!("{v} is not a duration in seconds")))
+            .map_err(|_| serde::de::Error::custom(format!("{} is not a duration in seconds", super::shown(v))))
     }
 }
 
@@ -223,7 +223,7 @@ mod opt_secs {
         let v = Option::<f64>::deserialize(d)?;
         v.map(|v| {
             Duration::try_from_secs_f64(v)
-                .map_err(|_| serde::de::Error::custom(format!("{v} is not a duration in seconds")))
+                .map_err(|_| serde::de::Error::custom(format!("{} is not a duration in seconds", super::shown(v))))
         })
         .transpose()
     }
@@ -359,6 +359,12 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
+/// A number as a reader takes it in: plain when short, in exponent form
+/// when it would run to many digits (`1e300`, not 301 of them).
+fn shown(v: f64) -> String {
+    if v == 0.0 || (v.is_finite() && (1e-4..1e9).contains(&v.abs())) { format!("{v}") } else { format!("{v:e}") }
+}
+
 fn err(field: impl Into<String>, reason: impl Into<String>) -> ScenarioError {
     ScenarioError { field: field.into(), reason: reason.into() }
 }
@@ -413,27 +419,27 @@ impl Scenario {
             return Err(err("nodes", format!("{} is outside 2 to {MAX_NODES}", self.nodes)));
         }
         if self.duration.is_zero() || self.duration > MAX_DURATION {
-            return Err(err("duration", format!("{} s is outside (0, 30 days]", self.duration.as_secs_f64())));
+            return Err(err("duration", format!("{} s is outside (0, 30 days]", shown(self.duration.as_secs_f64()))));
         }
         let p = &self.network;
         for (field, v) in [("network.base_ms", p.base_ms), ("network.jitter_ms", p.jitter_ms)] {
             if !(v.is_finite() && (0.0..=MAX_LATENCY_MS).contains(&v)) {
-                return Err(err(field, format!("{v} is outside 0 to {MAX_LATENCY_MS} ms (a day)")));
+                return Err(err(field, format!("{} is outside 0 to {MAX_LATENCY_MS} ms (a day)", shown(v))));
             }
         }
         if !(0.0..=1.0).contains(&p.loss) {
-            return Err(err("network.loss", format!("{} is outside [0, 1]", p.loss)));
+            return Err(err("network.loss", format!("{} is outside [0, 1]", shown(p.loss))));
         }
         if !(0.0..1.0).contains(&p.link_spread) {
-            return Err(err("network.link_spread", format!("{} is outside [0, 1)", p.link_spread)));
+            return Err(err("network.link_spread", format!("{} is outside [0, 1)", shown(p.link_spread))));
         }
         if !(0.0..=1.0).contains(&self.envelope.max_loss) {
-            return Err(err("envelope.max_loss", format!("{} is outside [0, 1]", self.envelope.max_loss)));
+            return Err(err("envelope.max_loss", format!("{} is outside [0, 1]", shown(self.envelope.max_loss))));
         }
         if self.detection_bound.is_zero() || self.detection_bound > MAX_DURATION {
             return Err(err(
                 "detection_bound",
-                format!("{} s is outside (0, 30 days]", self.detection_bound.as_secs_f64()),
+                format!("{} s is outside (0, 30 days]", shown(self.detection_bound.as_secs_f64())),
             ));
         }
         let n = self.nodes;
@@ -461,13 +467,16 @@ impl Scenario {
                 }
                 Fault::Loss { p, .. } => {
                     if !(0.0..=1.0).contains(p) {
-                        return Err(err(field("p"), format!("{p} is outside [0, 1]")));
+                        return Err(err(field("p"), format!("{} is outside [0, 1]", shown(*p))));
                     }
                 }
                 Fault::Degrade { base_ms, jitter_ms, .. } => {
                     for (name, v) in [("base_ms", *base_ms), ("jitter_ms", *jitter_ms)] {
                         if !(v.is_finite() && (0.0..=MAX_LATENCY_MS).contains(&v)) {
-                            return Err(err(field(name), format!("{v} is outside 0 to {MAX_LATENCY_MS} ms (a day)")));
+                            return Err(err(
+                                field(name),
+                                format!("{} is outside 0 to {MAX_LATENCY_MS} ms (a day)", shown(v)),
+                            ));
                         }
                     }
                 }
@@ -477,20 +486,20 @@ impl Scenario {
                     field("at"),
                     format!(
                         "{} s is after the end of the run ({} s)",
-                        f.at().as_secs_f64(),
-                        self.duration.as_secs_f64()
+                        shown(f.at().as_secs_f64()),
+                        shown(self.duration.as_secs_f64())
                     ),
                 ));
             }
             if let Some(d) = f.duration()
                 && (d.is_zero() || d > MAX_DURATION)
             {
-                return Err(err(field("duration"), format!("{} s is outside (0, 30 days]", d.as_secs_f64())));
+                return Err(err(field("duration"), format!("{} s is outside (0, 30 days]", shown(d.as_secs_f64()))));
             }
             if let Fault::Slow { delay, .. } = f
                 && (delay.is_zero() || *delay > MAX_DURATION)
             {
-                return Err(err(field("delay"), format!("{} s is outside (0, 30 days]", delay.as_secs_f64())));
+                return Err(err(field("delay"), format!("{} s is outside (0, 30 days]", shown(delay.as_secs_f64()))));
             }
         }
         if let Some(c) = self.converge_after

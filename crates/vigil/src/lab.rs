@@ -13,6 +13,7 @@ use vigil_lab::chen::{ChenError, Network, Requirements, configure, configure_mom
 use vigil_lab::demo::{DemoOptions, format_table, run_demo};
 use vigil_lab::dist::Delay;
 use vigil_lab::engine::{evaluate, time_to_suspect};
+use vigil_lab::millis::format_millis;
 use vigil_lab::nfds::simulate_nfds;
 use vigil_lab::qos::{Qos, Summary};
 use vigil_lab::scenario::{BUILTIN, Scenario, builtin};
@@ -217,13 +218,32 @@ enum Source {
     Trace(String, Trace),
 }
 
+/// Whether `name` is written like a trace file (rather than a scenario).
+fn looks_like_trace(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "csv" || e == "jsonl" || e == "json")
+}
+
 fn load_scenario(name: &str) -> Result<Scenario> {
     let path = Path::new(name);
+    if looks_like_trace(path) {
+        return Err(UsageError(format!(
+            "{name}: a trace, where this command takes a scenario (a built-in name or a TOML file); `lab replay`, \
+             `lab sweep` and `lab recommend` read traces"
+        ))
+        .into());
+    }
     if path.extension().is_some_and(|e| e == "toml") || (path.exists() && !BUILTIN.contains(&name)) {
         let text = fs::read_to_string(path).with_context(|| format!("reading scenario {}", path.display()))?;
         return Scenario::from_toml(&text).with_context(|| format!("in {}", path.display()));
     }
-    builtin(name).map_err(|e| UsageError(e.to_string()).into())
+    builtin(name).map_err(|e| {
+        // A name with a path separator was meant as a file.
+        if name.contains('/') {
+            UsageError(format!("{name}: no such file (and not a built-in scenario)")).into()
+        } else {
+            UsageError(e.to_string()).into()
+        }
+    })
 }
 
 /// How a trace is named in output: its path, or `stdin` for `-`.
@@ -266,7 +286,8 @@ fn load_trace(path: &Path) -> Result<Trace> {
 
 fn load_source(name: &str) -> Result<Source> {
     let path = Path::new(name);
-    let is_trace = name == "-" || (path.exists() && path.extension().is_none_or(|e| e != "toml"));
+    let is_trace =
+        name == "-" || looks_like_trace(path) || (path.exists() && path.extension().is_none_or(|e| e != "toml"));
     if is_trace && !BUILTIN.contains(&name) {
         return Ok(Source::Trace(trace_name(path), load_trace(path)?));
     }
@@ -333,6 +354,24 @@ fn check_traces(name: &str, traces: &[Trace], warmup: usize) -> Result<()> {
         ))
         .into());
     }
+    // Rates are per hour alive: a trace must be alive for some time after
+    // its first heartbeat.
+    for t in traces {
+        let Some(first) = t.beats.first().map(|b| b.arrival) else { continue };
+        let alive_until = t.crash.unwrap_or_else(|| t.observed_until());
+        if alive_until <= first {
+            let at = format_millis(first);
+            return Err(UsageError(match t.crash {
+                Some(c) => format!(
+                    "{name}: the crash at {} ms is not after the first heartbeat (at {at} ms): no time alive to \
+                     measure",
+                    format_millis(c)
+                ),
+                None => format!("{name}: every heartbeat and the end are at {at} ms: no time to measure rates over"),
+            })
+            .into());
+        }
+    }
     if warmup >= shortest {
         return Err(UsageError(format!(
             "--warmup {warmup}: {name} has a trace of only {shortest} heartbeats; the warm-up must leave some to judge"
@@ -362,6 +401,16 @@ fn default_detectors(period_ms: f64) -> Vec<String> {
 }
 
 fn parse_specs(texts: &[String], period_ms: f64) -> Result<Vec<DetectorSpec>> {
+    if texts.is_empty()
+        && !(period_ms.is_finite() && (1.0..=vigil_lab::sweep::MAX_DEFAULT_PERIOD_MS).contains(&period_ms))
+    {
+        return Err(UsageError(format!(
+            "the default detectors are scaled to the heartbeat period, and {} ms is not one they can use (1 ms to a \
+             day); give the detectors with --detector",
+            crate::limits::number(period_ms)
+        ))
+        .into());
+    }
     let texts = if texts.is_empty() { default_detectors(period_ms) } else { texts.to_vec() };
     texts.iter().map(|t| t.parse::<DetectorSpec>().map_err(|e| UsageError(e.to_string()).into())).collect()
 }

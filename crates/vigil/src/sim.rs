@@ -111,24 +111,24 @@ struct RunArgs {
     #[arg(long, value_name = "SECS")]
     detection_bound: Option<f64>,
     /// Crash a node: `NODE@SECS` (repeatable).
-    #[arg(long, value_name = "NODE@SECS")]
+    #[arg(long, value_name = "NODE@SECS", allow_hyphen_values = true)]
     crash: Vec<String>,
     /// Restart a crashed node with a new generation: `NODE@SECS`.
-    #[arg(long, value_name = "NODE@SECS")]
+    #[arg(long, value_name = "NODE@SECS", allow_hyphen_values = true)]
     restart: Vec<String>,
     /// Pause a node: `NODE@SECS+DURATION`.
-    #[arg(long, value_name = "NODE@SECS+DUR")]
+    #[arg(long, value_name = "NODE@SECS+DUR", allow_hyphen_values = true)]
     pause: Vec<String>,
     /// Split the cluster at node SPLIT: `SPLIT@SECS+DURATION`.
-    #[arg(long, value_name = "SPLIT@SECS+DUR")]
+    #[arg(long, value_name = "SPLIT@SECS+DUR", allow_hyphen_values = true)]
     partition: Vec<String>,
     /// Drop datagrams from A to B: `A>B@SECS+DURATION`.
-    #[arg(long, value_name = "A>B@SECS+DUR")]
+    #[arg(long, value_name = "A>B@SECS+DUR", allow_hyphen_values = true)]
     block: Vec<String>,
     /// Degrade the whole network: every link's latency becomes BASE_MS plus
     /// an exponential jitter of mean JITTER_MS, from SECS for DURATION:
     /// `BASE_MS,JITTER_MS@SECS+DURATION`.
-    #[arg(long, value_name = "BASE,JITTER@SECS+DUR")]
+    #[arg(long, value_name = "BASE,JITTER@SECS+DUR", allow_hyphen_values = true)]
     degrade: Vec<String>,
     /// The most memory the run may take, in GB (default: 80 % of this
     /// machine's memory). The run is refused before it starts if its
@@ -178,8 +178,11 @@ pub(crate) fn run(args: &SimArgs, out: &mut dyn Write) -> Result<()> {
 
 fn secs(flag: &str, text: &str) -> Result<Duration> {
     let v: f64 = text.trim().parse().map_err(|_| UsageError(format!("{flag}: '{text}' is not a number of seconds")))?;
-    Duration::try_from_secs_f64(v)
-        .map_err(|_| UsageError(format!("{flag}: '{text}' is not a duration of 0 s or more")).into())
+    let max = vigil_sim::MAX_DURATION.as_secs_f64();
+    if !(v.is_finite() && (0.0..=max).contains(&v)) {
+        return Err(UsageError(format!("{flag}: '{text}' is outside 0 to {max} s (30 days)")).into());
+    }
+    Ok(Duration::from_secs_f64(v))
 }
 
 fn index(flag: &str, text: &str) -> Result<usize> {
@@ -207,11 +210,14 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
         }
         None => Scenario::new("flags", 100),
     };
+    // What set each field, for errors: the flag as typed, else the file.
+    let from_file = s.faults.len();
+    let mut fault_flags: Vec<String> = Vec::new();
     if let Some(n) = a.nodes {
         s.nodes = n;
     }
     if let Some(d) = a.duration {
-        s.duration = secs("--duration", &d.to_string())?;
+        s.duration = secs("--duration", &number(d))?;
     }
     if let Some(seed) = a.seed {
         s.seed = seed;
@@ -223,30 +229,35 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
         s.network.loss = l;
     }
     if let Some(b) = a.detection_bound {
-        s.detection_bound = secs("--detection-bound", &b.to_string())?;
+        s.detection_bound = secs("--detection-bound", &number(b))?;
     }
     for c in &a.crash {
         let (n, at, _) = at_for("--crash", c, false)?;
         s.faults.push(Fault::Crash { node: index("--crash", &n)?, at });
+        fault_flags.push(format!("--crash {c}"));
     }
     for c in &a.restart {
         let (n, at, _) = at_for("--restart", c, false)?;
         s.faults.push(Fault::Restart { node: index("--restart", &n)?, at });
+        fault_flags.push(format!("--restart {c}"));
     }
     for c in &a.pause {
         let (n, at, duration) = at_for("--pause", c, true)?;
         s.faults.push(Fault::Pause { node: index("--pause", &n)?, at, duration });
+        fault_flags.push(format!("--pause {c}"));
     }
     for c in &a.partition {
         let (n, at, duration) = at_for("--partition", c, true)?;
         s.faults.push(Fault::Partition { split: index("--partition", &n)?, at, duration });
         s.check_liveness = false;
+        fault_flags.push(format!("--partition {c}"));
     }
     for c in &a.block {
         let (pair, at, duration) = at_for("--block", c, true)?;
         let (from, to) =
             pair.split_once('>').ok_or_else(|| UsageError(format!("--block: expected A>B@SECS+DUR, got '{c}'")))?;
         s.faults.push(Fault::Block { from: index("--block", from)?, to: index("--block", to)?, at, duration });
+        fault_flags.push(format!("--block {c}"));
     }
     for c in &a.degrade {
         let (pair, at, duration) = at_for("--degrade", c, true)?;
@@ -258,9 +269,41 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
                 .map_err(|_| UsageError(format!("--degrade: '{v}' is not a number of milliseconds")).into())
         };
         s.faults.push(Fault::Degrade { base_ms: ms(base)?, jitter_ms: ms(jitter)?, at, duration });
+        fault_flags.push(format!("--degrade {c}"));
     }
-    s.validate().map_err(|e| UsageError(e.to_string()))?;
+    s.validate().map_err(|e| UsageError(name_the_input(&e, a, from_file, &fault_flags)))?;
     Ok(s)
+}
+
+/// A scenario error told in the user's terms: the flag and value they typed
+/// for a field a flag set, the file for one the file set.
+fn name_the_input(e: &vigil_sim::ScenarioError, a: &RunArgs, from_file: usize, fault_flags: &[String]) -> String {
+    let field = e.field.as_str();
+    if let Some(rest) = field.strip_prefix("faults[") {
+        let (i, tail) = rest.split_once(']').unwrap_or((rest, ""));
+        if let Some(flag) =
+            i.parse::<usize>().ok().and_then(|i| i.checked_sub(from_file)).and_then(|i| fault_flags.get(i))
+        {
+            let part = tail.trim_start_matches('.');
+            return if part.is_empty() || e.reason.starts_with(part) {
+                format!("{flag}: {}", e.reason)
+            } else {
+                format!("{flag}: {part} {}", e.reason)
+            };
+        }
+    }
+    let flag = match field {
+        "nodes" => a.nodes.map(|n| format!("--nodes {n}")),
+        "duration" => a.duration.map(|d| format!("--duration {}", number(d))),
+        "network.loss" => a.loss.map(|l| format!("--loss {}", number(l))),
+        "detection_bound" => a.detection_bound.map(|b| format!("--detection-bound {}", number(b))),
+        _ => None,
+    };
+    match (flag, &a.scenario) {
+        (Some(flag), _) => format!("{flag}: {}", e.reason),
+        (None, Some(path)) => format!("{}: {e}", path.display()),
+        (None, None) => e.to_string(),
+    }
 }
 
 fn simulate(s: &Scenario, label: &str) -> Result<Report> {

@@ -434,6 +434,27 @@ fn counts_warmups_and_sizes_are_checked_before_anything_is_generated() {
     let o = vigil(&["lab", "replay", two.to_str().unwrap(), "--warmup", "5"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--warmup 5:") && stderr(&o).contains("only 2 heartbeats"), "{}", stderr(&o));
+    // Rates are per hour alive: a trace with no time alive has none.
+    let same = dir.join("same.csv");
+    std::fs::write(&same, "0,hb\n0,hb\n0,hb\n").unwrap();
+    let early = dir.join("early.csv");
+    std::fs::write(&early, "1000,hb\n2000,hb\n0,crash\n").unwrap();
+    for (path, message) in [
+        (&same, "every heartbeat and the end are at 0 ms: no time to measure rates over"),
+        (&early, "the crash at 0 ms is not after the first heartbeat (at 1000 ms)"),
+    ] {
+        let o = vigil(&["lab", "replay", path.to_str().unwrap(), "--detector", "fixed:timeout-ms=1000"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(message), "{}", stderr(&o));
+    }
+    // A trace handed to a command that takes a scenario, and a path that
+    // does not exist, are named as what they are.
+    let o = vigil(&["lab", "run", two.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("a trace, where this command takes a scenario"), "{}", stderr(&o));
+    let o = vigil(&["lab", "run", "no/such/scenario"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no/such/scenario: no such file (and not a built-in scenario)"), "{}", stderr(&o));
 }
 
 #[test]

@@ -55,13 +55,27 @@ fn scenarios_come_from_toml_and_flags_override_them() {
 fn bad_scenarios_are_named() {
     let o = vigil(&["sim", "run", "--nodes", "10", "--crash", "12@5"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("faults[0].node: node 12 is out of range (0 to 9)"), "{}", stderr(&o));
+    // Named as typed: the flag and its value.
+    assert!(stderr(&o).contains("--crash 12@5: node 12 is out of range (0 to 9)"), "{}", stderr(&o));
     let o = vigil(&["sim", "run", "--degrade", "80@5+10"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--degrade: expected BASE_MS,JITTER_MS@SECS+DURATION"), "{}", stderr(&o));
     let o = vigil(&["sim", "run", "--degrade", "80,1e300@5+10"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("faults[0].jitter_ms"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--degrade 80,1e300@5+10: jitter_ms 1e300 is outside"), "{}", stderr(&o));
+    // Negative values are read (not taken for flags), and refused by name.
+    let o = vigil(&["sim", "run", "--degrade", "-5,-5@10+5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--degrade -5,-5@10+5: base_ms -5 is outside"), "{}", stderr(&o));
+    for (args, text) in [
+        (&["sim", "run", "--loss", "1.5"][..], "--loss 1.5: 1.5 is outside [0, 1]"),
+        (&["sim", "run", "--nodes", "0"][..], "--nodes 0: 0 is outside 2 to 100000"),
+        (&["sim", "run", "--crash", "5@1e300"][..], "--crash: '1e300' is outside 0 to 2592000 s (30 days)"),
+    ] {
+        let o = vigil(args);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains(text), "{args:?}: {}", stderr(&o));
+    }
     let o = vigil(&["sim", "run", "--pause", "3@5"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--pause"), "{}", stderr(&o));
