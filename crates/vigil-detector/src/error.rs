@@ -1,6 +1,7 @@
 //! Typed configuration errors.
 
 use core::fmt;
+use std::time::Duration;
 
 /// A configuration value was rejected.
 ///
@@ -63,6 +64,16 @@ pub enum ConfigError {
         /// The allowed range, for the message (for example `"(0, 1]"`).
         range: &'static str,
     },
+    /// A duration longer than a window sample can hold
+    /// ([`MAX_SAMPLE`](crate::MAX_SAMPLE)).
+    TooLong {
+        /// The field, for example `"first_heartbeat_estimate"`.
+        field: &'static str,
+        /// The rejected duration.
+        value: Duration,
+        /// The longest accepted.
+        max: Duration,
+    },
     /// Two settings contradict each other.
     Inconsistent {
         /// What is wrong, for the message.
@@ -89,7 +100,44 @@ impl fmt::Display for ConfigError {
             ConfigError::OutOfRange { field, value, range } => {
                 write!(f, "{field} must be in {range} (got {value})")
             }
+            ConfigError::TooLong { field, value, max } => write!(
+                f,
+                "{field} must be at most {} s, the longest interval a window holds (got {} s)",
+                max.as_secs_f64(),
+                value.as_secs_f64()
+            ),
             ConfigError::Inconsistent { reason } => f.write_str(reason),
+        }
+    }
+}
+
+impl ConfigError {
+    /// The configuration field at fault, when one field is (`None` for
+    /// settings that contradict each other).
+    ///
+    /// Every message that has a field starts with it, so a caller that names
+    /// the field differently (a command-line flag) can replace it:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_detector::NormalConfig;
+    ///
+    /// let config = NormalConfig { min_std_dev: Duration::ZERO, ..NormalConfig::default() };
+    /// let err = config.validate().unwrap_err();
+    /// assert_eq!(err.field(), Some("min_std_dev"));
+    /// let message = err.to_string();
+    /// assert_eq!(message.strip_prefix("min_std_dev"), Some(" must be greater than zero"));
+    /// ```
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            ConfigError::ZeroWindow { field }
+            | ConfigError::WindowTooLarge { field, .. }
+            | ConfigError::ZeroDuration { field }
+            | ConfigError::NotPositive { field, .. }
+            | ConfigError::Negative { field, .. }
+            | ConfigError::OutOfRange { field, .. }
+            | ConfigError::TooLong { field, .. } => Some(field),
+            ConfigError::Inconsistent { .. } => None,
         }
     }
 }
@@ -117,6 +165,21 @@ pub(crate) mod check {
 
     pub(crate) fn positive(field: &'static str, value: f64) -> Result<(), ConfigError> {
         if value.is_finite() && value > 0.0 { Ok(()) } else { Err(ConfigError::NotPositive { field, value }) }
+    }
+
+    /// A positive duration that fits one window sample.
+    pub(crate) fn sample(field: &'static str, d: Duration) -> Result<(), ConfigError> {
+        positive_duration(field, d)?;
+        let max = crate::MAX_SAMPLE;
+        if d > max { Err(ConfigError::TooLong { field, value: d, max }) } else { Ok(()) }
+    }
+
+    /// A bootstrap estimate: its upper sample (`estimate + estimate / 4`)
+    /// must fit one window sample.
+    pub(crate) fn estimate(field: &'static str, d: Duration) -> Result<(), ConfigError> {
+        positive_duration(field, d)?;
+        let max = crate::MAX_SAMPLE.mul_f64(0.8);
+        if d > max { Err(ConfigError::TooLong { field, value: d, max }) } else { Ok(()) }
     }
 }
 

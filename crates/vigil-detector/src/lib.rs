@@ -134,7 +134,7 @@ pub use registry::{
     RegistryConfig, RegistryCounters, UnknownPeers,
 };
 pub use time::Instant;
-pub use window::{Admission, Bootstrap, HeartbeatOutcome, MAX_WINDOW, MaxInterval, SkipReason, Stats};
+pub use window::{Admission, Bootstrap, HeartbeatOutcome, MAX_SAMPLE, MAX_WINDOW, MaxInterval, SkipReason, Stats};
 
 /// The README's examples are compiled and run as doctests.
 #[cfg(doctest)]

@@ -16,6 +16,24 @@ pub const MAX_WINDOW: usize = 1 << 24;
 /// 71.6 minutes; longer intervals are stored as that maximum.
 pub(crate) const MAX_SAMPLE_US: u32 = u32::MAX;
 
+/// The longest interval a window sample holds: 2³² − 1 µs, about 71.6
+/// minutes.
+///
+/// Samples are whole microseconds in four bytes, which keeps a window of
+/// 1,000 samples at 4 KB. A longer interval is recorded as this maximum and
+/// counted in [`Stats::clamped`], so the clamp is never silent; bootstrap
+/// estimates beyond it are refused by validation. (A longer silence is an
+/// outage, not a heartbeat period: clamping it only shortens an outlier.)
+///
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(vigil_detector::MAX_SAMPLE, Duration::from_micros(4_294_967_295));
+/// ```
+pub const MAX_SAMPLE: Duration = Duration::from_micros(MAX_SAMPLE_US as u64);
+
+/// [`MAX_SAMPLE`] in nanoseconds, for the hot path.
+const MAX_SAMPLE_NS: u64 = MAX_SAMPLE_US as u64 * 1_000;
+
 /// Converts an interval in nanoseconds to the window's sample unit:
 /// microseconds, rounded to nearest, saturating at [`MAX_SAMPLE_US`].
 #[inline]
@@ -142,12 +160,13 @@ pub enum Bootstrap {
 }
 
 impl Bootstrap {
-    /// Checks that the estimate or seed is positive.
+    /// Checks that the estimate or seed is positive and that its samples fit
+    /// a window ([`MAX_SAMPLE`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
         match *self {
             Bootstrap::None => Ok(()),
-            Bootstrap::Estimate(d) => check::positive_duration("first_heartbeat_estimate", d),
-            Bootstrap::Seed(d) => check::positive_duration("initial_interval", d),
+            Bootstrap::Estimate(d) => check::estimate("first_heartbeat_estimate", d),
+            Bootstrap::Seed(d) => check::sample("initial_interval", d),
         }
     }
 }
@@ -206,6 +225,7 @@ pub(crate) struct Counters {
     pub(crate) backwards: u32,
     pub(crate) skipped: u32,
     pub(crate) restarts: u32,
+    pub(crate) clamped: u32,
 }
 
 /// A model's statistics, as exposed by [`Detector::stats`](crate::Detector::stats).
@@ -233,6 +253,8 @@ pub struct Stats {
     pub skipped: u64,
     /// Window restarts by the reset rule.
     pub restarts: u64,
+    /// Intervals recorded as [`MAX_SAMPLE`] because they were longer.
+    pub clamped: u64,
 }
 
 /// A bounded ring of samples (whole microseconds) with exact integer sums.
@@ -430,6 +452,7 @@ impl Arrivals {
             backwards: u64::from(self.counters.backwards),
             skipped: u64::from(self.counters.skipped),
             restarts: u64::from(self.counters.restarts),
+            clamped: u64::from(self.counters.clamped),
             ..Stats::default()
         }
     }
@@ -597,7 +620,11 @@ impl History {
             counters.skipped = counters.skipped.saturating_add(1);
             return (HeartbeatOutcome::Skipped { interval, reason }, Change::None);
         }
-        let sample = ns_to_sample(interval_ns.min(r.max_ns));
+        let kept_ns = interval_ns.min(r.max_ns);
+        if kept_ns > MAX_SAMPLE_NS {
+            counters.clamped = counters.clamped.saturating_add(1);
+        }
+        let sample = ns_to_sample(kept_ns);
         let evicted = self.window.push(sample);
         (HeartbeatOutcome::Recorded { interval }, Change::Pushed { sample, evicted })
     }
@@ -654,6 +681,46 @@ mod tests {
         assert_eq!(to_sample(Duration::from_nanos(1_499)), 1);
         assert_eq!(to_sample(Duration::from_nanos(1_500)), 2);
         assert_eq!(to_sample(Duration::from_secs(10_000)), MAX_SAMPLE_US);
+    }
+
+    #[test]
+    fn intervals_beyond_the_longest_sample_are_counted_not_silent() {
+        let mut h = History::new(10, Admission::default(), Bootstrap::None);
+        let t0 = Instant::from_nanos(0);
+        h.observe(t0, 0.0);
+        // Exactly the longest sample: stored as it is, not counted.
+        let at_max = t0 + MAX_SAMPLE;
+        h.observe(at_max, 0.0);
+        assert_eq!(h.stats().clamped, 0);
+        assert_eq!(h.window.nth_recent(1), Some(MAX_SAMPLE_US));
+        // Two hours: stored as the maximum, and counted.
+        h.observe(at_max + Duration::from_secs(7_200), 0.0);
+        assert_eq!(h.stats().clamped, 1);
+        assert_eq!(h.window.nth_recent(1), Some(MAX_SAMPLE_US));
+        // A cap below the maximum decides first: nothing is clamped by the
+        // window itself.
+        let capped =
+            Admission { max_interval: Some(MaxInterval::Clamp(Duration::from_secs(60))), ..Admission::default() };
+        let mut h = History::new(10, capped, Bootstrap::None);
+        h.observe(t0, 0.0);
+        h.observe(t0 + Duration::from_secs(7_200), 0.0);
+        assert_eq!(h.stats().clamped, 0);
+    }
+
+    #[test]
+    fn bootstraps_longer_than_a_sample_are_refused() {
+        assert!(Bootstrap::Seed(MAX_SAMPLE).validate().is_ok());
+        let e = Bootstrap::Seed(MAX_SAMPLE + Duration::from_micros(1)).validate().unwrap_err();
+        assert_eq!(e.field(), Some("initial_interval"));
+        assert!(matches!(e, ConfigError::TooLong { .. }), "{e:?}");
+        // An estimate's upper sample is 5/4 of it.
+        assert!(Bootstrap::Estimate(MAX_SAMPLE.mul_f64(0.8)).validate().is_ok());
+        let e = Bootstrap::Estimate(Duration::from_secs(7_200)).validate().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "first_heartbeat_estimate must be at most 3435.973836 s, the longest interval a window holds \
+             (got 7200 s)"
+        );
     }
 
     #[test]

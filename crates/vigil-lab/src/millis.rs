@@ -30,7 +30,13 @@ pub fn parse_millis(text: &str) -> Result<u64, String> {
     }
     if s.contains(['e', 'E']) {
         let v: f64 = s.parse().map_err(|_| format!("{q} is not a number"))?;
-        return float_millis_to_nanos(v).ok_or_else(|| format!("{q} is out of range"));
+        return float_millis_to_nanos(v).ok_or_else(|| {
+            if v.is_nan() {
+                format!("{q} is not a number")
+            } else {
+                format!("{q} ms is out of range (0 to the largest representable time, about 584 years)")
+            }
+        });
     }
     let (int, frac) = match s.split_once('.') {
         Some((i, f)) => (i, f),

@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use vigil_detector::{
-    Admission, AkkaConfig, BertierConfig, Bootstrap, ChenConfig, DeadlineConfig, EmpiricalConfig, ExponentialConfig,
-    FixedConfig, MaxInterval, Model, ModelConfig, NormalConfig, Prior, TwoWindowConfig,
+    Admission, AkkaConfig, BertierConfig, Bootstrap, ChenConfig, ConfigError, DeadlineConfig, EmpiricalConfig,
+    ExponentialConfig, FixedConfig, MaxInterval, Model, ModelConfig, NormalConfig, Prior, TwoWindowConfig,
 };
 
 use crate::millis::parse_duration;
@@ -210,9 +210,54 @@ impl<'a> Params<'a> {
                 ModelConfig::Empirical(c)
             }
         };
-        config.validate().map_err(|e| format!("invalid {model} configuration: {e}"))?;
+        config.validate().map_err(|e| self.explain(&e))?;
         Ok((config, threshold))
     }
+
+    /// A configuration error in the words the user typed: the parameter, as
+    /// given, in place of the library's field name.
+    fn explain(&self, e: &ConfigError) -> String {
+        let message = e.to_string();
+        let named = e.field().and_then(|field| Some((field, parameter_of(field)?)));
+        match named {
+            Some((field, param)) => {
+                let rest = message.strip_prefix(field).unwrap_or(&message).trim_start();
+                match self.text(param) {
+                    // As typed: `--window 0` on a command line, `window=0` in a spec.
+                    Some(typed) => {
+                        let sep = if self.prefix.is_empty() { "=" } else { " " };
+                        format!("{}{param}{sep}{typed}: {rest}", self.prefix)
+                    }
+                    None => format!("{}{param} (default): {rest}", self.prefix),
+                }
+            }
+            None => format!("invalid {} configuration: {message}", self.model),
+        }
+    }
+}
+
+/// The parameter that sets a configuration field.
+fn parameter_of(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "threshold" => "threshold",
+        "window" => "window",
+        "min_std_dev" => "min-std-ms",
+        "acceptable_pause" => "pause-ms",
+        "first_heartbeat_estimate" => "first-estimate-ms",
+        "initial_interval" => "initial-ms",
+        "max_interval" => "max-interval-ms",
+        "prior_mean" => "prior-mean-ms",
+        "prior_weight" => "prior-weight",
+        "timeout" => "timeout-ms",
+        "heartbeat_interval" | "interval" => "interval-ms",
+        "alpha" => "alpha-ms",
+        "beta" => "beta",
+        "phi" => "phi",
+        "gamma" => "gamma",
+        "n1" => "n1",
+        "n2" => "n2",
+        _ => return None,
+    })
 }
 
 /// A detector and its threshold, written `model[:name=value,...]`, for
@@ -382,7 +427,7 @@ mod tests {
         let err = "akka:window".parse::<DetectorSpec>().unwrap_err().to_string();
         assert_eq!(err, "detector 'akka:window': 'window' is not name=value");
         let err = "akka:window=0".parse::<DetectorSpec>().unwrap_err().to_string();
-        assert!(err.starts_with("detector 'akka:window=0': invalid akka configuration"), "{err}");
+        assert_eq!(err, "detector 'akka:window=0': window=0: must hold at least one sample (got 0)");
         let err = "normal:timeout-ms=3".parse::<DetectorSpec>().unwrap_err().to_string();
         assert!(err.contains("timeout-ms does not apply to the normal model (it takes threshold, window"), "{err}");
         assert!("nope:x=1".parse::<DetectorSpec>().is_err());

@@ -82,9 +82,11 @@ pub fn format_value(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// The longest heartbeat period the default grids are scaled to, in ms (a
-/// day): beyond it the scaled timeouts leave the range detectors accept.
-pub const MAX_DEFAULT_PERIOD_MS: f64 = 86_400_000.0;
+/// The longest heartbeat period the default grids are scaled to, in ms
+/// (about 57 minutes): a detector's window holds intervals up to
+/// [`vigil_detector::MAX_SAMPLE`] (71.6 minutes), and a bootstrap estimate
+/// of the period must leave room for its upper sample (5/4 of it).
+pub const MAX_DEFAULT_PERIOD_MS: f64 = 3_435_973.0;
 
 /// The families `sweep` and `recommend` use when none are given, with grids
 /// scaled to the heartbeat period (ms).
@@ -98,7 +100,7 @@ pub fn default_families(period_ms: f64) -> Result<Vec<Family>, SpecError> {
     if !(period_ms.is_finite() && (1.0..=MAX_DEFAULT_PERIOD_MS).contains(&period_ms)) {
         return Err(SpecError(format!(
             "the default detector grids are scaled to the heartbeat period, and {period_ms} ms is not one they can \
-             use (1 ms to a day); give the families to sweep with --family"
+             use (1 ms to 57 min); give the families to sweep with --family"
         )));
     }
     let scaled = |factors: &[f64]| -> Vec<String> { factors.iter().map(|f| format_value(f * period_ms)).collect() };

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+use vigil_detector::MAX_SAMPLE;
 use vigil_lab::chen::{ChenError, Network, Requirements, configure, configure_moments};
 use vigil_lab::demo::{DemoOptions, format_table, run_demo};
 use vigil_lab::dist::Delay;
@@ -372,6 +373,21 @@ fn check_traces(name: &str, traces: &[Trace], warmup: usize) -> Result<()> {
             .into());
         }
     }
+    // Windows hold intervals up to 71.6 minutes; longer ones are recorded as
+    // that, which is right for an outage and worth saying.
+    let long: usize = traces
+        .iter()
+        .map(|t| {
+            t.beats.windows(2).filter(|w| w[1].arrival.saturating_duration_since(w[0].arrival) > MAX_SAMPLE).count()
+        })
+        .sum();
+    if long > 0 {
+        eprintln!(
+            "vigil: note: {name}: {long} gap(s) between heartbeats are longer than {} ms; detectors with a window \
+             record them as that, the longest a sample holds",
+            MAX_SAMPLE.as_millis()
+        );
+    }
     if warmup >= shortest {
         return Err(UsageError(format!(
             "--warmup {warmup}: {name} has a trace of only {shortest} heartbeats; the warm-up must leave some to judge"
@@ -405,8 +421,8 @@ fn parse_specs(texts: &[String], period_ms: f64) -> Result<Vec<DetectorSpec>> {
         && !(period_ms.is_finite() && (1.0..=vigil_lab::sweep::MAX_DEFAULT_PERIOD_MS).contains(&period_ms))
     {
         return Err(UsageError(format!(
-            "the default detectors are scaled to the heartbeat period, and {} ms is not one they can use (1 ms to a \
-             day); give the detectors with --detector",
+            "the default detectors are scaled to the heartbeat period, and {} ms is not one they can use (1 ms to 57 \
+             min); give the detectors with --detector",
             crate::limits::number(period_ms)
         ))
         .into());

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use vigil_detector::{Detector, HeartbeatOutcome, Model, ModelConfig};
+use vigil_detector::{Detector, HeartbeatOutcome, MAX_SAMPLE, Model, ModelConfig};
 
 use crate::UsageError;
 use vigil_lab::millis::{format_millis, parse_instant, quoted};
@@ -197,6 +197,8 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
     // The first lines that went backwards, and how many in all.
     let mut backwards = Vec::new();
     let mut backwards_total = 0usize;
+    // The first lines whose interval is longer than a window sample holds.
+    let mut long = Vec::new();
     loop {
         line.clear();
         // A line is read up to a bound, so a file without newlines cannot
@@ -216,14 +218,18 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
         let bytes = if number == 1 { line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line) } else { &line[..] };
         match parse_line(bytes) {
             Ok(Line::Skip) => {}
-            Ok(Line::Heartbeat(t)) => {
-                if let HeartbeatOutcome::Backwards { .. } = detector.heartbeat(t) {
+            Ok(Line::Heartbeat(t)) => match detector.heartbeat(t) {
+                HeartbeatOutcome::Backwards { .. } => {
                     backwards_total += 1;
                     if backwards.len() < 10 {
                         backwards.push(number);
                     }
                 }
-            }
+                HeartbeatOutcome::Recorded { interval } if interval > MAX_SAMPLE && long.len() < 10 => {
+                    long.push(number);
+                }
+                _ => {}
+            },
             Ok(Line::Query(t)) => {
                 let level = detector.level(t);
                 writeln!(out, "{},{},{}", format_millis(t), level, level < threshold)?;
@@ -239,6 +245,19 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
         let more = if backwards_total > backwards.len() { ", ..." } else { "" };
         eprintln!(
             "vigil: note: {backwards_total} heartbeat(s) earlier than the previous one were ignored (line {}{more})",
+            shown.join(", ")
+        );
+    }
+    // Only models with a window clamp; their statistics count it.
+    let clamped = detector.stats().clamped;
+    if clamped > 0 {
+        let shown: Vec<String> = long.iter().map(|n| n.to_string()).collect();
+        let more = if clamped > long.len() as u64 { ", ..." } else { "" };
+        eprintln!(
+            "vigil: note: {clamped} interval(s) longer than {} ms were recorded as {} ms, the longest a window \
+             sample holds (line {}{more})",
+            MAX_SAMPLE.as_millis(),
+            MAX_SAMPLE.as_millis(),
             shown.join(", ")
         );
     }

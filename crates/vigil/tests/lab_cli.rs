@@ -447,6 +447,12 @@ fn counts_warmups_and_sizes_are_checked_before_anything_is_generated() {
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains(message), "{}", stderr(&o));
     }
+    // Gaps longer than a window sample holds are said, not silently clamped.
+    let long = dir.join("long.csv");
+    std::fs::write(&long, "0,hb\n7200000,hb\n9000000,hb\n10000000,hb\n").unwrap();
+    let o = vigil(&["lab", "replay", long.to_str().unwrap(), "--detector", "normal"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 gap(s) between heartbeats are longer than 4294967 ms"), "{}", stderr(&o));
     // A trace handed to a command that takes a scenario, and a path that
     // does not exist, are named as what they are.
     let o = vigil(&["lab", "run", two.to_str().unwrap()]);

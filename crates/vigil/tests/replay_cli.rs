@@ -269,6 +269,51 @@ fn bad_option_values_are_errors() {
 }
 
 #[test]
+fn configuration_errors_name_the_flag_as_typed() {
+    for (args, message) in [
+        (&["--model", "normal", "--min-std-ms", "0"][..], "vigil: --min-std-ms 0: must be greater than zero\n"),
+        (&["--model", "akka", "--window", "0"], "vigil: --window 0: must hold at least one sample (got 0)\n"),
+        (&["--model", "bertier", "--gamma", "2"], "vigil: --gamma 2: must be in (0, 1] (got 2)\n"),
+        (&["--model", "deadline", "--interval-ms", "0"], "vigil: --interval-ms 0: must be greater than zero\n"),
+        (
+            &["--model", "exponential", "--initial-ms", "1e10"],
+            "vigil: --initial-ms 1e10: must be at most 4294.967295 s, the longest interval a window holds (got \
+             10000000 s)\n",
+        ),
+    ] {
+        let mut full = vec!["replay"];
+        full.extend_from_slice(args);
+        full.push("-");
+        let out = vigil(&full, "0,hb\n");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&out), message, "{args:?}");
+    }
+}
+
+#[test]
+fn intervals_longer_than_a_window_sample_are_reported() {
+    // Two-hour heartbeats: each interval is recorded as 71.6 minutes, and
+    // the note says so (a model without a window says nothing).
+    let input = "0,hb\n7200000,hb\n14400000,hb\n18000000,q\n";
+    let out = vigil(&["replay", "--model", "normal", "-"], input);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "2 interval(s) longer than 4294967 ms were recorded as 4294967 ms, the longest a window sample holds \
+             (line 2, 3)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = vigil(&["replay", "--model", "fixed", "-"], input);
+    assert!(out.status.success());
+    assert_eq!(stderr(&out), "");
+    // Intervals under the limit: no note.
+    let out = vigil(&["replay", "--model", "normal", "-"], "0,hb\n4294967,hb\n5000000,q\n");
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
 fn backwards_heartbeats_are_ignored_and_reported() {
     let input = "0,hb\n1000,hb\n500,hb\n2000,hb\n2500,q\n";
     let out = vigil(&["replay", "--model", "fixed", "--timeout-ms", "1000", "-"], input);

@@ -356,7 +356,7 @@ impl AkkaConfig {
         check::positive("threshold", self.threshold)?;
         check::window("window", self.window)?;
         check::positive_duration("min_std_dev", self.min_std_dev)?;
-        check::positive_duration("first_heartbeat_estimate", self.first_heartbeat_estimate)
+        check::estimate("first_heartbeat_estimate", self.first_heartbeat_estimate)
     }
 }
 
