@@ -29,12 +29,16 @@ pub enum ConfigError {
         /// The field, for example `"window"` or `"n1"`.
         field: &'static str,
     },
-    /// A window larger than [`MAX_WINDOW`](crate::MAX_WINDOW).
+    /// A window larger than the model allows ([`MAX_WINDOW`](crate::MAX_WINDOW),
+    /// or [`MAX_EMPIRICAL_WINDOW`](crate::MAX_EMPIRICAL_WINDOW) for the
+    /// empirical model).
     WindowTooLarge {
         /// The field.
         field: &'static str,
         /// The rejected size.
         size: usize,
+        /// The largest allowed.
+        max: usize,
     },
     /// A duration that must be strictly positive was zero.
     ZeroDuration {
@@ -87,8 +91,8 @@ impl fmt::Display for ConfigError {
             ConfigError::ZeroWindow { field } => {
                 write!(f, "{field} must hold at least one sample (got 0)")
             }
-            ConfigError::WindowTooLarge { field, size } => {
-                write!(f, "{field} of {size} samples is larger than the maximum of {}", crate::MAX_WINDOW)
+            ConfigError::WindowTooLarge { field, size, max } => {
+                write!(f, "{field} must hold at most {max} samples (got {size})")
             }
             ConfigError::ZeroDuration { field } => write!(f, "{field} must be greater than zero"),
             ConfigError::NotPositive { field, value } => {
@@ -153,7 +157,7 @@ pub(crate) mod check {
         if size == 0 {
             Err(ConfigError::ZeroWindow { field })
         } else if size > crate::MAX_WINDOW {
-            Err(ConfigError::WindowTooLarge { field, size })
+            Err(ConfigError::WindowTooLarge { field, size, max: crate::MAX_WINDOW })
         } else {
             Ok(())
         }

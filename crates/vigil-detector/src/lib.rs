@@ -125,7 +125,7 @@ pub use any::{AnyDetector, Model, ModelConfig, UnknownModel};
 pub use detector::Detector;
 pub use error::ConfigError;
 pub use models::chen::{Bertier, BertierConfig, Chen, ChenConfig, TwoWindow, TwoWindowConfig};
-pub use models::empirical::{Empirical, EmpiricalConfig};
+pub use models::empirical::{Empirical, EmpiricalConfig, MAX_EMPIRICAL_WINDOW};
 pub use models::exponential::{Exponential, ExponentialConfig, Prior};
 pub use models::normal::{Akka, AkkaConfig, Normal, NormalConfig};
 pub use models::timeout::{Deadline, DeadlineConfig, Fixed, FixedConfig};

@@ -199,6 +199,10 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
     let mut backwards_total = 0usize;
     // The first lines whose interval is longer than a window sample holds.
     let mut long = Vec::new();
+    // Heartbeats at the same time as the previous one (0 ms intervals).
+    let mut same: Vec<usize> = Vec::new();
+    let learns = !matches!(args.model, Model::Fixed | Model::Deadline);
+    let mut same_total = 0u64;
     loop {
         line.clear();
         // A line is read up to a bound, so a file without newlines cannot
@@ -228,6 +232,12 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
                 HeartbeatOutcome::Recorded { interval } if interval > MAX_SAMPLE && long.len() < 10 => {
                     long.push(number);
                 }
+                HeartbeatOutcome::Recorded { interval } if learns && interval.is_zero() => {
+                    same_total += 1;
+                    if same.len() < 10 {
+                        same.push(number);
+                    }
+                }
                 _ => {}
             },
             Ok(Line::Query(t)) => {
@@ -245,6 +255,15 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
         let more = if backwards_total > backwards.len() { ", ..." } else { "" };
         eprintln!(
             "vigil: note: {backwards_total} heartbeat(s) earlier than the previous one were ignored (line {}{more})",
+            shown.join(", ")
+        );
+    }
+    if same_total > 0 {
+        let shown: Vec<String> = same.iter().map(|n| n.to_string()).collect();
+        let more = if same_total > same.len() as u64 { ", ..." } else { "" };
+        eprintln!(
+            "vigil: note: {same_total} heartbeat(s) at the same time as the previous one were recorded as 0 ms \
+             intervals, which teach a model that heartbeats come at once (line {}{more})",
             shown.join(", ")
         );
     }

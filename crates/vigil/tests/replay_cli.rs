@@ -275,6 +275,12 @@ fn configuration_errors_name_the_flag_as_typed() {
         (&["--model", "akka", "--window", "0"], "vigil: --window 0: must hold at least one sample (got 0)\n"),
         (&["--model", "bertier", "--gamma", "2"], "vigil: --gamma 2: must be in (0, 1] (got 2)\n"),
         (&["--model", "deadline", "--interval-ms", "0"], "vigil: --interval-ms 0: must be greater than zero\n"),
+        // The empirical model's sorted copy bounds its window (a heartbeat
+        // would otherwise move megabytes).
+        (
+            &["--model", "empirical", "--window", "16000000"],
+            "vigil: --window 16000000: must hold at most 65536 samples (got 16000000)\n",
+        ),
         (
             &["--model", "exponential", "--initial-ms", "1e10"],
             "vigil: --initial-ms 1e10: must be at most 4294.967295 s, the longest interval a window holds (got \
@@ -307,6 +313,18 @@ fn intervals_longer_than_a_window_sample_are_reported() {
     );
     let out = vigil(&["replay", "--model", "fixed", "-"], input);
     assert!(out.status.success());
+    assert_eq!(stderr(&out), "");
+    // Heartbeats at the same instant teach a window model 0 ms intervals:
+    // said, with the lines (a timeout model learns nothing from them).
+    let input = "0,hb\n0,hb\n0,hb\n100,q\n";
+    let out = vigil(&["replay", "--model", "chen", "-"], input);
+    assert!(
+        stderr(&out).contains("2 heartbeat(s) at the same time as the previous one were recorded as 0 ms intervals"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("(line 2, 3)"), "{}", stderr(&out));
+    let out = vigil(&["replay", "--model", "fixed", "-"], input);
     assert_eq!(stderr(&out), "");
     // Intervals under the limit: no note.
     let out = vigil(&["replay", "--model", "normal", "-"], "0,hb\n4294967,hb\n5000000,q\n");
