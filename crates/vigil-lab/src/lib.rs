@@ -6,7 +6,9 @@
 //! Aguilera's quality-of-service metrics exactly, from each detector's
 //! trust/suspect timeline (see [`qos`]).
 //!
-//! - [`trace`]: the trace model and its CSV and JSON-lines formats.
+//! - [`event`]: the trace grammar (CSV or JSON lines, one event a line),
+//!   shared with `vigil replay`.
+//! - [`trace`]: the trace model: one sender's heartbeats, its crash, the end.
 //! - [`scenario`]: seeded generators, built-in scenarios, TOML scenarios.
 //! - [`dist`]: delay distributions.
 //! - [`engine`]: a trace and a detector in, an exact timeline out.
@@ -24,6 +26,7 @@ pub mod chen;
 pub mod demo;
 pub mod dist;
 pub mod engine;
+pub mod event;
 pub mod html;
 pub mod millis;
 pub mod nfds;

@@ -6,24 +6,12 @@
 //!
 //! # Formats
 //!
-//! **CSV**, one event a line: `TIME_MS,EVENT[,SENT_MS[,SEQ]]`.
-//!
-//! - `EVENT` is `hb` (a heartbeat arrived at `TIME_MS`), `crash` (the sender
-//!   crashed at `TIME_MS`) or `end` (observation ended at `TIME_MS`).
-//! - `SENT_MS` (the send time, on the same clock) and `SEQ` (a whole number)
-//!   are optional, per heartbeat; leave a field empty to omit it.
-//! - Times are decimal milliseconds, fractions allowed, converted exactly to
-//!   nanoseconds.
-//! - Blank lines and lines starting with `#` are ignored, and so is a first
-//!   line starting with `time`, taken as a header.
-//! - Heartbeats are listed in arrival order: an arrival earlier than the one
-//!   before it is an error.
-//!
-//! **JSON lines**, one object a line: `{"t": 100.5, "event": "hb", "sent":
-//! 90, "seq": 1}`, with the same meaning; `event` defaults to `hb`.
-//!
-//! The same rules as `vigil replay`'s traces apply, so a lab trace whose
-//! events are all `hb` is also a replay trace. A sample is in
+//! The grammar is [`crate::event`]'s, the one `vigil replay` reads: CSV
+//! lines `TIME_MS,EVENT[,SENT_MS[,SEQ]]` or JSON lines, with `hb`, `crash`
+//! and `end` events (a trace has no `q` queries). On top of the grammar a
+//! trace has order: heartbeats in arrival order (an arrival earlier than the
+//! one before it is an error), at most one crash, nothing after the end, and
+//! no heartbeat sent after it arrived. A sample is in
 //! `crates/vigil-lab/samples/regime-change.csv`.
 //!
 //! ```
@@ -38,25 +26,15 @@
 //! # Ok::<(), vigil_lab::trace::TraceError>(())
 //! ```
 
-use std::fmt;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use vigil_detector::Instant;
 
-use crate::millis::{format_millis, parse_instant};
-
-/// One heartbeat as the observer received it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Beat {
-    /// When it arrived, on the observer's clock.
-    pub arrival: Instant,
-    /// When it was sent, if known (same clock).
-    pub sent: Option<Instant>,
-    /// Its sequence number, if known.
-    pub seq: Option<u64>,
-}
+pub use crate::event::{Beat, TraceError};
+use crate::event::{Event, EventReader};
+use crate::millis::format_millis;
 
 /// The heartbeats one observer received from one sender.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -69,37 +47,6 @@ pub struct Trace {
     pub end: Option<Instant>,
 }
 
-/// Bad trace input: the line (1-based), the field, and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceError {
-    /// 1-based line number.
-    pub line: usize,
-    /// The field at fault (`time_ms`, `event`, `sent_ms`, `seq`, or `line`).
-    pub field: &'static str,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for TraceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}, field {}: {}", self.line, self.field, self.message)
-    }
-}
-
-impl std::error::Error for TraceError {}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct JsonEvent {
-    t: f64,
-    #[serde(default)]
-    event: Option<String>,
-    #[serde(default)]
-    sent: Option<f64>,
-    #[serde(default)]
-    seq: Option<u64>,
-}
-
 #[derive(Serialize)]
 struct JsonOut {
     t: f64,
@@ -108,12 +55,6 @@ struct JsonOut {
     sent: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     seq: Option<u64>,
-}
-
-enum Event {
-    Heartbeat(Beat),
-    Crash(Instant),
-    End(Instant),
 }
 
 /// Builds a trace from events, checking their order.
@@ -158,6 +99,12 @@ impl Builder {
                 self.trace.beats.push(beat);
                 self.last_arrival_line = line;
             }
+            Event::Query(_) => {
+                return Err(err(
+                    "event",
+                    "'q' (a query) is for vigil replay; a lab trace has hb, crash and end".into(),
+                ));
+            }
             Event::Crash(t) => {
                 if self.trace.crash.is_some() {
                     return Err(err("event", "a second crash; a trace has at most one".into()));
@@ -192,108 +139,22 @@ impl Builder {
     }
 }
 
-fn event_of(line: usize, name: &str, t: Instant, sent: Option<Instant>, seq: Option<u64>) -> Result<Event, TraceError> {
-    let extra = sent.is_some() || seq.is_some();
-    let event = match name {
-        "hb" => return Ok(Event::Heartbeat(Beat { arrival: t, sent, seq })),
-        "crash" => Event::Crash(t),
-        "end" => Event::End(t),
-        "q" => {
-            return Err(TraceError {
-                line,
-                field: "event",
-                message: "'q' (query) is for vigil replay; a lab trace has hb, crash and end".into(),
-            });
-        }
-        other => {
-            return Err(TraceError {
-                line,
-                field: "event",
-                message: format!("unknown event '{other}' (expected hb, crash or end)"),
-            });
-        }
-    };
-    if extra {
-        return Err(TraceError { line, field: "sent_ms", message: format!("'{name}' takes no send time or sequence") });
-    }
-    Ok(event)
-}
-
-fn float_ms(line: usize, field: &'static str, v: f64) -> Result<Instant, TraceError> {
-    let ns = (v * 1e6).round();
-    if !(v.is_finite() && v >= 0.0 && ns < u64::MAX as f64) {
-        return Err(TraceError { line, field, message: format!("{v} is not a time in milliseconds (0 or more)") });
-    }
-    Ok(Instant::from_nanos(ns as u64))
-}
-
 impl Trace {
-    /// Parses CSV or JSON lines (JSON when the first non-blank character is
-    /// `{`). A byte-order mark is ignored.
+    /// Parses a trace (CSV or JSON lines; see [`crate::event`]). A
+    /// byte-order mark is ignored.
+    ///
+    /// # Errors
+    ///
+    /// A [`TraceError`] naming the line and the field: bad grammar, a query,
+    /// or events out of order.
     pub fn parse(text: &str) -> Result<Trace, TraceError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        if text.trim_start().starts_with('{') { Trace::parse_jsonl(text) } else { Trace::parse_csv(text) }
-    }
-
-    /// Parses the CSV format.
-    pub fn parse_csv(text: &str) -> Result<Trace, TraceError> {
-        let mut b = Builder { trace: Trace::default(), last_arrival_line: 0 };
-        let mut seen_data = false;
-        for (i, raw) in text.lines().enumerate() {
-            let line = i + 1;
-            let row = raw.trim();
-            if row.is_empty() || row.starts_with('#') {
-                continue;
-            }
-            if !seen_data && row.to_ascii_lowercase().starts_with("time") {
-                seen_data = true;
-                continue;
-            }
-            seen_data = true;
-            let fields: Vec<&str> = row.split(',').map(str::trim).collect();
-            if fields.len() < 2 || fields.len() > 4 {
-                return Err(TraceError {
-                    line,
-                    field: "line",
-                    message: format!("expected TIME_MS,EVENT[,SENT_MS[,SEQ]], found {} field(s)", fields.len()),
-                });
-            }
-            let at = |field, text: &str| parse_instant(text).map_err(|message| TraceError { line, field, message });
-            let t = at("time_ms", fields[0])?;
-            let sent = match fields.get(2) {
-                Some(s) if !s.is_empty() => Some(at("sent_ms", s)?),
-                _ => None,
-            };
-            let seq = match fields.get(3) {
-                Some(s) if !s.is_empty() => Some(s.parse::<u64>().map_err(|_| TraceError {
-                    line,
-                    field: "seq",
-                    message: format!("'{s}' is not a whole number"),
-                })?),
-                _ => None,
-            };
-            b.push(line, event_of(line, fields[1], t, sent, seq)?)?;
-        }
-        Ok(b.trace)
-    }
-
-    /// Parses the JSON lines format.
-    pub fn parse_jsonl(text: &str) -> Result<Trace, TraceError> {
+        let mut reader = EventReader::new();
         let mut b = Builder { trace: Trace::default(), last_arrival_line: 0 };
         for (i, raw) in text.lines().enumerate() {
-            let line = i + 1;
-            let row = raw.trim();
-            if row.is_empty() {
-                continue;
+            if let Some(event) = reader.read(i + 1, raw)? {
+                b.push(i + 1, event)?;
             }
-            let e: JsonEvent = serde_json::from_str(row).map_err(|e| TraceError {
-                line,
-                field: "line",
-                message: format!("not a trace event object: {e}"),
-            })?;
-            let t = float_ms(line, "t", e.t)?;
-            let sent = e.sent.map(|s| float_ms(line, "sent", s)).transpose()?;
-            b.push(line, event_of(line, e.event.as_deref().unwrap_or("hb"), t, sent, e.seq)?)?;
         }
         Ok(b.trace)
     }
@@ -314,6 +175,8 @@ impl Trace {
                 Event::End(t) => {
                     let _ = writeln!(out, "{},end", format_millis(t));
                 }
+                // A trace holds no queries.
+                Event::Query(_) => {}
             }
         }
         out
@@ -329,6 +192,7 @@ impl Trace {
                 Event::Heartbeat(b) => JsonOut { t: ms(b.arrival), event: "hb", sent: b.sent.map(ms), seq: b.seq },
                 Event::Crash(t) => JsonOut { t: ms(t), event: "crash", sent: None, seq: None },
                 Event::End(t) => JsonOut { t: ms(t), event: "end", sent: None, seq: None },
+                Event::Query(_) => continue,
             };
             out.push_str(&serde_json::to_string(&row).unwrap_or_default());
             out.push('\n');

@@ -3,9 +3,10 @@
 //! The contract (scripts and the compatibility suite depend on it):
 //!
 //! - `vigil replay --model MODEL [options] FILE`, FILE a path or `-`.
-//! - Input: CSV, one event a line, `TIME_MS,EVENT`; EVENT is `hb` (a
-//!   heartbeat arrives) or `q` (a query). Blank lines and `#` lines are
-//!   ignored.
+//! - Input: the trace grammar of [`vigil_lab::event`], one event a line
+//!   (`TIME_MS,EVENT[,SENT_MS[,SEQ]]` or a JSON object); `hb` is a heartbeat,
+//!   `q` a query, `crash` and `end` change nothing. Blank lines, `#` lines
+//!   and a header are ignored.
 //! - Output: `time_ms,phi,available`, one row per `q`, in order; `phi` is the
 //!   level printed with `{}`; `available` is `level < threshold`.
 //! - Bad input: exit status 2, a message naming the line; no rows after it.
@@ -19,7 +20,8 @@ use clap::Args;
 use vigil_detector::{Detector, HeartbeatOutcome, MAX_SAMPLE, Model, ModelConfig};
 
 use crate::UsageError;
-use vigil_lab::millis::{format_millis, parse_instant, quoted};
+use vigil_lab::event::{Event, EventReader};
+use vigil_lab::millis::format_millis;
 use vigil_lab::spec::Params;
 
 const DEFAULTS: &str = "\
@@ -46,9 +48,12 @@ What the level means:
   fixed: elapsed / timeout;  deadline: elapsed / (interval + pause)
   chen, bertier, 2w: 1 at the freshness point, +1 per heartbeat interval after it
 
-Input: one event a line, TIME_MS,EVENT with EVENT `hb` (heartbeat) or `q` (query);
-blank lines and lines starting with # are ignored. A heartbeat earlier than the
-previous one is ignored (and counted on stderr).";
+Input: one event a line, TIME_MS,EVENT[,SENT_MS[,SEQ]] (the lab's trace grammar),
+with EVENT `hb` (heartbeat) or `q` (query); `crash` and `end` lines change nothing.
+A line starting with { is the same event as JSON: {\"t\": 1500, \"event\": \"q\"}.
+Blank lines, lines starting with # and a first line starting with `time` (a
+header) are ignored. A heartbeat earlier than the previous one is ignored (and
+counted on stderr).";
 
 /// Arguments of `vigil replay`.
 #[derive(Debug, Args)]
@@ -151,31 +156,6 @@ impl ReplayArgs {
     }
 }
 
-/// One parsed line of a trace.
-enum Line {
-    Skip,
-    Heartbeat(vigil_detector::Instant),
-    Query(vigil_detector::Instant),
-}
-
-fn parse_line(bytes: &[u8]) -> Result<Line, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| format!("not valid UTF-8 (byte {})", e.valid_up_to() + 1))?;
-    let text = text.trim();
-    if text.is_empty() || text.starts_with('#') {
-        return Ok(Line::Skip);
-    }
-    let mut fields = text.split(',');
-    let (Some(time), Some(event), None) = (fields.next(), fields.next(), fields.next()) else {
-        return Err(format!("expected TIME_MS,EVENT, found {}", quoted(text)));
-    };
-    let time = parse_instant(time.trim()).map_err(|e| format!("TIME_MS: {e}"))?;
-    match event.trim() {
-        "hb" => Ok(Line::Heartbeat(time)),
-        "q" => Ok(Line::Query(time)),
-        other => Err(format!("EVENT must be 'hb' or 'q', found {}", quoted(other))),
-    }
-}
-
 /// The longest line of a trace, in bytes.
 const MAX_LINE: usize = 4096;
 
@@ -194,6 +174,7 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
     writeln!(out, "time_ms,phi,available")?;
     let mut line = Vec::new();
     let mut number = 0usize;
+    let mut reader = EventReader::new();
     // The first lines that went backwards, and how many in all.
     let mut backwards = Vec::new();
     let mut backwards_total = 0usize;
@@ -220,9 +201,11 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
         }
         // A byte-order mark at the start of the file is not part of the data.
         let bytes = if number == 1 { line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line) } else { &line[..] };
-        match parse_line(bytes) {
-            Ok(Line::Skip) => {}
-            Ok(Line::Heartbeat(t)) => match detector.heartbeat(t) {
+        let event = std::str::from_utf8(bytes)
+            .map_err(|e| format!("not valid UTF-8 (byte {})", e.valid_up_to() + 1))
+            .and_then(|text| reader.read(number, text).map_err(|e| format!("{}: {}", e.field, e.message)));
+        match event {
+            Ok(Some(Event::Heartbeat(beat))) => match detector.heartbeat(beat.arrival) {
                 HeartbeatOutcome::Backwards { .. } => {
                     backwards_total += 1;
                     if backwards.len() < 10 {
@@ -240,7 +223,7 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
                 }
                 _ => {}
             },
-            Ok(Line::Query(t)) => {
+            Ok(Some(Event::Query(t))) => {
                 let level = detector.level(t);
                 writeln!(out, "{},{},{}", format_millis(t), level, level < threshold)?;
             }
@@ -248,6 +231,9 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
                 out.flush()?;
                 bail!(UsageError(format!("{name}:{number}: {what}")));
             }
+            // Blank lines, comments, a header, and the lab's crash and end
+            // events: nothing to answer.
+            Ok(_) => {}
         }
     }
     if backwards_total > 0 {

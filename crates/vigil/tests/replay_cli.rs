@@ -187,11 +187,12 @@ fn queries_before_any_heartbeat_are_level_zero_and_comments_and_crlf_are_ignored
 #[test]
 fn bad_lines_stop_with_status_2_naming_the_line_and_print_nothing_after() {
     for (bad, what) in [
-        ("abc,hb", "TIME_MS"),
+        ("abc,hb", "time_ms: 'abc' is not a decimal number"),
         ("-5,hb", "negative"),
-        ("5,heartbeat", "EVENT must be 'hb' or 'q'"),
-        ("5", "expected TIME_MS,EVENT"),
-        ("5,hb,extra", "expected TIME_MS,EVENT"),
+        ("5,heartbeat", "event: unknown event 'heartbeat' (expected hb, q, crash or end)"),
+        ("5", "expected TIME_MS,EVENT[,SENT_MS[,SEQ]]"),
+        ("5,hb,extra", "sent_ms: 'extra' is not a number"),
+        ("5,q,1", "sent_ms: 'q' takes no send time or sequence"),
         ("1e999,q", "out of range"),
     ] {
         let input = format!("0,hb\n1000,hb\n1500,q\n{bad}\n2000,q\n");
@@ -385,5 +386,19 @@ fn a_line_without_end_or_a_huge_field_cannot_fill_memory_or_the_terminal() {
     let e = stderr(&o);
     assert!(e.len() < 300 && e.contains("(4000 bytes)"), "{} bytes: {e}", e.len());
     let o = vigil(&["replay", "--model", "akka", "-"], &format!("0,{}\n", "h".repeat(4000)));
-    assert!(stderr(&o).len() < 300 && stderr(&o).contains("found 'hhhh"), "{}", stderr(&o));
+    assert!(stderr(&o).len() < 300 && stderr(&o).contains("unknown event 'hhhh"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_lab_trace_is_a_replay_trace() {
+    // One grammar: a header, send times and sequence numbers, a crash and an
+    // end, JSON lines; replay answers the queries and lets the rest pass.
+    let lab = "time_ms,event,sent_ms,seq\n0,hb,0,0\n1000,hb,999,1\n{\"t\": 2000, \"sent\": 1999, \"seq\": 2}\n\
+               2500,crash\n3000,q\n{\"t\": 4000, \"event\": \"q\"}\n5000,end\n";
+    let plain = "0,hb\n1000,hb\n2000,hb\n3000,q\n4000,q\n";
+    let a = vigil(&["replay", "--model", "akka", "-"], lab);
+    let b = vigil(&["replay", "--model", "akka", "-"], plain);
+    assert!(a.status.success(), "{}", stderr(&a));
+    assert_eq!(stdout(&a), stdout(&b), "send times, sequences, crash and end change nothing");
+    assert_eq!(rows(&a).len(), 2);
 }
