@@ -72,10 +72,29 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// Standard output, with its errors named as such: a full disk reads
+/// "standard output: No space left on device", not a bare OS message. The
+/// error's kind is kept (a closed pipe stays a closed pipe).
+struct Named<W>(W);
+
+impl<W: Write> Write for Named<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).map_err(name_stdout)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(name_stdout)
+    }
+}
+
+fn name_stdout(e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("standard output: {e}"))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    let mut out = io::BufWriter::new(Named(stdout.lock()));
     let result = match cli.command {
         Command::Replay(args) => replay::run(&args, &mut out),
         Command::Policies(args) => policies::run(&args, &mut out),

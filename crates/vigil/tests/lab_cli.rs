@@ -400,6 +400,16 @@ fn an_output_location_that_cannot_be_written_is_refused_before_any_work() {
         assert!(!e.contains("sweeping") && !e.contains("N = 10:") && !e.contains("traces, seed"), "nothing ran: {e}");
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory", "nothing already there is lost");
+    // A full standard output is named as such, with status 2.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("Linux has /dev/full");
+    let o = Command::new(env!("CARGO_BIN_EXE_vigil"))
+        .args(["lab", "run", "calm", "--traces", "2"])
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("vigil: standard output: No space left on device"), "{}", stderr(&o));
 }
 
 #[test]
