@@ -12,6 +12,7 @@ use crate::{ConfigError, Detector, HeartbeatOutcome, Instant, Stats};
 
 /// The names of the models, as used on command lines and in reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Model {
     /// [`Normal`]: φ with the exact normal tail.
     Normal,
@@ -131,6 +132,7 @@ impl FromStr for Model {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ModelConfig {
     /// Configures [`Normal`].
     Normal(NormalConfig),

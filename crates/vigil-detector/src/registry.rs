@@ -355,6 +355,7 @@ impl RegistryConfig {
 
 /// Why a policy fired.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum Cause {
     /// The level reached the threshold (and stayed for the dwell); this is the
     /// level at the moment the policy fired.
@@ -386,6 +387,7 @@ pub enum Cause {
 /// # Ok::<(), vigil_detector::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Event<K> {
     /// A policy started suspecting a peer.
     Suspected {

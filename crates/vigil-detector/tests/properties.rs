@@ -569,6 +569,7 @@ fn level_rules(config: &ModelConfig) -> (Option<f64>, Option<f64>) {
         ModelConfig::Bertier(c) => c.admission,
         ModelConfig::TwoWindow(c) => c.admission,
         ModelConfig::Deadline(_) | ModelConfig::Fixed(_) => return (None, None),
+        other => panic!("a model this test does not know yet: {other:?}"),
     };
     (admission.skip_if_level_at_least, admission.reset_if_level_at_least)
 }

@@ -171,6 +171,7 @@ pub struct Configuration {
 
 /// Why an NFD-S analysis or configuration failed.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ChenError {
     /// A parameter is out of its domain.
     Invalid {

@@ -76,6 +76,7 @@ pub enum Block {
 
 /// Why the demo could not run.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum DemoError {
     /// A built-in scenario failed to build.
     Scenario(ScenarioError),

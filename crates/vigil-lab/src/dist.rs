@@ -101,6 +101,7 @@ pub enum Delay {
 
 /// Why a delay distribution was rejected, or could not be parsed.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum DistError {
     /// A parameter is out of its domain.
     Invalid {

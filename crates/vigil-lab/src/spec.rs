@@ -38,6 +38,9 @@ pub fn allowed(model: Model) -> &'static [&'static str] {
             &["threshold", "n1", "n2", "alpha-ms", "interval-ms", "first-estimate-ms", "max-interval-ms"]
         }
         Model::Empirical => &["threshold", "window", "first-estimate-ms", "max-interval-ms"],
+        // A model added to the detector crate takes its threshold until its
+        // parameters are listed here.
+        _ => &["threshold"],
     }
 }
 
@@ -209,6 +212,7 @@ impl<'a> Params<'a> {
                 self.window_rules(&mut c.bootstrap, &mut c.admission)?;
                 ModelConfig::Empirical(c)
             }
+            other => return Err(format!("the {other} model has no parameters here yet")),
         };
         config.validate().map_err(|e| self.explain(&e))?;
         Ok((config, threshold))

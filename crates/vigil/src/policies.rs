@@ -286,6 +286,7 @@ fn part_two(out: &mut impl Write) -> Result<()> {
                 let why = match cause {
                     Cause::Level(l) => format!("φ = {l:.2}"),
                     Cause::NeverHeard { .. } => "never heard".to_owned(),
+                    other => format!("{other:?}"),
                 };
                 format!("{:>9.3} s  {peer:<3} suspected by {:<6} ({why})", secs(*at), registry.policy(*policy).name)
             }
@@ -307,6 +308,7 @@ fn part_two(out: &mut impl Write) -> Result<()> {
             Event::LocalPause { at, lateness, .. } => {
                 format!("{:>9.3} s  observer stalled ({:.1} s late): quiet period", secs(*at), lateness.as_secs_f64())
             }
+            other => format!("{other:?}"),
         };
         writeln!(out, "   {line}")?;
     }
