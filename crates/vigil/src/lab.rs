@@ -496,9 +496,9 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let traces = generate(&s, &a.common, a.traces, BYTES_PER_HEARTBEAT)?;
     check_traces(&s.name, &traces, a.common.warmup)?;
     if let Some(dir) = &save {
-        for (i, t) in traces.iter().enumerate() {
-            dir.write(&format!("{}-{i:04}.csv", sanitize(&s.name)), t.to_csv().as_bytes())?;
-        }
+        // The traces of a run are one set: all of them, or none.
+        let name = sanitize(&s.name);
+        dir.write_set(traces.iter().enumerate().map(|(i, t)| (format!("{name}-{i:04}.csv"), t.to_csv().into_bytes())))?;
     }
     let pb = bar(traces.len() as u64, "judging");
     let qos = evaluate(&traces, &specs, a.common.warmup, &|| pb.inc(1))?;
@@ -900,11 +900,11 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
     let demo = run_demo(DemoOptions { seed: a.seed, traces: a.traces }, &|step| pb.set_message(step.to_string()))?;
     pb.finish_and_clear();
     let computed = started.elapsed();
-    let index = dir.write("index.html", demo.to_html().as_bytes())?;
-    for f in demo.figures() {
-        dir.write(&f.file, f.svg.as_bytes())?;
-    }
-    dir.write("demo.json", serde_json::to_string_pretty(&demo)?.as_bytes())?;
+    // The report, its figures and its data are one set: all or none.
+    let mut files = vec![("index.html".to_owned(), demo.to_html().into_bytes())];
+    files.extend(demo.figures().map(|f| (f.file.clone(), f.svg.clone().into_bytes())));
+    files.push(("demo.json".to_owned(), serde_json::to_string_pretty(&demo)?.into_bytes()));
+    let index = dir.write_set(files)?.swap_remove(0);
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&demo)?)?;
     } else {

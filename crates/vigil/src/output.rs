@@ -37,6 +37,51 @@ impl OutputDir {
     /// Writes `name` whole, or not at all. Returns its path. `name` is one
     /// file name: nothing outside the directory is ever written.
     pub(crate) fn write(&self, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+        let path = self.plain(name)?;
+        write_whole(&path, bytes)?;
+        Ok(path)
+    }
+
+    /// Writes a set of files that belong together (a report and its
+    /// figures): every file goes to a temporary beside it first, and only
+    /// when all are written are they renamed into place. A failure (a full
+    /// disk) removes the temporaries and leaves the directory as it was.
+    /// Returns the paths, in order. The files are produced one at a time,
+    /// so a large set is never held in memory whole.
+    pub(crate) fn write_set(&self, files: impl IntoIterator<Item = (String, Vec<u8>)>) -> Result<Vec<PathBuf>> {
+        let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let unstage = |staged: &[(PathBuf, PathBuf)]| {
+            for (tmp, _) in staged {
+                let _ = fs::remove_file(tmp);
+            }
+        };
+        for (name, bytes) in files {
+            let path = match self.plain(&name) {
+                Ok(p) => p,
+                Err(e) => {
+                    unstage(&staged);
+                    return Err(e);
+                }
+            };
+            let tmp = temporary(&path);
+            if let Err(e) = write_synced(&tmp, &bytes) {
+                let _ = fs::remove_file(&tmp);
+                unstage(&staged);
+                return Err(e).with_context(|| format!("writing {}", path.display()));
+            }
+            staged.push((tmp, path));
+        }
+        for (i, (tmp, path)) in staged.iter().enumerate() {
+            if let Err(e) = fs::rename(tmp, path) {
+                unstage(&staged[i..]);
+                return Err(e).with_context(|| format!("writing {}", path.display()));
+            }
+        }
+        Ok(staged.into_iter().map(|(_, p)| p).collect())
+    }
+
+    /// `name` in the directory, if it is one plain file name.
+    fn plain(&self, name: &str) -> Result<PathBuf> {
         let plain = Path::new(name).file_name().is_some_and(|f| f == name) && name != ".." && name != ".";
         if !plain {
             bail!(
@@ -44,25 +89,29 @@ impl OutputDir {
                 self.path.display()
             );
         }
-        let path = self.join(name);
-        write_whole(&path, bytes)?;
-        Ok(path)
+        Ok(self.join(name))
     }
+}
+
+/// The temporary a file is written to before it is renamed into place.
+fn temporary(path: &Path) -> PathBuf {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    dir.join(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = fs::File::create(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
 }
 
 /// Writes `path` whole or not at all: the bytes go to a temporary file in the
 /// same directory, which is synced and renamed over `path`. On failure the
 /// temporary file is removed and `path` is as it was.
 pub(crate) fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| -> std::io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
+    let tmp = temporary(path);
+    let result = write_synced(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);
         return Err(e).with_context(|| format!("writing {}", path.display()));
@@ -94,6 +143,18 @@ mod tests {
             let e = out.write(name, b"x").unwrap_err();
             assert!(format!("{e:#}").contains("not a plain file name"), "{name}: {e:#}");
         }
+        // A set: the first file cannot be renamed into place (a directory
+        // is in the way), so the second is not written either.
+        let set = vec![("b.txt".to_owned(), b"b".to_vec()), ("c.txt".to_owned(), b"c".to_vec())];
+        assert!(out.write_set(set).is_err());
+        assert!(!dir.join("c.txt").exists(), "the rest of a failed set is not written");
+        let left: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.iter().all(|n| !n.to_string_lossy().contains(".tmp-")), "{left:?}");
+        let set = vec![("d.txt".to_owned(), b"d".to_vec()), ("../e.txt".to_owned(), b"e".to_vec())];
+        assert!(out.write_set(set).is_err());
+        assert!(!dir.join("d.txt").exists(), "nothing of a refused set is written");
+        let paths = out.write_set([("f.txt".to_owned(), b"f".to_vec())]).unwrap();
+        assert_eq!(fs::read(&paths[0]).unwrap(), b"f");
         // Under a regular file there is no directory to make.
         let e = OutputDir::prepare(&path.join("sub"), "--out").unwrap_err();
         assert!(format!("{e:#}").starts_with("--out "), "{e:#}");

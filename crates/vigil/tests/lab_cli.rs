@@ -506,3 +506,30 @@ fn every_command_that_reads_a_trace_reads_stdin_for_a_dash() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("stdin: not UTF-8 text (the first bad byte is at offset 5)"), "{}", stderr(&o));
 }
+
+/// A full disk halfway through a report leaves nothing behind: the report,
+/// its figures and its data are written as one set. Needs a small tmpfs
+/// (root, as CI runs); elsewhere it says so and checks nothing.
+#[test]
+fn a_full_disk_leaves_no_half_report() {
+    let mount_point = scratch("full-disk");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=300k", "tmpfs", mount_point.to_str().unwrap()])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("a_full_disk_leaves_no_half_report: cannot mount a tmpfs here (not root?); not checked");
+        return;
+    }
+    let out = mount_point.join("demo");
+    // The demo's report at 3 traces is about 400 kB: the disk fills midway.
+    let o = vigil(&["lab", "demo", "--traces", "3", "--out", out.to_str().unwrap()]);
+    let listing: Vec<String> = std::fs::read_dir(&out)
+        .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    let _ = Command::new("umount").arg(&mount_point).status();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("No space left on device"), "{}", stderr(&o));
+    assert!(listing.is_empty(), "nothing of the report is left: {listing:?}");
+}
