@@ -5,10 +5,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant as WallClock};
 
+use crate::json;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
 use vigil_detector::MAX_SAMPLE;
 use vigil_lab::chen::{ChenError, Network, Requirements, configure, configure_moments};
 use vigil_lab::demo::{DemoOptions, format_table, run_demo};
@@ -504,11 +504,13 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let qos = evaluate(&traces, &specs, a.common.warmup, &|| pb.inc(1))?;
     pb.finish_and_clear();
     if a.common.json {
-        let results: Vec<_> =
-            specs.iter().zip(&qos).map(|(s, q)| json!({"detector": s.to_string(), "qos": q})).collect();
-        let doc = json!({"scenario": s.name, "seed": a.common.seed, "traces": traces.len(), "results": results});
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
-        return Ok(());
+        let results = specs
+            .iter()
+            .zip(&qos)
+            .map(|(s, q)| json::DetectorResult { detector: s.to_string(), qos: q.into(), time_to_suspect_ms: None })
+            .collect();
+        let doc = json::LabRun { scenario: &s.name, seed: a.common.seed, traces: traces.len(), results };
+        return json::print(out, "lab run", &doc);
     }
     let (header, rows) = qos_rows(&specs, &qos, None);
     print_table(out, &format!("{}: {} traces, seed {}", s.name, traces.len(), a.common.seed), header, rows)
@@ -568,9 +570,15 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let file = dir.write(&format!("sweep-{}.svg", sanitize(&name)), chart.to_svg().as_bytes())?;
     eprintln!("plot: {}", file.display());
     if a.common.json {
-        let doc = json!({"source": name, "seed": a.common.seed, "traces": traces.len(), "points": points, "frontier": front, "plot": file.display().to_string()});
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
-        return Ok(());
+        let doc = json::LabSweep {
+            source: name.clone(),
+            seed: a.common.seed,
+            traces: traces.len(),
+            points: points.iter().map(Into::into).collect(),
+            frontier: front.clone(),
+            plot: file.display().to_string(),
+        };
+        return json::print(out, "lab sweep", &doc);
     }
     let rows = points
         .iter()
@@ -618,18 +626,17 @@ fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
         None
     };
     if a.common.json {
-        let results: Vec<_> = specs
+        let results = specs
             .iter()
             .zip(&qos)
             .enumerate()
-            .map(|(i, (s, q))| json!({"detector": s.to_string(), "qos": q, "time_to_suspect_ms": virtual_td.as_ref().map(|v| v[i])}))
+            .map(|(i, (s, q))| json::DetectorResult {
+                detector: s.to_string(),
+                qos: q.into(),
+                time_to_suspect_ms: virtual_td.as_ref().map(|v| (&v[i]).into()),
+            })
             .collect();
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&json!({"trace": trace_name(&a.trace), "results": results}))?
-        )?;
-        return Ok(());
+        return json::print(out, "lab replay", &json::LabReplay { trace: trace_name(&a.trace), results });
     }
     let (header, rows) = qos_rows(&specs, &qos, virtual_td.as_deref());
     let title = if virtual_td.is_some() {
@@ -669,10 +676,15 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
         })
         .collect();
     if a.common.json {
-        let doc = json!({"source": name, "seed": a.common.seed, "max_mistakes_per_hour": a.max_mistakes_per_hour,
-            "observed_hours": hours, "recommendation": best, "best_per_family": runner_up});
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
-        return Ok(());
+        let doc = json::LabRecommend {
+            source: name.clone(),
+            seed: a.common.seed,
+            max_mistakes_per_hour: a.max_mistakes_per_hour,
+            observed_hours: hours.is_finite().then_some(hours),
+            recommendation: best.into(),
+            best_per_family: runner_up.iter().map(|p| (*p).into()).collect(),
+        };
+        return json::print(out, "lab recommend", &doc);
     }
     let q = &best.qos;
     writeln!(out, "recommendation for {name} with at most {} mistakes per hour:", a.max_mistakes_per_hour)?;
@@ -807,11 +819,21 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
         None
     };
     if a.json {
-        let doc = json!({"requirements": {"max_detection_ms": req.max_detection_ms, "min_recurrence_ms": req.min_recurrence_ms,
-            "max_mistake_duration_ms": req.max_mistake_duration_ms}, "loss": a.loss, "delay": delay,
-            "eta_ms": config.eta_ms, "delta_ms": config.delta_ms, "prediction": config.prediction, "simulated": sim, "seed": a.seed});
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
-        return Ok(());
+        let doc = json::LabConfigure {
+            requirements: json::RequirementsOut {
+                max_detection_ms: req.max_detection_ms,
+                min_recurrence_ms: req.min_recurrence_ms,
+                max_mistake_duration_ms: req.max_mistake_duration_ms,
+            },
+            loss: a.loss,
+            delay: &delay,
+            eta_ms: config.eta_ms,
+            delta_ms: config.delta_ms,
+            prediction: (&config.prediction).into(),
+            simulated: sim.as_ref().map(Into::into),
+            seed: a.seed,
+        };
+        return json::print(out, "lab configure", &doc);
     }
     let p = &config.prediction;
     writeln!(
@@ -903,10 +925,11 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
     // The report, its figures and its data are one set: all or none.
     let mut files = vec![("index.html".to_owned(), demo.to_html().into_bytes())];
     files.extend(demo.figures().map(|f| (f.file.clone(), f.svg.clone().into_bytes())));
-    files.push(("demo.json".to_owned(), serde_json::to_string_pretty(&demo)?.into_bytes()));
+    let doc = json::to_string("lab demo", &json::LabDemo::from(&demo))?;
+    files.push(("demo.json".to_owned(), doc.clone().into_bytes()));
     let index = dir.write_set(files)?.swap_remove(0);
     if a.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&demo)?)?;
+        writeln!(out, "{doc}")?;
     } else {
         for b in &demo.blocks {
             match b {

@@ -5,10 +5,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant as WallClock};
 
+use crate::json;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
 use vigil_lab::demo::{Table, format_table};
 use vigil_lab::svg::{Chart, Scale, Series, Style};
 use vigil_sim::{Fault, Protocol, Report, Scenario, Sim, frontier};
@@ -348,7 +348,7 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let r = simulate(&s, "simulating")?;
     eprintln!("done in {:.2} s", started.elapsed().as_secs_f64());
     if a.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&json!({"scenario": s, "report": r}))?)?;
+        json::print(out, "sim run", &json::SimRun { scenario: &s, report: (&r).into() })?;
     } else {
         let mut rows = vec![
             vec![
@@ -501,14 +501,11 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
     let file = dir.write("sim-scale.svg", chart.to_svg().as_bytes())?;
     eprintln!("plot: {}", file.display());
     if a.json {
-        let runs: Vec<_> =
-            results.iter().map(|(n, r, wall)| json!({"nodes": n, "wall_secs": wall, "report": r})).collect();
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&json!({"seed": a.seed, "runs": runs, "plot": file.display().to_string()}))?
-        )?;
-        return Ok(());
+        let runs = results
+            .iter()
+            .map(|(n, r, wall)| json::ScaleRun { nodes: *n, wall_secs: *wall, report: r.into() })
+            .collect();
+        return json::print(out, "sim scale", &json::SimScale { seed: a.seed, runs, plot: file.display().to_string() });
     }
     let header = [
         "N",
@@ -572,12 +569,11 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
     let file = dir.write("sim-frontier.svg", frontier_chart(&f).to_svg().as_bytes())?;
     eprintln!("plot: {}", file.display());
     if a.json {
-        writeln!(
+        return json::print(
             out,
-            "{}",
-            serde_json::to_string_pretty(&json!({"frontier": f, "plot": file.display().to_string()}))?
-        )?;
-        return Ok(());
+            "sim frontier",
+            &json::SimFrontier { frontier: (&f).into(), plot: file.display().to_string() },
+        );
     }
     let secs = |ms: f64| if ms.is_nan() { "—".to_string() } else { format!("{:.2}", ms / 1e3) };
     let rows = f

@@ -533,3 +533,51 @@ fn a_full_disk_leaves_no_half_report() {
     assert!(stderr(&o).contains("No space left on device"), "{}", stderr(&o));
     assert!(listing.is_empty(), "nothing of the report is left: {listing:?}");
 }
+
+/// Scripts read the JSON documents: each carries its format version and the
+/// command that printed it, and the field names stay as they are.
+#[test]
+fn json_documents_carry_their_format_and_keep_their_fields() {
+    let o = vigil(&["lab", "run", "calm", "--traces", "2", "--detector", "akka", "--json"]);
+    let doc = json(&o);
+    assert_eq!(doc["format_version"], 1);
+    assert_eq!(doc["command"], "lab run");
+    let keys = |v: &Value| -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&doc), ["command", "format_version", "results", "scenario", "seed", "traces"]);
+    let qos = &doc["results"][0]["qos"];
+    assert_eq!(
+        keys(qos),
+        [
+            "alive_hours",
+            "crashed",
+            "detection_from_due_ms",
+            "detection_ms",
+            "good_period_ms",
+            "mean_recurrence_ms",
+            "mistake_beats",
+            "mistake_duration_ms",
+            "mistake_rate_per_hour",
+            "mistakes",
+            "query_accuracy",
+            "recurrence_ms",
+            "sampled_mistakes",
+            "traces",
+            "traces_with_mistake",
+            "undetected"
+        ]
+    );
+    assert_eq!(keys(&qos["detection_ms"]), ["count", "max", "mean", "p50", "p99"]);
+    // No mistakes: the recurrence time is infinite, printed as null.
+    assert_eq!(qos["mistakes"], 0);
+    assert!(qos["mean_recurrence_ms"].is_null());
+    let dir = scratch("json");
+    let trace = dir.join("t.csv");
+    std::fs::write(&trace, "0,hb\n1000,hb\n2000,hb\n3000,hb\n").unwrap();
+    let doc = json(&vigil(&["lab", "replay", trace.to_str().unwrap(), "--detector", "akka", "--json"]));
+    assert_eq!((doc["format_version"].as_u64(), doc["command"].as_str()), (Some(1), Some("lab replay")));
+    assert_eq!(keys(&doc["results"][0]), ["detector", "qos", "time_to_suspect_ms"]);
+}

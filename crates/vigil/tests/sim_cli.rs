@@ -33,6 +33,38 @@ fn a_crash_from_flags_is_reported_as_json_and_reproducible() {
     assert!(crash["median_ms"].as_f64().unwrap() < 6_000.0);
     assert_eq!(doc["report"]["violations"]["total"], 0);
     assert_eq!(vigil(&args).stdout, o.stdout, "same seed, same report");
+    // The document's format and fields, which scripts read.
+    assert_eq!((doc["format_version"].as_u64(), doc["command"].as_str()), (Some(1), Some("sim run")));
+    let mut keys: Vec<&String> = doc["report"].as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "bytes_per_member_second",
+            "converged_ms",
+            "crashes",
+            "false_deaths",
+            "false_deaths_of",
+            "false_deaths_outside_envelope",
+            "false_deaths_per_member_hour",
+            "false_suspicions",
+            "false_suspicions_per_member_hour",
+            "fault_windows",
+            "final_disagreements",
+            "log_hash",
+            "messages_by_kind",
+            "messages_per_member_second",
+            "nodes",
+            "path_problems",
+            "refuted",
+            "scenario",
+            "seed",
+            "steady",
+            "totals",
+            "violations",
+            "virtual_secs"
+        ]
+    );
 }
 
 #[test]
