@@ -201,14 +201,9 @@ impl fmt::Display for ChenError {
     }
 }
 
-impl std::error::Error for ChenError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ChenError::Delay(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+/// The message already includes the delay error's, so it is not also given
+/// as a source (a chain would print it twice).
+impl std::error::Error for ChenError {}
 
 impl From<DistError> for ChenError {
     fn from(e: DistError) -> ChenError {
@@ -888,7 +883,9 @@ mod tests {
         let bad_delay = Network { loss: 0.0, delay: Delay::Exponential { mean_ms: -1.0 } };
         let err = predict_nfds(1.0, 1.0, &bad_delay).unwrap_err();
         assert!(matches!(err, ChenError::Delay(DistError::Invalid { field: "exponential.mean_ms", .. })));
-        assert!(std::error::Error::source(&err).is_some());
+        // The message carries the delay's; a chain does not print it twice.
+        assert!(std::error::Error::source(&err).is_none());
+        assert_eq!(err.to_string(), "invalid delay parameter exponential.mean_ms = -1: must be finite and > 0");
         let bad_req = Requirements { max_detection_ms: f64::NAN, ..req };
         assert!(matches!(configure(&bad_req, &chen_network()), Err(ChenError::Invalid { .. })));
         assert!(matches!(

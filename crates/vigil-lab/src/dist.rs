@@ -150,12 +150,24 @@ pub enum DistError {
         /// The text that is not a number.
         value: String,
     },
+    /// A parameter of a `family:key=value` spec out of its domain, named as
+    /// it was typed.
+    InvalidParam {
+        /// The key, as typed.
+        key: String,
+        /// The value, as typed.
+        value: String,
+        /// What it must be.
+        expected: &'static str,
+    },
 }
 
 impl fmt::Display for DistError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DistError::Invalid { field, value, expected } => {
+                let value =
+                    if value.is_finite() && value.abs() >= 1e15 { format!("{value:e}") } else { value.to_string() };
                 write!(f, "invalid delay parameter {field} = {value}: must be {expected}")
             }
             DistError::Syntax { input, expected } => write!(f, "cannot parse delay `{input}`: expected {expected}"),
@@ -167,6 +179,9 @@ impl fmt::Display for DistError {
             DistError::MissingKey { family, key } => write!(f, "delay family {family} needs parameter `{key}`"),
             DistError::DuplicateKey { key } => write!(f, "delay parameter `{key}` given twice"),
             DistError::BadValue { key, value } => write!(f, "delay parameter `{key}`: `{value}` is not a number"),
+            DistError::InvalidParam { key, value, expected } => {
+                write!(f, "delay parameter `{key}={value}`: must be {expected}")
+            }
         }
     }
 }
@@ -537,7 +552,7 @@ impl fmt::Display for Delay {
 ///
 /// assert_eq!("exp:mean=20".parse::<Delay>()?, Delay::Exponential { mean_ms: 20.0 });
 /// let err = "normal:mean=80,sd=-1".parse::<Delay>().unwrap_err();
-/// assert_eq!(err.to_string(), "invalid delay parameter normal.sd_ms = -1: must be finite and > 0");
+/// assert_eq!(err.to_string(), "delay parameter `sd=-1`: must be finite and > 0");
 /// # Ok::<(), DistError>(())
 /// ```
 impl FromStr for Delay {
@@ -558,6 +573,7 @@ impl FromStr for Delay {
             _ => return Err(DistError::UnknownFamily { family }),
         };
         let mut values: [Option<f64>; 3] = [None; 3];
+        let mut typed: [(&str, &str); 3] = [("", ""); 3];
         for item in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = item
                 .split_once('=')
@@ -574,6 +590,7 @@ impl FromStr for Delay {
                 .parse::<f64>()
                 .map_err(|_| DistError::BadValue { key: key.to_string(), value: value.to_string() })?;
             values[slot] = Some(v);
+            typed[slot] = (key, value);
         }
         let get = |i: usize| values[i].ok_or(DistError::MissingKey { family: name, key: keys[i] });
         let delay = match name {
@@ -584,7 +601,23 @@ impl FromStr for Delay {
             "pareto" => Delay::Pareto { scale_ms: get(0)?, shape: get(1)? },
             _ => Delay::ShiftedGamma { shift_ms: values[0].unwrap_or(0.0), shape: get(1)?, scale_ms: get(2)? },
         };
-        delay.validate()?;
+        // A value out of its domain is named as typed (`mean=-1`), not by the
+        // scenario file's field (`exponential.mean_ms`).
+        delay.validate().map_err(|e| match e {
+            DistError::Invalid { field, expected, .. } => {
+                let short = field.rsplit('.').next().unwrap_or(field);
+                let short = if short == "ms" { short } else { short.strip_suffix("_ms").unwrap_or(short) };
+                match keys.iter().position(|k| *k == short).map(|i| typed[i]) {
+                    Some((key, value)) if !key.is_empty() => DistError::InvalidParam {
+                        key: crate::millis::quoted(key).trim_matches('\'').to_string(),
+                        value: crate::millis::quoted(value).trim_matches('\'').to_string(),
+                        expected,
+                    },
+                    _ => e,
+                }
+            }
+            e => e,
+        })?;
         Ok(delay)
     }
 }
@@ -1002,8 +1035,14 @@ mod tests {
         assert_eq!(err("exp:mean=twenty"), DistError::BadValue { key: "mean".into(), value: "twenty".into() });
         assert!(matches!(err("exp"), DistError::Syntax { .. }));
         assert!(matches!(err("exp:mean"), DistError::Syntax { .. }));
-        assert!(matches!(err("pareto:scale=5,shape=0"), DistError::Invalid { field: "pareto.shape", .. }));
-        assert!(matches!(err("constant:ms=inf"), DistError::Invalid { field: "constant.ms", .. }));
+        // Out of the domain: named as typed, not by the scenario file's field.
+        assert!(matches!(err("pareto:scale=5,shape=0"), DistError::InvalidParam { ref key, .. } if key == "shape"));
+        assert!(matches!(err("constant:ms=inf"), DistError::InvalidParam { ref key, .. } if key == "ms"));
+        assert_eq!(err("normal:mean=20,sd=-1").to_string(), "delay parameter `sd=-1`: must be finite and > 0");
+        assert_eq!(
+            err("gamma:shift=-1e300,shape=1,scale=1").to_string(),
+            "delay parameter `shift=-1e300`: must be finite and >= 0"
+        );
         let text = err("normal:mean=80,sdev=4").to_string();
         assert!(text.contains("`sdev`") && text.contains("normal"), "{text}");
         assert!(err("exp:mean=twenty").to_string().contains("`twenty`"));

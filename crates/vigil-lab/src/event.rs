@@ -143,7 +143,7 @@ fn read_csv(line: usize, row: &str) -> Result<Event, TraceError> {
     if fields.len() < 2 || fields.len() > 4 {
         return Err(err("line", format!("expected TIME_MS,EVENT[,SENT_MS[,SEQ]], found {}", quoted(row))));
     }
-    let at = |field, text: &str| parse_instant(text).map_err(|message| err(field, message));
+    let at = |field, text: &str| parse_instant(text).map_err(|e| err(field, e.to_string()));
     let t = at("time_ms", fields[0])?;
     let sent = match fields.get(2) {
         Some(s) if !s.is_empty() => Some(at("sent_ms", s)?),

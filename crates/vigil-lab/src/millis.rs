@@ -15,40 +15,84 @@ pub fn quoted(text: &str) -> String {
     }
 }
 
+/// A number of milliseconds that could not be read. The message quotes what
+/// was typed (bounded, see [`quoted`]); the caller names the flag or field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MillisError {
+    /// Nothing was given.
+    Empty,
+    /// A minus sign: times and durations are zero or more.
+    Negative {
+        /// What was typed, quoted.
+        text: String,
+    },
+    /// Not a decimal number (or not a number at all).
+    NotANumber {
+        /// What was typed, quoted.
+        text: String,
+    },
+    /// Beyond the largest representable time (about 584 years).
+    OutOfRange {
+        /// What was typed, quoted.
+        text: String,
+    },
+}
+
+impl std::fmt::Display for MillisError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MillisError::Empty => f.write_str("expected a number of milliseconds, found nothing"),
+            MillisError::Negative { text } => write!(f, "{text} is negative; times and durations are zero or more"),
+            MillisError::NotANumber { text } => write!(f, "{text} is not a number of milliseconds"),
+            MillisError::OutOfRange { text } => {
+                write!(f, "{text} ms is out of range (0 to the largest representable time, about 584 years)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MillisError {}
+
 /// Parses a decimal number of milliseconds (`1500`, `1500.25`, `+3`,
 /// `1.5e3`) into whole nanoseconds, rounding to nearest. Plain decimals are
 /// converted exactly (no float rounding); exponent notation goes through
 /// `f64`.
-pub fn parse_millis(text: &str) -> Result<u64, String> {
+///
+/// ```
+/// use vigil_lab::millis::{MillisError, parse_millis};
+/// assert_eq!(parse_millis("1500.25"), Ok(1_500_250_000));
+/// assert!(matches!(parse_millis("-3"), Err(MillisError::Negative { .. })));
+/// ```
+///
+/// # Errors
+///
+/// A [`MillisError`] quoting the text.
+pub fn parse_millis(text: &str) -> Result<u64, MillisError> {
     let s = text.strip_prefix('+').unwrap_or(text);
     if s.is_empty() {
-        return Err("expected a number of milliseconds, found nothing".into());
+        return Err(MillisError::Empty);
     }
-    let q = quoted(text);
+    let q = || quoted(text);
     if s.starts_with('-') {
-        return Err(format!("{q} is negative; times and durations are zero or more"));
+        return Err(MillisError::Negative { text: q() });
     }
     if s.contains(['e', 'E']) {
-        let v: f64 = s.parse().map_err(|_| format!("{q} is not a number"))?;
-        return float_millis_to_nanos(v).ok_or_else(|| {
-            if v.is_nan() {
-                format!("{q} is not a number")
-            } else {
-                format!("{q} ms is out of range (0 to the largest representable time, about 584 years)")
-            }
-        });
+        let v: f64 = s.parse().map_err(|_| MillisError::NotANumber { text: q() })?;
+        if v.is_nan() {
+            return Err(MillisError::NotANumber { text: q() });
+        }
+        return float_millis_to_nanos(v).ok_or_else(|| MillisError::OutOfRange { text: q() });
     }
     let (int, frac) = match s.split_once('.') {
         Some((i, f)) => (i, f),
         None => (s, ""),
     };
-    if int.is_empty() && frac.is_empty() {
-        return Err(format!("{q} is not a number"));
+    let digits_only = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+    if (int.is_empty() && frac.is_empty()) || !digits_only(int) || !digits_only(frac) {
+        return Err(MillisError::NotANumber { text: q() });
     }
-    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("{q} is not a decimal number of milliseconds"));
-    }
-    let too_big = || format!("{q} ms is past the largest representable time (about 584 years)");
+    let too_big = || MillisError::OutOfRange { text: q() };
     let mut nanos: u64 = 0;
     for b in int.bytes() {
         nanos = nanos.checked_mul(10).and_then(|n| n.checked_add(u64::from(b - b'0'))).ok_or_else(too_big)?;
@@ -72,12 +116,20 @@ fn float_millis_to_nanos(ms: f64) -> Option<u64> {
 }
 
 /// Parses an instant given in milliseconds.
-pub fn parse_instant(text: &str) -> Result<Instant, String> {
+///
+/// # Errors
+///
+/// See [`parse_millis`].
+pub fn parse_instant(text: &str) -> Result<Instant, MillisError> {
     parse_millis(text).map(Instant::from_nanos)
 }
 
 /// Parses a duration given in milliseconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+///
+/// # Errors
+///
+/// See [`parse_millis`].
+pub fn parse_duration(text: &str) -> Result<Duration, MillisError> {
     parse_millis(text).map(Duration::from_nanos)
 }
 
@@ -104,7 +156,7 @@ mod tests {
         let q = quoted(&long);
         assert!(q.len() < 80, "{q}");
         assert!(q.ends_with("…' (10000000 bytes)"), "{q}");
-        let e = parse_millis(&format!("{long}x")).unwrap_err();
+        let e = parse_millis(&format!("{long}x")).unwrap_err().to_string();
         assert!(e.len() < 120, "{e}");
     }
 
@@ -123,10 +175,12 @@ mod tests {
     #[test]
     fn bad_numbers_are_named() {
         for bad in ["", "-1", "abc", "1.2.3", "1,5", ".", "nan", "inf", "1e400", "99999999999999999999"] {
-            let err = parse_millis(bad).unwrap_err();
+            let err = parse_millis(bad).unwrap_err().to_string();
             assert!(!err.is_empty(), "{bad}");
         }
-        assert!(parse_millis("-1").unwrap_err().contains("negative"));
+        assert!(parse_millis("-1").unwrap_err().to_string().contains("negative"));
+        assert_eq!(parse_millis("1e400"), Err(MillisError::OutOfRange { text: "'1e400'".into() }));
+        assert_eq!(parse_millis("1,5"), Err(MillisError::NotANumber { text: "'1,5'".into() }));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use vigil_detector::{
     ExponentialConfig, FixedConfig, MaxInterval, Model, ModelConfig, NormalConfig, Prior, TwoWindowConfig,
 };
 
-use crate::millis::parse_duration;
+use crate::millis::{parse_duration, quoted};
 
 /// The parameters each model takes, in the order `--help` lists them.
 ///
@@ -55,63 +55,85 @@ impl<'a> Params<'a> {
     /// Checks that every parameter applies to `model` and none is repeated.
     /// `given` pairs a parameter name with its text. Errors name parameters
     /// as flags (`--window`).
-    pub fn new(model: Model, given: Vec<(&'a str, &'a str)>) -> Result<Params<'a>, String> {
+    ///
+    /// # Errors
+    ///
+    /// A [`SpecError`] naming the parameter.
+    pub fn new(model: Model, given: Vec<(&'a str, &'a str)>) -> Result<Params<'a>, SpecError> {
         Params::with_prefix(model, given, "--")
     }
 
     /// As [`Params::new`], naming parameters with `prefix` in errors (`""`
     /// for detector specs).
+    ///
+    /// # Errors
+    ///
+    /// A [`SpecError`] naming the parameter.
     pub fn with_prefix(
         model: Model,
         given: Vec<(&'a str, &'a str)>,
         prefix: &'static str,
-    ) -> Result<Params<'a>, String> {
+    ) -> Result<Params<'a>, SpecError> {
         let allowed = allowed(model);
         for (i, (name, _)) in given.iter().enumerate() {
+            let param = Some(format!("{prefix}{name}"));
             if !allowed.contains(name) {
                 let list: Vec<String> = allowed.iter().map(|f| format!("{prefix}{f}")).collect();
-                return Err(format!(
-                    "{prefix}{name} does not apply to the {model} model (it takes {})",
-                    list.join(", ")
-                ));
+                return Err(SpecError {
+                    spec: None,
+                    param,
+                    message: format!(
+                        "{prefix}{} does not apply to the {model} model (it takes {})",
+                        crate::millis::quoted(name).trim_matches('\''),
+                        list.join(", ")
+                    ),
+                });
             }
             if given[..i].iter().any(|(other, _)| other == name) {
-                return Err(format!("{prefix}{name} is given twice"));
+                return Err(SpecError { spec: None, param, message: format!("{prefix}{name} is given twice") });
             }
         }
         Ok(Params { model, given, prefix })
+    }
+
+    /// An error about parameter `name`, which the message follows.
+    fn fail(&self, name: &str, message: impl std::fmt::Display) -> SpecError {
+        let param = format!("{}{name}", self.prefix);
+        SpecError { spec: None, message: format!("{param}: {message}"), param: Some(param) }
     }
 
     fn text(&self, name: &str) -> Option<&'a str> {
         self.given.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)
     }
 
-    fn number<T: std::str::FromStr>(&self, name: &str, what: &str) -> Result<Option<T>, String> {
+    fn number<T: std::str::FromStr>(&self, name: &str, what: &str) -> Result<Option<T>, SpecError> {
         match self.text(name) {
             None => Ok(None),
-            Some(v) => v.parse().map(Some).map_err(|_| format!("{}{name}: expected {what}, found '{v}'", self.prefix)),
+            Some(v) => {
+                v.parse().map(Some).map_err(|_| self.fail(name, format!("expected {what}, found {}", quoted(v))))
+            }
         }
     }
 
     /// A duration in milliseconds; `none` gives `Some(None)` where allowed.
-    fn millis_or_none(&self, name: &str) -> Result<Option<Option<Duration>>, String> {
+    fn millis_or_none(&self, name: &str) -> Result<Option<Option<Duration>>, SpecError> {
         match self.text(name) {
             None => Ok(None),
             Some("none") => Ok(Some(None)),
-            Some(v) => parse_duration(v).map(|d| Some(Some(d))).map_err(|e| format!("{}{name}: {e}", self.prefix)),
+            Some(v) => parse_duration(v).map(|d| Some(Some(d))).map_err(|e| self.fail(name, e)),
         }
     }
 
-    fn millis(&self, name: &str) -> Result<Option<Duration>, String> {
+    fn millis(&self, name: &str) -> Result<Option<Duration>, SpecError> {
         match self.millis_or_none(name)? {
-            Some(None) => Err(format!("{}{name}: 'none' is not allowed here", self.prefix)),
+            Some(None) => Err(self.fail(name, "'none' is not allowed here")),
             Some(Some(d)) => Ok(Some(d)),
             None => Ok(None),
         }
     }
 
     /// The bootstrap and admission rules every window model shares.
-    fn window_rules(&self, bootstrap: &mut Bootstrap, admission: &mut Admission) -> Result<(), String> {
+    fn window_rules(&self, bootstrap: &mut Bootstrap, admission: &mut Admission) -> Result<(), SpecError> {
         if let Some(d) = self.millis("first-estimate-ms")? {
             *bootstrap = Bootstrap::Estimate(d);
         }
@@ -122,14 +144,17 @@ impl<'a> Params<'a> {
     }
 
     /// The configuration, and the threshold to compare the level with.
-    pub fn build(&self) -> Result<(ModelConfig, f64), String> {
+    ///
+    /// # Errors
+    ///
+    /// A [`SpecError`] naming the parameter as given, or the configuration
+    /// the library refused.
+    pub fn build(&self) -> Result<(ModelConfig, f64), SpecError> {
         let model = self.model;
         let threshold = self.number::<f64>("threshold", "a number")?.unwrap_or(model.default_threshold());
         if !(threshold.is_finite() && threshold > 0.0) {
-            return Err(format!(
-                "{}threshold: must be a finite number greater than zero (got {threshold})",
-                self.prefix
-            ));
+            let typed = self.text("threshold").map_or_else(|| threshold.to_string(), quoted);
+            return Err(self.fail("threshold", format!("must be a finite number greater than zero (got {typed})")));
         }
         let window = self.number::<usize>("window", "a whole number of samples")?;
         let set = |slot: &mut usize, v: Option<usize>| {
@@ -170,7 +195,15 @@ impl<'a> Params<'a> {
                 match (self.millis("prior-mean-ms")?, self.number::<f64>("prior-weight", "a number")?) {
                     (Some(mean), Some(weight)) => c.prior = Some(Prior { mean, weight }),
                     (None, None) => {}
-                    _ => return Err(format!("{p}prior-mean-ms and {p}prior-weight go together", p = self.prefix)),
+                    _ => {
+                        let p = self.prefix;
+                        let name = if self.text("prior-mean-ms").is_some() { "prior-mean-ms" } else { "prior-weight" };
+                        return Err(SpecError {
+                            spec: None,
+                            param: Some(format!("{p}{name}")),
+                            message: format!("{p}prior-mean-ms and {p}prior-weight go together"),
+                        });
+                    }
                 }
                 ModelConfig::Exponential(c)
             }
@@ -212,7 +245,13 @@ impl<'a> Params<'a> {
                 self.window_rules(&mut c.bootstrap, &mut c.admission)?;
                 ModelConfig::Empirical(c)
             }
-            other => return Err(format!("the {other} model has no parameters here yet")),
+            other => {
+                return Err(SpecError {
+                    spec: None,
+                    param: None,
+                    message: format!("the {other} model has no parameters here yet"),
+                });
+            }
         };
         config.validate().map_err(|e| self.explain(&e))?;
         Ok((config, threshold))
@@ -220,23 +259,25 @@ impl<'a> Params<'a> {
 
     /// A configuration error in the words the user typed: the parameter, as
     /// given, in place of the library's field name.
-    fn explain(&self, e: &ConfigError) -> String {
+    fn explain(&self, e: &ConfigError) -> SpecError {
         let message = e.to_string();
         let named = e.field().and_then(|field| Some((field, parameter_of(field)?)));
-        match named {
+        let (param, message) = match named {
             Some((field, param)) => {
                 let rest = message.strip_prefix(field).unwrap_or(&message).trim_start();
-                match self.text(param) {
+                let message = match self.text(param) {
                     // As typed: `--window 0` on a command line, `window=0` in a spec.
                     Some(typed) => {
                         let sep = if self.prefix.is_empty() { "=" } else { " " };
                         format!("{}{param}{sep}{typed}: {rest}", self.prefix)
                     }
                     None => format!("{}{param} (default): {rest}", self.prefix),
-                }
+                };
+                (Some(format!("{}{param}", self.prefix)), message)
             }
-            None => format!("invalid {} configuration: {message}", self.model),
-        }
+            None => (None, format!("invalid {} configuration: {message}", self.model)),
+        };
+        SpecError { spec: None, param, message }
     }
 }
 
@@ -289,14 +330,46 @@ pub struct DetectorSpec {
     threshold: f64,
 }
 
-/// A detector spec that could not be parsed or built; the message names the
-/// spec and the parameter.
+/// A detector spec, a family or a parameter that could not be parsed or
+/// built. The message names the spec and the parameter as the user wrote
+/// them (`detector 'akka:window=0': window=0: must hold at least one
+/// sample`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpecError(pub String);
+#[non_exhaustive]
+pub struct SpecError {
+    /// The spec or family as written, when the error is in one.
+    pub spec: Option<String>,
+    /// The parameter at fault as named in the input (`--window`, `window`),
+    /// when one is.
+    pub param: Option<String>,
+    /// What is wrong (naming the parameter, if any).
+    pub message: String,
+}
+
+impl SpecError {
+    /// An error that is not about one spec's parameter.
+    pub(crate) fn new(message: impl Into<String>) -> SpecError {
+        SpecError { spec: None, param: None, message: message.into() }
+    }
+
+    /// An error in spec `spec`.
+    pub(crate) fn in_spec(spec: &str, message: impl Into<String>) -> SpecError {
+        SpecError { spec: Some(quoted(spec)), param: None, message: message.into() }
+    }
+
+    /// This error, as found in spec `spec`.
+    fn within(mut self, spec: &str) -> SpecError {
+        self.spec = Some(quoted(spec));
+        self
+    }
+}
 
 impl std::fmt::Display for SpecError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match &self.spec {
+            Some(spec) => write!(f, "detector {spec}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
     }
 }
 
@@ -307,9 +380,8 @@ impl DetectorSpec {
     pub fn new(model: Model, params: Vec<(String, String)>) -> Result<DetectorSpec, SpecError> {
         let text = render(model, &params);
         let given: Vec<(&str, &str)> = params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let (config, threshold) = Params::with_prefix(model, given, "")
-            .and_then(|p| p.build())
-            .map_err(|e| SpecError(format!("detector '{text}': {e}")))?;
+        let (config, threshold) =
+            Params::with_prefix(model, given, "").and_then(|p| p.build()).map_err(|e| e.within(&text))?;
         Ok(DetectorSpec { model, params, config, threshold })
     }
 
@@ -384,12 +456,13 @@ impl std::str::FromStr for DetectorSpec {
     fn from_str(text: &str) -> Result<DetectorSpec, SpecError> {
         let text = text.trim();
         let (name, rest) = text.split_once(':').unwrap_or((text, ""));
-        let model: Model = name.trim().parse().map_err(|e| SpecError(format!("detector '{text}': {e}")))?;
+        let model: Model =
+            name.trim().parse().map_err(|e: vigil_detector::UnknownModel| SpecError::in_spec(text, e.to_string()))?;
         let mut params = Vec::new();
         for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (k, v) = item
                 .split_once('=')
-                .ok_or_else(|| SpecError(format!("detector '{text}': '{item}' is not name=value")))?;
+                .ok_or_else(|| SpecError::in_spec(text, format!("{} is not name=value", quoted(item))))?;
             params.push((k.trim().to_string(), v.trim().to_string()));
         }
         DetectorSpec::new(model, params)
@@ -408,7 +481,7 @@ mod tests {
             for &name in allowed(model) {
                 let params = Params::new(model, vec![(name, "-7")]).expect("allowed");
                 let err = params.build().expect_err(&format!("{model} --{name} -7 must be rejected"));
-                assert!(!err.is_empty());
+                assert_eq!(err.param.as_deref(), Some(format!("--{name}").as_str()), "{err}");
             }
         }
     }
@@ -417,7 +490,8 @@ mod tests {
     fn repeated_and_foreign_parameters_are_errors() {
         assert!(Params::new(Model::Akka, vec![("window", "5"), ("window", "6")]).is_err());
         let err = Params::new(Model::Fixed, vec![("window", "5")]).err().unwrap();
-        assert_eq!(err, "--window does not apply to the fixed model (it takes --threshold, --timeout-ms)");
+        assert_eq!(err.to_string(), "--window does not apply to the fixed model (it takes --threshold, --timeout-ms)");
+        assert_eq!(err.param.as_deref(), Some("--window"));
     }
 
     #[test]

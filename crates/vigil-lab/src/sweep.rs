@@ -54,8 +54,12 @@ impl Family {
     /// name defaults to the spec), for example
     /// `akka:pause-ms=0@threshold=1,2,4,8`.
     pub fn parse(text: &str) -> Result<Family, SpecError> {
-        let bad =
-            || SpecError(format!("family '{text}': expected SPEC@PARAM=V1,V2,... (e.g. fixed@timeout-ms=150,250)"));
+        let bad = || {
+            SpecError::new(format!(
+                "family {}: expected SPEC@PARAM=V1,V2,... (e.g. fixed@timeout-ms=150,250)",
+                crate::millis::quoted(text)
+            ))
+        };
         let (spec, grid) = text.rsplit_once('@').ok_or_else(bad)?;
         let (param, values) = grid.split_once('=').ok_or_else(bad)?;
         let values: Vec<&str> = values.split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
@@ -98,7 +102,7 @@ pub const MAX_DEFAULT_PERIOD_MS: f64 = 3_435_973.0;
 /// would hold timeouts of 0 or out of range.
 pub fn default_families(period_ms: f64) -> Result<Vec<Family>, SpecError> {
     if !(period_ms.is_finite() && (1.0..=MAX_DEFAULT_PERIOD_MS).contains(&period_ms)) {
-        return Err(SpecError(format!(
+        return Err(SpecError::new(format!(
             "the default detector grids are scaled to the heartbeat period, and {period_ms} ms is not one they can \
              use (1 ms to 57 min); give the families to sweep with --family"
         )));

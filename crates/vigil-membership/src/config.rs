@@ -391,14 +391,9 @@ impl fmt::Display for ConfigError {
     }
 }
 
-impl std::error::Error for ConfigError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ConfigError::Detector(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+/// The message already includes the detector's error, so it is not also
+/// given as a source (a chain would print it twice).
+impl std::error::Error for ConfigError {}
 
 #[cfg(test)]
 mod tests {
@@ -456,7 +451,12 @@ mod tests {
         c.detector = ModelConfig::Akka(AkkaConfig { window: 0, ..AkkaConfig::default() });
         let e = c.validate().unwrap_err();
         assert_eq!(e.field(), "detector");
-        assert!(std::error::Error::source(&e).is_some());
+        // The message carries the detector's; a chain does not repeat it.
+        assert!(std::error::Error::source(&e).is_none());
+        assert_eq!(
+            e.to_string(),
+            "invalid membership configuration: detector: window must hold at least one sample (got 0)"
+        );
         let mut c = Config::lan(1);
         c.gossip_nodes = 0;
         assert_eq!(

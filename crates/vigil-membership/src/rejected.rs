@@ -45,11 +45,6 @@ impl fmt::Display for Rejected {
     }
 }
 
-impl std::error::Error for Rejected {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Rejected::Malformed(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+/// The message already includes the wire error's, so it is not also given
+/// as a source (a chain would print it twice).
+impl std::error::Error for Rejected {}

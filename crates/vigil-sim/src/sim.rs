@@ -48,14 +48,9 @@ impl fmt::Display for SimError {
     }
 }
 
-impl std::error::Error for SimError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            SimError::Scenario(e) => Some(e),
-            SimError::Config(e) => Some(e),
-        }
-    }
-}
+/// The message already includes the inner error's, so it is not also given
+/// as a source (a chain would print it twice).
+impl std::error::Error for SimError {}
 
 /// The protocol configuration a scenario's protocol stands for.
 pub fn preset(protocol: Protocol) -> Config {

@@ -151,8 +151,8 @@ impl ReplayArgs {
 
     /// Builds the model configuration and the threshold from the flags.
     pub(crate) fn config(&self) -> Result<(ModelConfig, f64)> {
-        let params = Params::new(self.model, self.given()).map_err(UsageError)?;
-        Ok(params.build().map_err(UsageError)?)
+        let params = Params::new(self.model, self.given()).map_err(|e| UsageError(e.to_string()))?;
+        Ok(params.build().map_err(|e| UsageError(e.to_string()))?)
     }
 }
 

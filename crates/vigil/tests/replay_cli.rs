@@ -187,11 +187,11 @@ fn queries_before_any_heartbeat_are_level_zero_and_comments_and_crlf_are_ignored
 #[test]
 fn bad_lines_stop_with_status_2_naming_the_line_and_print_nothing_after() {
     for (bad, what) in [
-        ("abc,hb", "time_ms: 'abc' is not a decimal number"),
+        ("abc,hb", "time_ms: 'abc' is not a number of milliseconds"),
         ("-5,hb", "negative"),
         ("5,heartbeat", "event: unknown event 'heartbeat' (expected hb, q, crash or end)"),
         ("5", "expected TIME_MS,EVENT[,SENT_MS[,SEQ]]"),
-        ("5,hb,extra", "sent_ms: 'extra' is not a number"),
+        ("5,hb,extra", "sent_ms: 'extra' is not a number of milliseconds"),
         ("5,q,1", "sent_ms: 'q' takes no send time or sequence"),
         ("1e999,q", "out of range"),
     ] {
