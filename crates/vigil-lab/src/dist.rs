@@ -468,17 +468,25 @@ impl Delay {
     /// A short human description, e.g. `N(80, 40) ms`, `Exp(mean 20) ms`,
     /// `lognormal(median 20, σ 0.5) ms`.
     pub fn describe(&self) -> String {
+        // Plain when short, exponent form when plain would run long.
+        let n = |v: f64| {
+            if v == 0.0 || (v.is_finite() && (1e-4..1e15).contains(&v.abs())) {
+                format!("{v}")
+            } else {
+                format!("{v:e}")
+            }
+        };
         match *self {
-            Delay::Constant { ms } => format!("constant {ms} ms"),
-            Delay::Normal { mean_ms, sd_ms } => format!("N({mean_ms}, {sd_ms}) ms"),
-            Delay::Exponential { mean_ms } => format!("Exp(mean {mean_ms}) ms"),
-            Delay::LogNormal { median_ms, sigma } => format!("lognormal(median {median_ms}, σ {sigma}) ms"),
-            Delay::Pareto { scale_ms, shape } => format!("Pareto(scale {scale_ms}, shape {shape}) ms"),
+            Delay::Constant { ms } => format!("constant {} ms", n(ms)),
+            Delay::Normal { mean_ms, sd_ms } => format!("N({}, {}) ms", n(mean_ms), n(sd_ms)),
+            Delay::Exponential { mean_ms } => format!("Exp(mean {}) ms", n(mean_ms)),
+            Delay::LogNormal { median_ms, sigma } => format!("lognormal(median {}, σ {}) ms", n(median_ms), n(sigma)),
+            Delay::Pareto { scale_ms, shape } => format!("Pareto(scale {}, shape {}) ms", n(scale_ms), n(shape)),
             Delay::ShiftedGamma { shift_ms, shape, scale_ms } => {
                 if shift_ms == 0.0 {
-                    format!("Gamma(shape {shape}, scale {scale_ms}) ms")
+                    format!("Gamma(shape {}, scale {}) ms", n(shape), n(scale_ms))
                 } else {
-                    format!("{shift_ms} + Gamma(shape {shape}, scale {scale_ms}) ms")
+                    format!("{} + Gamma(shape {}, scale {}) ms", n(shift_ms), n(shape), n(scale_ms))
                 }
             }
         }

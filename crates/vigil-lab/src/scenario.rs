@@ -234,6 +234,16 @@ fn probability(name: &str, p: f64) -> Result<(), ScenarioError> {
 /// `vigil_detector::Instant` can hold.
 pub const MAX_FIELD_MS: f64 = 1e9;
 
+/// The longest a trace may span, in ms (about 31.7 years): every heartbeat
+/// sent at its period plus its longest pause. Times up to about 584 years
+/// fit an `Instant`, so sends, delays and stalls stay well inside it.
+pub const MAX_SPAN_MS: f64 = 1e12;
+
+/// The probability of a delay beyond [`MAX_FIELD_MS`] above which a delay
+/// distribution is refused: a delay of more than 11.6 days is an outage, not
+/// a delay. Rarer samples beyond it are capped at it.
+pub const MAX_LONG_DELAY_CHANCE: f64 = 1e-6;
+
 /// A duration field in ms: finite, 0 or more, at most [`MAX_FIELD_MS`].
 fn field_ms(name: &str, v: f64) -> Result<(), ScenarioError> {
     if v.is_finite() && (0.0..=MAX_FIELD_MS).contains(&v) {
@@ -326,6 +336,14 @@ impl Scenario {
             if let Err(e) = p.delay.validate() {
                 return err(format!("phases[{i}].delay: {e}"));
             }
+            let long = p.delay.sf(MAX_FIELD_MS);
+            if !(long <= MAX_LONG_DELAY_CHANCE) {
+                return err(format!(
+                    "phases[{i}].delay: {} would exceed {MAX_FIELD_MS:e} ms (11.6 days) with probability {long:.3e}; \
+                     at most {MAX_LONG_DELAY_CHANCE:e} is allowed",
+                    p.delay.describe()
+                ));
+            }
         }
         match self.jitter {
             Jitter::None => {}
@@ -353,10 +371,21 @@ impl Scenario {
         if let Some(p) = &self.receiver_stalls {
             check(p.validate("receiver_stalls"))?;
         }
+        // The span: every heartbeat at its period plus its longest pause.
+        let longest_pause = self.sender_pauses.as_ref().map_or(0.0, |p| if p.chance > 0.0 { p.max_ms } else { 0.0 });
+        let span = total as f64 * (self.period_ms + longest_pause.max(0.0));
+        if !(span <= MAX_SPAN_MS) {
+            return err(format!(
+                "{total} heartbeats every {} ms{} could span {span:.3e} ms; a trace may span at most {MAX_SPAN_MS:e} ms \
+                 (about 31.7 years)",
+                self.period_ms,
+                if longest_pause > 0.0 { format!(" with pauses up to {longest_pause:e} ms") } else { String::new() }
+            ));
+        }
         if let Crash::AtMs(t) = self.crash
-            && !(t.is_finite() && t >= 0.0)
+            && !(t.is_finite() && (0.0..=MAX_SPAN_MS).contains(&t))
         {
-            return err(format!("crash at-ms must be a time of 0 or more, got {t}"));
+            return err(format!("crash at-ms must be 0 to {MAX_SPAN_MS:e} ms, got {t:e}"));
         }
         if self.traces == 0 {
             return err("traces must be at least 1".into());
@@ -461,7 +490,9 @@ impl Scenario {
                     rng.random::<f64>() < if bad { loss_bad } else { loss_good }
                 }
             };
-            let delay = self.delay_for(i, rng).max(0.0);
+            // Validation keeps delays beyond MAX_FIELD_MS below one in a
+            // million; the rare one is capped there.
+            let delay = self.delay_for(i, rng).clamp(0.0, MAX_FIELD_MS);
             sent.push((send, (!lost).then_some(send + delay), i));
         }
         // Receiver stalls: an arrival inside a stall waits for its end, and

@@ -59,8 +59,8 @@ proptest! {
 #[test]
 fn absurd_but_valid_scenarios_generate_without_panicking() {
     for toml in [
-        "name='a'\nperiod_ms=1e9\n[[phases]]\nbeats=5\ndelay={kind='constant',ms=1e300}",
-        "name='b'\nperiod_ms=1e-9\n[[phases]]\nbeats=1000\ndelay={kind='pareto',scale_ms=1e-9,shape=0.05}",
+        "name='a'\nperiod_ms=1e9\n[[phases]]\nbeats=5\ndelay={kind='constant',ms=1e9}",
+        "name='b'\nperiod_ms=1e-9\n[[phases]]\nbeats=1000\ndelay={kind='pareto',scale_ms=1e-9,shape=0.5}",
         "name='c'\nperiod_ms=1\ncrash={at-ms=0}\n[[phases]]\nbeats=5\ndelay={kind='constant',ms=0}",
         "name='d'\nperiod_ms=1\nreorder='keep'\nsender_pauses={chance=1,min_ms=0,max_ms=1e9}\n[[phases]]\nbeats=50\ndelay={kind='exponential',mean_ms=1e6}",
     ] {
@@ -83,6 +83,21 @@ fn durations_beyond_what_a_trace_can_hold_are_refused_by_name() {
         (
             "name='j'\nperiod_ms=1\njitter={kind='uniform',ms=1e308}\n[[phases]]\nbeats=5\ndelay={kind='constant',ms=1}",
             "jitter",
+        ),
+        // Delays that would often exceed 11.6 days, and spans past 31.7
+        // years, are refused before anything is generated.
+        (
+            "name='a'\nperiod_ms=1\n[[phases]]\nbeats=5\ndelay={kind='constant',ms=1e300}",
+            "phases[0].delay: constant 1e300 ms",
+        ),
+        (
+            "name='b'\nperiod_ms=1\n[[phases]]\nbeats=5\ndelay={kind='pareto',scale_ms=1e-9,shape=0.05}",
+            "with probability 1.259e-1",
+        ),
+        ("name='s'\nperiod_ms=1e9\n[[phases]]\nbeats=20000\ndelay={kind='constant',ms=1}", "could span 2.000e13 ms"),
+        (
+            "name='c'\nperiod_ms=1\ncrash={at-ms=1e308}\n[[phases]]\nbeats=5\ndelay={kind='constant',ms=1}",
+            "crash at-ms",
         ),
     ] {
         let e = Scenario::from_toml(toml).unwrap_err();

@@ -15,6 +15,7 @@ use vigil_lab::demo::{DemoOptions, format_table, run_demo};
 use vigil_lab::dist::Delay;
 use vigil_lab::engine::{evaluate, time_to_suspect};
 use vigil_lab::millis::format_millis;
+use vigil_lab::millis::quoted;
 use vigil_lab::nfds::simulate_nfds;
 use vigil_lab::qos::{Qos, Summary};
 use vigil_lab::scenario::{BUILTIN, Scenario, builtin};
@@ -737,7 +738,7 @@ fn human_duration(flag: &str, text: &str) -> Result<f64> {
     let v: f64 = num
         .trim()
         .parse()
-        .map_err(|_| UsageError(format!("{flag}: '{text}' is not a duration like 250ms, 30s or 30d")))?;
+        .map_err(|_| UsageError(format!("{flag}: {} is not a duration like 250ms, 30s or 30d", quoted(text))))?;
     let scale = match unit.trim() {
         "" | "ms" => 1.0,
         "s" => 1e3,
@@ -750,7 +751,7 @@ fn human_duration(flag: &str, text: &str) -> Result<f64> {
     // A year is far beyond any QoS bound this procedure is for, and keeps
     // every derived time representable.
     if !(ms.is_finite() && ms > 0.0 && ms <= 3.156e10) {
-        return Err(UsageError(format!("{flag}: '{text}' is outside (0, 1 year]")).into());
+        return Err(UsageError(format!("{flag}: {} is outside (0, 1 year]", quoted(text))).into());
     }
     Ok(ms)
 }

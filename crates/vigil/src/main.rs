@@ -107,10 +107,27 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("vigil: {err:#}");
+            eprintln!("vigil: {}", bounded(&format!("{err:#}")));
             if err.downcast_ref::<CheckFailed>().is_some() { ExitCode::from(1) } else { ExitCode::from(2) }
         }
     }
+}
+
+/// The longest line of an error message, in characters. Messages quote
+/// what the user typed; a value of megabytes (a 10 MB field, a scenario
+/// name, a TOML line) is cut here whatever path it took, with its length.
+const MAX_ERROR_LINE: usize = 300;
+
+/// `message` with every line cut to [`MAX_ERROR_LINE`] characters.
+fn bounded(message: &str) -> String {
+    message
+        .split('\n')
+        .map(|line| match line.char_indices().nth(MAX_ERROR_LINE) {
+            None => line.to_owned(),
+            Some((end, _)) => format!("{}… ({} bytes in all)", &line[..end], line.len()),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A closed pipe downstream (`vigil replay ... | head`) is not an error.

@@ -10,9 +10,24 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 /// A directory the command will write into, known to exist and accept files.
+///
+/// A directory this creates and nothing is written into (the work failed
+/// after the check) is removed again when it is dropped: a failed command
+/// leaves no empty directory behind.
 #[derive(Debug)]
 pub(crate) struct OutputDir {
     path: PathBuf,
+    created: bool,
+    written: std::cell::Cell<bool>,
+}
+
+impl Drop for OutputDir {
+    fn drop(&mut self) {
+        if self.created && !self.written.get() {
+            // Only an empty directory is removed; anything else stays.
+            let _ = fs::remove_dir(&self.path);
+        }
+    }
 }
 
 impl OutputDir {
@@ -22,11 +37,13 @@ impl OutputDir {
         if path.exists() && !path.is_dir() {
             bail!("{flag} {}: exists and is not a directory", path.display());
         }
+        let created = !path.exists();
         fs::create_dir_all(path).with_context(|| format!("{flag} {}: creating the directory", path.display()))?;
+        let dir = OutputDir { path: path.to_path_buf(), created, written: std::cell::Cell::new(false) };
         let probe = path.join(format!(".vigil-write-check-{}", std::process::id()));
         fs::write(&probe, b"").with_context(|| format!("{flag} {}: cannot write in the directory", path.display()))?;
         let _ = fs::remove_file(&probe);
-        Ok(OutputDir { path: path.to_path_buf() })
+        Ok(dir)
     }
 
     /// The path of `name` in the directory.
@@ -39,6 +56,7 @@ impl OutputDir {
     pub(crate) fn write(&self, name: &str, bytes: &[u8]) -> Result<PathBuf> {
         let path = self.plain(name)?;
         write_whole(&path, bytes)?;
+        self.written.set(true);
         Ok(path)
     }
 
@@ -71,6 +89,13 @@ impl OutputDir {
             }
             staged.push((tmp, path));
         }
+        // A directory where a file should go would stop a rename halfway:
+        // found before any file is moved into place.
+        if let Some((_, path)) = staged.iter().find(|(_, path)| path.is_dir()) {
+            unstage(&staged);
+            bail!("writing {}: a directory is in the way", path.display());
+        }
+        self.written.set(true);
         for (i, (tmp, path)) in staged.iter().enumerate() {
             if let Err(e) = fs::rename(tmp, path) {
                 unstage(&staged[i..]);
@@ -143,9 +168,9 @@ mod tests {
             let e = out.write(name, b"x").unwrap_err();
             assert!(format!("{e:#}").contains("not a plain file name"), "{name}: {e:#}");
         }
-        // A set: the first file cannot be renamed into place (a directory
-        // is in the way), so the second is not written either.
-        let set = vec![("b.txt".to_owned(), b"b".to_vec()), ("c.txt".to_owned(), b"c".to_vec())];
+        // A set: one file cannot be renamed into place (a directory is in
+        // the way), so none is written, whatever its place in the set.
+        let set = vec![("c.txt".to_owned(), b"c".to_vec()), ("b.txt".to_owned(), b"b".to_vec())];
         assert!(out.write_set(set).is_err());
         assert!(!dir.join("c.txt").exists(), "the rest of a failed set is not written");
         let left: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -155,6 +180,13 @@ mod tests {
         assert!(!dir.join("d.txt").exists(), "nothing of a refused set is written");
         let paths = out.write_set([("f.txt".to_owned(), b"f".to_vec())]).unwrap();
         assert_eq!(fs::read(&paths[0]).unwrap(), b"f");
+        // A directory made for a command that then wrote nothing is removed;
+        // one that was there already stays.
+        let fresh = dir.join("fresh");
+        drop(OutputDir::prepare(&fresh, "--out").unwrap());
+        assert!(!fresh.exists(), "an unused new directory is removed");
+        drop(OutputDir::prepare(&dir, "--out").unwrap());
+        assert!(dir.exists(), "a directory that was there stays");
         // Under a regular file there is no directory to make.
         let e = OutputDir::prepare(&path.join("sub"), "--out").unwrap_err();
         assert!(format!("{e:#}").starts_with("--out "), "{e:#}");

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use vigil_lab::demo::{Table, format_table};
+use vigil_lab::millis::quoted;
 use vigil_lab::svg::{Chart, Scale, Series, Style};
 use vigil_sim::{Fault, Protocol, Report, Scenario, Sim, frontier};
 
@@ -59,6 +60,11 @@ struct FrontierArgs {
     /// Directory for the plot.
     #[arg(long, default_value = "vigil-report", value_name = "DIR")]
     out: PathBuf,
+    /// The most memory the sweep may take, in GB (default: 80 % of this
+    /// machine's memory). Each thread holds one cluster; the sweep is
+    /// refused before it starts if their estimate is larger.
+    #[arg(long, value_name = "GB")]
+    max_memory_gb: Option<f64>,
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -177,27 +183,28 @@ pub(crate) fn run(args: &SimArgs, out: &mut dyn Write) -> Result<()> {
 }
 
 fn secs(flag: &str, text: &str) -> Result<Duration> {
-    let v: f64 = text.trim().parse().map_err(|_| UsageError(format!("{flag}: '{text}' is not a number of seconds")))?;
+    let v: f64 =
+        text.trim().parse().map_err(|_| UsageError(format!("{flag}: {} is not a number of seconds", quoted(text))))?;
     let max = vigil_sim::MAX_DURATION.as_secs_f64();
     if !(v.is_finite() && (0.0..=max).contains(&v)) {
-        return Err(UsageError(format!("{flag}: '{text}' is outside 0 to {max} s (30 days)")).into());
+        return Err(UsageError(format!("{flag}: {} is outside 0 to {max} s (30 days)", quoted(text))).into());
     }
     Ok(Duration::from_secs_f64(v))
 }
 
 fn index(flag: &str, text: &str) -> Result<usize> {
-    text.trim().parse().map_err(|_| UsageError(format!("{flag}: '{text}' is not a node index")).into())
+    text.trim().parse().map_err(|_| UsageError(format!("{flag}: {} is not a node index", quoted(text))).into())
 }
 
 /// `X@T` or `X@T+D`.
 fn at_for(flag: &str, text: &str, with_duration: bool) -> Result<(String, Duration, Duration)> {
     let (what, when) =
-        text.split_once('@').ok_or_else(|| UsageError(format!("{flag}: expected NODE@SECS, got '{text}'")))?;
+        text.split_once('@').ok_or_else(|| UsageError(format!("{flag}: expected NODE@SECS, got {}", quoted(text))))?;
     let (start, dur) = match (when.split_once('+'), with_duration) {
         (Some((s, d)), true) => (secs(flag, s)?, secs(flag, d)?),
         (None, false) => (secs(flag, when)?, Duration::ZERO),
-        (_, true) => return Err(UsageError(format!("{flag}: expected ...@SECS+DURATION, got '{text}'")).into()),
-        (Some(_), false) => return Err(UsageError(format!("{flag}: expected NODE@SECS, got '{text}'")).into()),
+        (_, true) => return Err(UsageError(format!("{flag}: expected ...@SECS+DURATION, got {}", quoted(text))).into()),
+        (Some(_), false) => return Err(UsageError(format!("{flag}: expected NODE@SECS, got {}", quoted(text))).into()),
     };
     Ok((what.to_string(), start, dur))
 }
@@ -266,7 +273,7 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
         let ms = |v: &str| -> Result<f64> {
             v.trim()
                 .parse::<f64>()
-                .map_err(|_| UsageError(format!("--degrade: '{v}' is not a number of milliseconds")).into())
+                .map_err(|_| UsageError(format!("--degrade: {} is not a number of milliseconds", quoted(v))).into())
         };
         s.faults.push(Fault::Degrade { base_ms: ms(base)?, jitter_ms: ms(jitter)?, at, duration });
         fault_flags.push(format!("--degrade {c}"));
@@ -547,6 +554,15 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
     spec.crash_runs = a.crash_runs;
     spec.loss_duration = Duration::from_secs_f64(a.loss_secs);
     spec.threads = threads;
+    // Every thread holds one cluster at a time.
+    let at_once = threads.min(spec.runs()) as u64;
+    let per_run = Scenario::new("frontier", a.nodes).estimated_memory_bytes();
+    check_memory(
+        per_run.saturating_mul(at_once),
+        memory_budget(a.max_memory_gb)?,
+        &format!("{at_once} clusters of {} nodes at once (one per thread)", a.nodes),
+        "use fewer --threads or --nodes",
+    )?;
     let dir = OutputDir::prepare(&a.out, "--out")?;
     eprintln!(
         "sweeping {} settings ({} runs, {threads} threads) at N = {}, seed {} (replay with --seed {})",
