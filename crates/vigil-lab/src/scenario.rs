@@ -337,7 +337,7 @@ impl Scenario {
                 return err(format!("phases[{i}].delay: {e}"));
             }
             let long = p.delay.sf(MAX_FIELD_MS);
-            if !(long <= MAX_LONG_DELAY_CHANCE) {
+            if long.is_nan() || long > MAX_LONG_DELAY_CHANCE {
                 return err(format!(
                     "phases[{i}].delay: {} would exceed {MAX_FIELD_MS:e} ms (11.6 days) with probability {long:.3e}; \
                      at most {MAX_LONG_DELAY_CHANCE:e} is allowed",
@@ -374,7 +374,7 @@ impl Scenario {
         // The span: every heartbeat at its period plus its longest pause.
         let longest_pause = self.sender_pauses.as_ref().map_or(0.0, |p| if p.chance > 0.0 { p.max_ms } else { 0.0 });
         let span = total as f64 * (self.period_ms + longest_pause.max(0.0));
-        if !(span <= MAX_SPAN_MS) {
+        if span.is_nan() || span > MAX_SPAN_MS {
             return err(format!(
                 "{total} heartbeats every {} ms{} could span {span:.3e} ms; a trace may span at most {MAX_SPAN_MS:e} ms \
                  (about 31.7 years)",
