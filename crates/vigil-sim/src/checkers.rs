@@ -76,8 +76,11 @@ pub fn every_crash_detected_within_bound(
     in_time: usize,
     bound_ms: f64,
 ) -> Option<String> {
+    // The bound to the microsecond: ms conversions leave float noise below.
+    let bound = format!("{bound_ms:.3}");
+    let bound = bound.trim_end_matches('0').trim_end_matches('.');
     (in_time < survivors)
-        .then(|| format!("crash of {node}: {in_time} of {survivors} survivors declared it dead within {bound_ms} ms"))
+        .then(|| format!("crash of {node}: {in_time} of {survivors} survivors declared it dead within {bound} ms"))
 }
 
 #[cfg(test)]
@@ -94,6 +97,10 @@ mod tests {
         assert_eq!((v.total, v.first.len()), (1000, MAX_KEPT));
         assert!(v.first[0].detail.contains("fell from (1, 5) to (1, 4)"));
         assert!(every_crash_detected_within_bound("n3", 9, 9, 1.0).is_none());
+        assert_eq!(
+            every_crash_detected_within_bound("n3", 9, 0, 0.0010000000000000002).unwrap(),
+            "crash of n3: 0 of 9 survivors declared it dead within 0.001 ms"
+        );
         assert!(no_false_death_inside_envelope("a", "b", false).is_none());
     }
 }

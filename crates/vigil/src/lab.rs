@@ -331,10 +331,10 @@ fn generate(s: &Scenario, common: &Common, traces: Option<usize>, bytes_per_hear
         ))
         .into());
     }
-    let total = (n as u64).saturating_mul(s.beats());
+    let total = n as u128 * u128::from(s.beats());
     let what = format!("{n} traces of {} heartbeats ({total} heartbeats)", s.beats());
     check_memory(
-        total.saturating_mul(bytes_per_heartbeat),
+        total * u128::from(bytes_per_heartbeat),
         memory_budget(common.max_memory_gb)?,
         &what,
         "use fewer --traces",
@@ -532,7 +532,7 @@ fn source_traces(source: &Source, common: &Common, traces: Option<usize>) -> Res
         Source::Trace(name, t) => {
             let heartbeats = t.beats.len() as u64;
             check_memory(
-                heartbeats.saturating_mul(BYTES_PER_SWEPT_HEARTBEAT),
+                u128::from(heartbeats) * u128::from(BYTES_PER_SWEPT_HEARTBEAT),
                 memory_budget(common.max_memory_gb)?,
                 &format!("{name}: {heartbeats} heartbeats swept"),
                 "use a shorter trace",
@@ -650,9 +650,11 @@ fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
 
 fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
     if !(a.max_mistakes_per_hour.is_finite() && a.max_mistakes_per_hour >= 0.0) {
-        return Err(
-            UsageError(format!("--max-mistakes-per-hour must be 0 or more, got {}", a.max_mistakes_per_hour)).into()
-        );
+        return Err(UsageError(format!(
+            "--max-mistakes-per-hour must be 0 or more, got {}",
+            crate::limits::number(a.max_mistakes_per_hour)
+        ))
+        .into());
     }
     let source = load_source(&a.source)?;
     let (name, traces, period) = source_traces(&source, &a.common, a.traces)?;
@@ -663,7 +665,7 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
         let least = points.iter().min_by(|x, y| x.mistakes_per_hour.total_cmp(&y.mistakes_per_hour));
         return Err(CheckFailed(format!(
             "no setting makes at most {} mistakes per hour on {name}; the fewest is {}",
-            a.max_mistakes_per_hour,
+            crate::limits::number(a.max_mistakes_per_hour),
             least.map_or("none".into(), |p| format!("{} with {:.1} per hour", p.spec, p.mistakes_per_hour))
         ))
         .into());
@@ -688,14 +690,26 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
         return json::print(out, "lab recommend", &doc);
     }
     let q = &best.qos;
-    writeln!(out, "recommendation for {name} with at most {} mistakes per hour:", a.max_mistakes_per_hour)?;
-    writeln!(out, "  {}", best.spec)?;
     writeln!(
         out,
-        "  detection: mean {} ms, p99 {} ms (from the crash, or time to suspect without one)",
-        fmt_ms(best.detection_ms),
-        fmt_ms(q.detection_ms.p99)
+        "recommendation for {name} with at most {} mistakes per hour:",
+        crate::limits::number(a.max_mistakes_per_hour)
     )?;
+    writeln!(out, "  {}", best.spec)?;
+    if q.detection_ms.count > 0 {
+        writeln!(
+            out,
+            "  detection: mean {} ms, p99 {} ms from the crash",
+            fmt_ms(best.detection_ms),
+            fmt_ms(q.detection_ms.p99)
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  detection: mean {} ms to suspect after a heartbeat (no crash in the traces)",
+            fmt_ms(best.detection_ms)
+        )?;
+    }
     writeln!(
         out,
         "  mistakes: {:.2} per hour ({} in {:.2} h observed; {} of {} traces), mean duration {} ms, P_A {:.6}",
@@ -762,10 +776,45 @@ const MAX_SIMULATED_HEARTBEATS: u64 = 50_000_000;
 
 /// Requirements that cannot be met are a finding (exit status 1); anything
 /// else the configurator refuses is the user's input (exit status 2).
+/// A configuration error in the words of `lab configure`'s flags.
 fn configure_error(e: ChenError) -> anyhow::Error {
-    match e {
-        ChenError::Unachievable { .. } => CheckFailed(e.to_string()).into(),
-        e => UsageError(e.to_string()).into(),
+    let n = crate::limits::number;
+    let message = match &e {
+        ChenError::Unachievable { .. } => return CheckFailed(e.to_string()).into(),
+        ChenError::Invalid { field, value, expected } => match *field {
+            "max_detection_ms" => format!("--max-detection: {} ms must be {expected}", n(*value)),
+            "min_recurrence_ms" => format!("--min-recurrence: {} ms must be {expected}", n(*value)),
+            "max_mistake_duration_ms" => format!("--max-mistake-duration: {} ms must be {expected}", n(*value)),
+            "loss" => format!("--loss: {} must be {expected}", n(*value)),
+            "mean_ms" => format!("--delay-mean-ms: {} must be {expected}", n(*value)),
+            "variance_ms2" => format!("--delay-var-ms2: {} must be {expected}", n(*value)),
+            "heartbeats" => format!("--simulate: {} heartbeats: must be {expected}", n(*value)),
+            "eta_ms" | "delta_ms" => format!(
+                "the requirements call for {} = {} ms, which must be {expected}: loosen --max-detection or \
+                 --max-mistake-duration",
+                if *field == "eta_ms" { "a heartbeat interval η" } else { "a freshness shift δ" },
+                n(*value)
+            ),
+            _ => e.to_string(),
+        },
+        ChenError::Delay(d) => format!("--delay-mean-ms/--delay-var-ms2: no delay distribution has these moments: {d}"),
+        _ => e.to_string(),
+    };
+    UsageError(message).into()
+}
+
+/// A figure of `lab configure`'s output: `decimals` places, exponent form
+/// when that would print nothing or run long, `∞` and `—` (not a number)
+/// as the lab's tables print them.
+fn figure(v: f64, decimals: usize) -> String {
+    if v.is_nan() {
+        "—".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "∞".into() } else { "−∞".into() }
+    } else if v != 0.0 && (v.abs() >= 1e15 || v.abs() < 0.5 * 10f64.powi(-(decimals as i32))) {
+        format!("{v:.3e}")
+    } else {
+        format!("{v:.decimals$}")
     }
 }
 
@@ -776,7 +825,11 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
         max_mistake_duration_ms: human_duration("--max-mistake-duration", &a.max_mistake_duration)?,
     };
     if !(0.0..1.0).contains(&a.loss) {
-        return Err(UsageError(format!("--loss must be a probability in [0, 1), got {}", a.loss)).into());
+        return Err(UsageError(format!(
+            "--loss must be a probability in [0, 1), got {}",
+            crate::limits::number(a.loss)
+        ))
+        .into());
     }
     let (config, delay) = match (&a.delay, a.delay_mean_ms, a.delay_var_ms2) {
         (Some(d), _, _) => {
@@ -786,8 +839,16 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
         }
         (None, Some(mean), Some(var)) => {
             let c = configure_moments(&req, a.loss, mean, var).map_err(configure_error)?;
-            let delay = Delay::from_moments(mean, var)
-                .map_err(|e| UsageError(format!("--delay-mean-ms/--delay-var-ms2: {e}")))?;
+            let n = crate::limits::number;
+            let delay = Delay::from_moments(mean, var).map_err(|_| {
+                UsageError(format!(
+                    "--delay-mean-ms {} --delay-var-ms2 {}: the simulation's gamma delay needs shape mean²/variance > 0 \
+                     (got {})",
+                    n(mean),
+                    n(var),
+                    n(mean * mean / var)
+                ))
+            })?;
             (c, delay)
         }
         _ => return Err(UsageError("give --delay DIST, or --delay-mean-ms with --delay-var-ms2".into()).into()),
@@ -846,47 +907,50 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
             "distribution-free: Cantelli bound, predictions are guarantees"
         }
     )?;
-    writeln!(out, "  network: loss {}, delay {}", a.loss, delay.describe())?;
-    writeln!(out, "  heartbeat interval η = {:.4} ms", config.eta_ms)?;
+    writeln!(out, "  network: loss {}, delay {}", crate::limits::number(a.loss), delay.describe())?;
+    writeln!(out, "  heartbeat interval η = {} ms", figure(config.eta_ms, 4))?;
     writeln!(
         out,
-        "  freshness shift δ = {:.4} ms (suspect when no heartbeat i has arrived by iη + δ)",
-        config.delta_ms
+        "  freshness shift δ = {} ms (suspect when no heartbeat i has arrived by iη + δ)",
+        figure(config.delta_ms, 4)
     )?;
+    // With no mistakes predicted, E(T_MR) is infinite and E(T_M) undefined:
+    // said in words, as the simulated column does.
+    let no_mistakes = p.p_s == 0.0;
     let rows = vec![
-        vec![
-            "T_D upper bound (ms)".into(),
-            format!("{:.1}", req.max_detection_ms),
-            format!("{:.1}", p.max_detection_ms),
-            sim.as_ref().map_or("—".into(), |_| "—".into()),
-        ],
+        vec!["T_D upper bound (ms)".into(), figure(req.max_detection_ms, 1), figure(p.max_detection_ms, 1), "—".into()],
         vec![
             "E(T_MR) (ms)".into(),
-            format!("≥ {:.1}", req.min_recurrence_ms),
-            format!("{:.1}", p.mean_recurrence_ms),
+            format!("≥ {}", figure(req.min_recurrence_ms, 1)),
+            if no_mistakes { "∞ (no mistakes)".into() } else { figure(p.mean_recurrence_ms, 1) },
             sim.as_ref().map_or("—".into(), |q| {
-                if q.mistakes == 0 { "no mistakes".into() } else { format!("{:.1}", q.mean_recurrence_ms) }
+                if q.mistakes == 0 { "no mistakes".into() } else { figure(q.mean_recurrence_ms, 1) }
             }),
         ],
         vec![
             "E(T_M) (ms)".into(),
-            format!("≤ {:.1}", req.max_mistake_duration_ms),
-            format!("{:.3}", p.mean_mistake_duration_ms),
+            format!("≤ {}", figure(req.max_mistake_duration_ms, 1)),
+            if no_mistakes { "— (no mistakes)".into() } else { figure(p.mean_mistake_duration_ms, 3) },
             sim.as_ref().map_or("—".into(), |q| fmt_ms(q.mistake_duration_ms.mean)),
         ],
         vec![
             "λ_M (/h)".into(),
             String::new(),
-            format!("{:.6}", p.mistake_rate_per_hour),
+            figure(p.mistake_rate_per_hour, 6),
             sim.as_ref().map_or("—".into(), |q| {
-                format!("{:.6} ({} mistakes in {:.1} h)", q.mistake_rate_per_hour, q.mistakes, q.alive_hours)
+                format!(
+                    "{} ({} mistakes in {} h)",
+                    figure(q.mistake_rate_per_hour, 6),
+                    q.mistakes,
+                    figure(q.alive_hours, 1)
+                )
             }),
         ],
         vec![
             "P_A".into(),
             String::new(),
-            format!("{:.9}", p.query_accuracy),
-            sim.as_ref().map_or("—".into(), |q| format!("{:.9}", q.query_accuracy)),
+            figure(p.query_accuracy, 9),
+            sim.as_ref().map_or("—".into(), |q| figure(q.query_accuracy, 9)),
         ],
     ];
     print_table(
@@ -908,9 +972,9 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
         .filter_map(|name| builtin(name).ok().map(|s| s.beats()))
         .max()
         .unwrap_or(0);
-    let heartbeats = (a.traces as u64).saturating_mul(longest).saturating_mul(3);
+    let heartbeats = a.traces as u128 * u128::from(longest) * 3;
     check_memory(
-        heartbeats.saturating_mul(BYTES_PER_SWEPT_HEARTBEAT),
+        heartbeats * u128::from(BYTES_PER_SWEPT_HEARTBEAT),
         memory_budget(a.max_memory_gb)?,
         &format!("{} traces per scenario", a.traces),
         "use fewer --traces",

@@ -7,10 +7,18 @@ use anyhow::Result;
 
 use crate::UsageError;
 
-/// A number as a user would write it: plain, or in exponent form when plain
-/// would take more than 15 digits (so 1e20 is not echoed as 21 digits).
+/// A number as a user would write it: at most 12 significant digits (so
+/// the float noise of a unit conversion, 0.0000010000000000000002, reads
+/// 1e-6), plain between 0.001 and 10¹⁵ and in exponent form beyond (so 1e20
+/// is not echoed as 21 digits, nor 1e-300 as 300).
 pub(crate) fn number(v: f64) -> String {
-    if v.is_finite() && v != 0.0 && !(1e-6..1e15).contains(&v.abs()) { format!("{v:e}") } else { format!("{v}") }
+    if !v.is_finite() || v == 0.0 {
+        return format!("{v}");
+    }
+    // Round to 12 significant digits through the exponent form, which
+    // is exact about where the digits are.
+    let rounded: f64 = format!("{v:.11e}").parse().unwrap_or(v);
+    if (1e-3..1e15).contains(&rounded.abs()) { format!("{rounded}") } else { format!("{rounded:e}") }
 }
 
 /// The memory a run may take: `--max-memory-gb`, or 80 % of what this
@@ -49,17 +57,52 @@ pub(crate) fn memory_budget(flag: Option<f64>) -> Result<u64> {
 const MAX_BUDGET_GB: f64 = 1e6;
 
 /// Refuses work whose memory estimate `need` exceeds `budget`: `what` says
-/// what needs it and why, `change` which flag to change.
-pub(crate) fn check_memory(need: u64, budget: u64, what: &str, change: &str) -> Result<()> {
-    if need > budget {
+/// what needs it and why, `change` which flag to change. `need` is exact
+/// (128-bit), however absurd the request.
+pub(crate) fn check_memory(need: u128, budget: u64, what: &str, change: &str) -> Result<()> {
+    if need > u128::from(budget) {
         // Raising the budget helps only if the need is within its range.
         let raise = if (need as f64) <= MAX_BUDGET_GB * 1e9 { ", or raise --max-memory-gb" } else { "" };
         return Err(UsageError(format!(
-            "{what} need about {:.1} GB of memory, more than the {:.1} GB allowed; {change}{raise}",
-            need as f64 / 1e9,
-            budget as f64 / 1e9
+            "{what} need about {} of memory, more than the {} allowed; {change}{raise}",
+            bytes(need as f64),
+            bytes(budget as f64)
         ))
         .into());
     }
     Ok(())
+}
+
+/// A size in bytes, in the unit that shows it best (`1.5 GB`, `320.0 MB`,
+/// `12 kB`, `1e12 GB` beyond a petabyte).
+pub(crate) fn bytes(b: f64) -> String {
+    if b >= 1e15 {
+        format!("{} GB", number((b / 1e9).round()))
+    } else if b >= 1e9 {
+        format!("{:.1} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.0} kB", b / 1e3)
+    } else {
+        format!("{b:.0} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_as_typed() {
+        assert_eq!(number(1.0 / 1e6 * (1.0 + f64::EPSILON)), "1e-6");
+        assert_eq!(number(0.0000010000000000000002), "1e-6");
+        assert_eq!(number(1e300), "1e300");
+        assert_eq!(number(-1e-300), "-1e-300");
+        assert_eq!(number(250.0), "250");
+        assert_eq!(number(0.1 + 0.2), "0.3");
+        assert_eq!(number(123456789.125), "123456789.125");
+        assert_eq!(number(f64::NAN), "NaN");
+        assert_eq!(number(0.0), "0");
+    }
 }

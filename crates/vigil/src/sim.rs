@@ -336,7 +336,7 @@ fn check_sim_memory(s: &Scenario, budget: u64, size_flag: &str) -> Result<()> {
         "{size_flag}: {} nodes (each node holds every member: memory grows as the square of the cluster size)",
         s.nodes
     );
-    check_memory(s.estimated_memory_bytes(), budget, &what, "use fewer nodes")
+    check_memory(s.estimated_memory_bytes().into(), budget, &what, "use fewer nodes")
 }
 
 fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
@@ -558,7 +558,7 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
     let at_once = threads.min(spec.runs()) as u64;
     let per_run = Scenario::new("frontier", a.nodes).estimated_memory_bytes();
     check_memory(
-        per_run.saturating_mul(at_once),
+        u128::from(per_run) * u128::from(at_once),
         memory_budget(a.max_memory_gb)?,
         &format!("{at_once} clusters of {} nodes at once (one per thread)", a.nodes),
         "use fewer --threads or --nodes",

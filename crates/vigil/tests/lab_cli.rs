@@ -414,7 +414,7 @@ fn an_output_location_that_cannot_be_written_is_refused_before_any_work() {
 
 #[test]
 fn counts_warmups_and_sizes_are_checked_before_anything_is_generated() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["lab", "run", "calm", "--traces", "0"], "--traces: 0; at least 1 trace is needed"),
         (&["lab", "demo", "--traces", "0"], "--traces: 0; at least 1 trace per scenario"),
         (&["lab", "run", "calm", "--traces", "5000000"], "(500000000 heartbeats) need about 50.0 GB of memory"),
@@ -425,6 +425,13 @@ fn counts_warmups_and_sizes_are_checked_before_anything_is_generated() {
             "--warmup 100000: scenario calm sends only 100",
         ),
         (&["lab", "sweep", "calm", "--traces", "2", "--max-memory-gb", "-3"], "--max-memory-gb: -3 is not a size"),
+        // Sizes in the unit that shows them, and counts that do not stop
+        // at 2^64.
+        (&["lab", "run", "calm", "--max-memory-gb", "1e-6"], "need about 2.0 MB of memory, more than the 1 kB allowed"),
+        (
+            &["lab", "run", "calm", "--traces", "18446744073709551615"],
+            "(1844674407370955161500 heartbeats) need about 184467440737000 GB",
+        ),
     ];
     for (args, message) in cases {
         let o = vigil(args);

@@ -211,7 +211,7 @@ fn limits_are_checked_before_anything_runs_with_the_estimate_and_the_flag_to_cha
     assert!(e.contains("use fewer nodes, or raise --max-memory-gb"), "{e}");
     let o = vigil(&["sim", "run", "--nodes", "2000", "--max-memory-gb", "0.1"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("need about 0.8 GB"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("need about 787.8 MB of memory, more than the 100.0 MB allowed"), "{}", stderr(&o));
     // A scale run checks every size before the first one runs.
     let dir = scratch("limits");
     let o = vigil(&["sim", "scale", "--sizes", "10,100000", "--out", dir.to_str().unwrap()]);
