@@ -1,6 +1,5 @@
 //! `vigil lab`: scenarios and traces through detectors, with exact QoS.
 
-use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant as WallClock};
@@ -25,6 +24,7 @@ use vigil_lab::sweep::{
 };
 use vigil_lab::trace::Trace;
 
+use crate::input::{MAX_SCENARIO_BYTES, read_text, shown};
 use crate::limits::{check_memory, memory_budget};
 use crate::output::OutputDir;
 use crate::{CheckFailed, UsageError};
@@ -77,7 +77,7 @@ struct Common {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 struct RunArgs {
-    /// A built-in scenario name, or a scenario TOML file.
+    /// A built-in scenario name, or a scenario TOML file (`-` for stdin).
     scenario: String,
     /// Traces to generate (default: the scenario's).
     #[arg(long, value_name = "N")]
@@ -234,9 +234,9 @@ fn load_scenario(name: &str) -> Result<Scenario> {
         ))
         .into());
     }
-    if path.extension().is_some_and(|e| e == "toml") || (path.exists() && !BUILTIN.contains(&name)) {
-        let text = fs::read_to_string(path).with_context(|| format!("reading scenario {}", path.display()))?;
-        return Scenario::from_toml(&text).with_context(|| format!("in {}", path.display()));
+    if name == "-" || path.extension().is_some_and(|e| e == "toml") || (path.exists() && !BUILTIN.contains(&name)) {
+        let text = read_text(path, "scenario", MAX_SCENARIO_BYTES, "")?;
+        return Scenario::from_toml(&text).with_context(|| format!("in {}", shown(path)));
     }
     builtin(name).map_err(|e| {
         // A name with a path separator was meant as a file.
@@ -250,7 +250,7 @@ fn load_scenario(name: &str) -> Result<Scenario> {
 
 /// How a trace is named in output: its path, or `stdin` for `-`.
 fn trace_name(path: &Path) -> String {
-    if path.as_os_str() == "-" { "stdin".into() } else { path.display().to_string() }
+    shown(path)
 }
 
 /// The largest trace the lab reads, in bytes (about 25 million heartbeats):
@@ -260,30 +260,8 @@ const MAX_TRACE_BYTES: u64 = 512 * 1024 * 1024;
 /// Reads a trace from a file, or from stdin for `-`, refusing one larger
 /// than [`MAX_TRACE_BYTES`] before holding it.
 fn load_trace(path: &Path) -> Result<Trace> {
-    let stdin = path.as_os_str() == "-";
-    let shown = trace_name(path);
-    let reader: Box<dyn std::io::Read> = if stdin {
-        Box::new(std::io::stdin().lock())
-    } else {
-        Box::new(fs::File::open(path).with_context(|| format!("reading trace {shown}"))?)
-    };
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(reader, MAX_TRACE_BYTES + 1), &mut bytes)
-        .with_context(|| format!("reading trace {shown}"))?;
-    if bytes.len() as u64 > MAX_TRACE_BYTES {
-        return Err(UsageError(format!(
-            "{shown}: larger than {} MiB, the most the lab holds in memory; `vigil replay` streams traces of any length",
-            MAX_TRACE_BYTES / 1024 / 1024
-        ))
-        .into());
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        UsageError(format!(
-            "{shown}: not UTF-8 text (the first bad byte is at offset {})",
-            e.utf8_error().valid_up_to()
-        ))
-    })?;
-    Trace::parse(&text).map_err(|e| UsageError(format!("{shown}: {e}")).into())
+    let text = read_text(path, "trace", MAX_TRACE_BYTES, "; `vigil replay` streams traces of any length")?;
+    Trace::parse(&text).map_err(|e| UsageError(format!("{}: {e}", trace_name(path))).into())
 }
 
 fn load_source(name: &str) -> Result<Source> {

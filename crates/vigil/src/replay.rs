@@ -170,7 +170,7 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
         let file = File::open(&args.file).with_context(|| format!("cannot open trace '{name}'"))?;
         Box::new(BufReader::new(file))
     };
-    let name = if name == "-" { "<stdin>".to_owned() } else { name };
+    let name = if name == "-" { "stdin".to_owned() } else { name };
     writeln!(out, "time_ms,phi,available")?;
     let mut line = Vec::new();
     let mut number = 0usize;
@@ -202,7 +202,7 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
         // A byte-order mark at the start of the file is not part of the data.
         let bytes = if number == 1 { line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line) } else { &line[..] };
         let event = std::str::from_utf8(bytes)
-            .map_err(|e| format!("not valid UTF-8 (byte {})", e.valid_up_to() + 1))
+            .map_err(|e| format!("not UTF-8 text (byte {} of the line)", e.valid_up_to() + 1))
             .and_then(|text| reader.read(number, text).map_err(|e| format!("{}: {}", e.field, e.message)));
         match event {
             Ok(Some(Event::Heartbeat(beat))) => match detector.heartbeat(beat.arrival) {

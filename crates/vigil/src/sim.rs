@@ -1,12 +1,11 @@
 //! `vigil sim`: the membership protocol on a simulated cluster.
 
-use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant as WallClock};
 
 use crate::json;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use vigil_lab::demo::{Table, format_table};
@@ -14,6 +13,7 @@ use vigil_lab::millis::quoted;
 use vigil_lab::svg::{Chart, Scale, Series, Style};
 use vigil_sim::{Fault, Protocol, Report, Scenario, Sim, frontier};
 
+use crate::input::{MAX_SCENARIO_BYTES, read_text, shown};
 use crate::limits::{check_memory, memory_budget, number};
 use crate::output::OutputDir;
 use crate::{CheckFailed, UsageError};
@@ -94,7 +94,8 @@ impl From<ProtocolArg> for Protocol {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 struct RunArgs {
-    /// A scenario TOML file; flags below override its fields.
+    /// A scenario TOML file (`-` for stdin); flags below override its
+    /// fields.
     scenario: Option<PathBuf>,
     /// Cluster size (default 100).
     #[arg(long, value_name = "N")]
@@ -212,8 +213,8 @@ fn at_for(flag: &str, text: &str, with_duration: bool) -> Result<(String, Durati
 fn scenario(a: &RunArgs) -> Result<Scenario> {
     let mut s = match &a.scenario {
         Some(path) => {
-            let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            Scenario::from_toml(&text).map_err(|e| UsageError(format!("{}: {e}", path.display())))?
+            let text = read_text(path, "scenario", MAX_SCENARIO_BYTES, "")?;
+            Scenario::from_toml(&text).map_err(|e| UsageError(format!("{}: {e}", shown(path))))?
         }
         None => Scenario::new("flags", 100),
     };

@@ -511,7 +511,35 @@ fn every_command_that_reads_a_trace_reads_stdin_for_a_dash() {
     child.stdin.take().unwrap().write_all(b"0,hb\n\xff\xfe\n").unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("stdin: not UTF-8 text (the first bad byte is at offset 5)"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("stdin:2: not UTF-8 text (byte 1 of the line)"), "{}", stderr(&o));
+    // Scenarios too: `-` reads one from stdin, in `lab run` and `sim run`.
+    let lab = "name = \"piped\"\nperiod_ms = 100\n[[phases]]\nbeats = 50\ndelay = { kind = \"constant\", ms = 1 }\n";
+    let sim = "name = \"piped\"\nnodes = 5\nduration = 20\n";
+    for (args, text, want) in [
+        (vec!["lab", "run", "-", "--traces", "2", "--detector", "fixed"], lab, "piped: 2 traces"),
+        (vec!["sim", "run", "-"], sim, "piped: 5 nodes"),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).contains(want), "{args:?}: {}", stdout(&o));
+    }
+    // A scenario file that is not text is named with its line, as a trace is.
+    let dir = scratch("not-text");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, b"name = \"x\"\n\xff\xfe = 1\n").unwrap();
+    for command in ["lab", "sim"] {
+        let o = vigil(&[command, "run", bad.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains("bad.toml:2: not UTF-8 text (byte 1 of the line)"), "{}", stderr(&o));
+    }
 }
 
 /// A full disk halfway through a report leaves nothing behind: the report,
