@@ -583,8 +583,11 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     )
 }
 
+/// A scenario or trace name as a file name: letters, digits and `-`, at
+/// most 80 of them (file systems take 255 bytes; the rest of the name and a
+/// temporary suffix need room too).
 fn sanitize(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+    name.chars().take(80).map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
 }
 
 fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {

@@ -93,8 +93,25 @@ fn name_stdout(e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("standard output: {e}"))
 }
 
+/// The command line, with every option value allowed to start with `-`: a
+/// negative or odd value (`--threshold -inf`, `--loss -1e-300`,
+/// `--max-detection -5s`) reaches vigil's own checks, which name it, instead
+/// of being taken for an unknown flag.
+fn command() -> clap::Command {
+    fn hyphens(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(
+            |a| if a.get_action().takes_values() && !a.is_positional() { a.allow_hyphen_values(true) } else { a },
+        )
+        .mut_subcommands(hyphens)
+    }
+    hyphens(<Cli as clap::CommandFactory>::command())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(Named(stdout.lock()));
     let result = match cli.command {

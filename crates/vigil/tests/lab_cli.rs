@@ -616,3 +616,30 @@ fn json_documents_carry_their_format_and_keep_their_fields() {
     assert_eq!((doc["format_version"].as_u64(), doc["command"].as_str()), (Some(1), Some("lab replay")));
     assert_eq!(keys(&doc["results"][0]), ["detector", "qos", "time_to_suspect_ms"]);
 }
+
+/// A value that starts with `-` is the value it is, for every option:
+/// vigil's own check names it, rather than the parser taking it for a flag.
+#[test]
+fn values_starting_with_a_hyphen_reach_the_checks_that_name_them() {
+    let req = ["--min-recurrence", "30d", "--max-mistake-duration", "60s", "--delay", "exp:mean=1"];
+    for (args, message) in [
+        (vec!["lab", "configure", "--max-detection", "-5s"], "--max-detection: '-5s' is outside (0, 1 year]"),
+        (
+            vec!["lab", "configure", "--max-detection", "30s", "--loss", "-1e-300"],
+            "--loss must be a probability in [0, 1), got -1e-300",
+        ),
+        (
+            vec!["lab", "recommend", "calm", "--max-mistakes-per-hour", "-inf"],
+            "--max-mistakes-per-hour must be 0 or more, got -inf",
+        ),
+        (vec!["sim", "run", "--crash", "-3@5"], "--crash: '-3' is not a node index"),
+    ] {
+        let mut full = args.clone();
+        if args[1] == "configure" {
+            full.extend(req);
+        }
+        let o = vigil(&full);
+        assert_eq!(o.status.code(), Some(2), "{full:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(message), "{full:?}: {}", stderr(&o));
+    }
+}
