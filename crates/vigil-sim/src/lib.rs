@@ -44,6 +44,6 @@ pub use checkers::{Violation, Violations};
 pub use record::{Record, What};
 pub use report::{CrashReport, FaultWindow, Report, Stretch, Totals};
 pub use scenario::{
-    Envelope, Fault, MAX_DURATION, MAX_LATENCY_MS, MAX_NODES, Network, Protocol, Scenario, ScenarioError,
+    Envelope, Fault, MAX_DURATION, MAX_LATENCY_MS, MAX_NODES, MIN_DURATION, Network, Protocol, Scenario, ScenarioError,
 };
 pub use sim::{CLUSTER, Sim, SimError, preset};

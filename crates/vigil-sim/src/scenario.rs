@@ -338,6 +338,10 @@ pub const MAX_NODES: usize = 100_000;
 /// The longest virtual run: 30 days.
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 
+/// The shortest run: one second, a protocol period of every preset (a
+/// shorter run measures nothing and would print a report of zeros).
+pub const MIN_DURATION: Duration = Duration::from_secs(1);
+
 /// The longest latency, in ms: a day.
 pub const MAX_LATENCY_MS: f64 = 86_400_000.0;
 
@@ -418,8 +422,8 @@ impl Scenario {
         if !(2..=MAX_NODES).contains(&self.nodes) {
             return Err(err("nodes", format!("{} is outside 2 to {MAX_NODES}", self.nodes)));
         }
-        if self.duration.is_zero() || self.duration > MAX_DURATION {
-            return Err(err("duration", format!("{} s is outside (0, 30 days]", shown(self.duration.as_secs_f64()))));
+        if self.duration < MIN_DURATION || self.duration > MAX_DURATION {
+            return Err(err("duration", format!("{} s is outside 1 s to 30 days", shown(self.duration.as_secs_f64()))));
         }
         let p = &self.network;
         for (field, v) in [("network.base_ms", p.base_ms), ("network.jitter_ms", p.jitter_ms)] {

@@ -508,6 +508,12 @@ fn source_traces(source: &Source, common: &Common, traces: Option<usize>) -> Res
     let (name, traces, period) = match source {
         Source::Scenario(s) => (s.name.clone(), generate(s, common, traces, BYTES_PER_SWEPT_HEARTBEAT)?, s.period_ms),
         Source::Trace(name, t) => {
+            if let Some(n) = traces {
+                return Err(UsageError(format!(
+                    "--traces {n}: {name} is a recorded trace; --traces sets how many a scenario generates"
+                ))
+                .into());
+            }
             let heartbeats = t.beats.len() as u64;
             check_memory(
                 u128::from(heartbeats) * u128::from(BYTES_PER_SWEPT_HEARTBEAT),

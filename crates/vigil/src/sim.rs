@@ -307,9 +307,21 @@ fn name_the_input(e: &vigil_sim::ScenarioError, a: &RunArgs, from_file: usize, f
         "detection_bound" => a.detection_bound.map(|b| format!("--detection-bound {}", number(b))),
         _ => None,
     };
+    // A file's fault checked against a flag's size or length: say which flag
+    // moved the bound.
+    let moved: Vec<String> =
+        [a.duration.map(|d| format!("--duration {}", number(d))), a.nodes.map(|n| format!("--nodes {n}"))]
+            .into_iter()
+            .flatten()
+            .collect();
+    let note = if field.starts_with("faults[") && !moved.is_empty() {
+        format!(" (with {} from the command line)", moved.join(" and "))
+    } else {
+        String::new()
+    };
     match (flag, &a.scenario) {
         (Some(flag), _) => format!("{flag}: {}", e.reason),
-        (None, Some(path)) => format!("{}: {e}", path.display()),
+        (None, Some(path)) => format!("{}: {e}{note}", shown(path)),
         (None, None) => e.to_string(),
     }
 }

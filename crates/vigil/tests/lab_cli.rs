@@ -470,6 +470,11 @@ fn counts_warmups_and_sizes_are_checked_before_anything_is_generated() {
     let o = vigil(&["lab", "replay", long.to_str().unwrap(), "--detector", "normal"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("1 gap(s) between heartbeats are longer than 4294967 ms"), "{}", stderr(&o));
+    // --traces is for scenarios; on a recorded trace it is an error, not
+    // silently ignored.
+    let o = vigil(&["lab", "sweep", two.to_str().unwrap(), "--traces", "0", "--out", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--traces 0: ") && stderr(&o).contains("is a recorded trace"), "{}", stderr(&o));
     // A trace handed to a command that takes a scenario, and a path that
     // does not exist, are named as what they are.
     let o = vigil(&["lab", "run", two.to_str().unwrap()]);

@@ -103,6 +103,9 @@ fn bad_scenarios_are_named() {
         (&["sim", "run", "--loss", "1.5"][..], "--loss 1.5: 1.5 is outside [0, 1]"),
         (&["sim", "run", "--nodes", "0"][..], "--nodes 0: 0 is outside 2 to 100000"),
         (&["sim", "run", "--crash", "5@1e300"][..], "--crash: '1e300' is outside 0 to 2592000 s (30 days)"),
+        // A run too short to measure anything is refused, not reported as
+        // zeros.
+        (&["sim", "run", "--duration", "1e-9"][..], "--duration 1e-9: 1e-9 s is outside 1 s to 30 days"),
     ] {
         let o = vigil(args);
         assert_eq!(o.status.code(), Some(2));
@@ -112,6 +115,20 @@ fn bad_scenarios_are_named() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--pause"), "{}", stderr(&o));
     let dir = scratch("bad");
+    // A file's fault out of range because a flag moved the bound: the flag
+    // is named beside the file.
+    let late = dir.join("late.toml");
+    std::fs::write(&late, "name = 'late'\nnodes = 10\nduration = 60\n[[faults]]\nkind = 'crash'\nnode = 3\nat = 40\n")
+        .unwrap();
+    let o = vigil(&["sim", "run", late.to_str().unwrap(), "--duration", "30"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains(
+            "faults[0].at: 40 s is after the end of the run (30 s) (with --duration 30 from the command line)"
+        ),
+        "{}",
+        stderr(&o)
+    );
     let path = dir.join("bad.toml");
     std::fs::write(&path, "name = 'x'\nnodes = 5\nbogus = 1\n").unwrap();
     let o = vigil(&["sim", "run", path.to_str().unwrap()]);
