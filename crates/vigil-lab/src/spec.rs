@@ -269,7 +269,15 @@ impl<'a> Params<'a> {
                     // As typed: `--window 0` on a command line, `window=0` in a spec.
                     Some(typed) => {
                         let sep = if self.prefix.is_empty() { "=" } else { " " };
-                        format!("{}{param}{sep}{typed}: {rest}", self.prefix)
+                        // A value above zero that rounds to 0 ns says so.
+                        let rounds = matches!(e, ConfigError::ZeroDuration { .. })
+                            && typed.parse::<f64>().is_ok_and(|v| v > 0.0);
+                        let rest = if rounds {
+                            format!("{rest} (it rounds to 0 ns; the smallest is 0.000001 ms)")
+                        } else {
+                            rest.to_owned()
+                        };
+                        format!("{}{param}{sep}{}: {rest}", self.prefix, quoted(typed).trim_matches('\''))
                     }
                     None => format!("{}{param} (default): {rest}", self.prefix),
                 };

@@ -461,7 +461,10 @@ impl Scenario {
                     node("from", *from)?;
                     node("to", *to)?;
                     if from == to {
-                        return Err(err(field("to"), "a node cannot be blocked from itself"));
+                        return Err(err(
+                            field("to"),
+                            "to is the same node as from (a node cannot be blocked from itself)",
+                        ));
                     }
                 }
                 Fault::Partition { split, .. } => {

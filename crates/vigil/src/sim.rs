@@ -455,8 +455,8 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
 }
 
 fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
-    if a.sizes.iter().any(|&n| !(10..=100_000).contains(&n)) {
-        return Err(UsageError("--sizes: each size must be 10 to 100000".into()).into());
+    if let Some(n) = a.sizes.iter().find(|&&n| !(10..=100_000).contains(&n)) {
+        return Err(UsageError(format!("--sizes: {n} is outside 10 to 100000 (each size must be)")).into());
     }
     let max_secs = vigil_sim::MAX_DURATION.as_secs_f64();
     if !(a.duration.is_finite() && (60.0..=max_secs).contains(&a.duration)) {

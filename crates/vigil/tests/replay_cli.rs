@@ -276,6 +276,10 @@ fn configuration_errors_name_the_flag_as_typed() {
         (&["--model", "akka", "--window", "0"], "vigil: --window 0: must hold at least one sample (got 0)\n"),
         (&["--model", "bertier", "--gamma", "2"], "vigil: --gamma 2: must be in (0, 1] (got 2)\n"),
         (&["--model", "deadline", "--interval-ms", "0"], "vigil: --interval-ms 0: must be greater than zero\n"),
+        (
+            &["--model", "normal", "--min-std-ms", "1e-7"],
+            "vigil: --min-std-ms 1e-7: must be greater than zero (it rounds to 0 ns; the smallest is 0.000001 ms)\n",
+        ),
         // The empirical model's sorted copy bounds its window (a heartbeat
         // would otherwise move megabytes).
         (
