@@ -216,6 +216,69 @@ pub fn evaluate(
     Ok(judge_all(traces, specs, warmup, progress)?.iter().map(Qos::from_timelines).collect())
 }
 
+/// A detector's level over part of a trace: at every arrival of heartbeats
+/// `from..=to` (0-based) and at `steps` evenly spaced instants in each gap
+/// between them, as `(time in ms, level)`; with `until`, also across the
+/// silence from heartbeat `to` until then (after a crash, say). The detector
+/// sees every heartbeat up to `to`, so the level is the one it would report
+/// live.
+///
+/// ```
+/// use vigil_lab::engine::level_series;
+/// use vigil_lab::trace::Trace;
+/// use vigil_detector::{FixedConfig, ModelConfig};
+/// use std::time::Duration;
+///
+/// let trace = Trace::parse("0,hb\n100,hb\n300,hb\n")?;
+/// let fixed = ModelConfig::Fixed(FixedConfig { timeout: Duration::from_millis(100) });
+/// let levels = level_series(&trace, &fixed, 1, 2, 2, None).unwrap();
+/// // At 100 ms (arrival), then 100, 200 and 300 ms across the gap, then the arrival at 300 ms.
+/// let times: Vec<f64> = levels.iter().map(|p| p.0).collect();
+/// assert_eq!(times, [100.0, 100.0, 200.0, 300.0, 300.0]);
+/// assert_eq!(levels[3].1, 2.0); // 200 ms after the heartbeat at 100 ms, timeout 100 ms
+/// # Ok::<(), vigil_lab::trace::TraceError>(())
+/// ```
+///
+/// # Errors
+///
+/// The configuration's [`ConfigError`], if it is invalid.
+pub fn level_series(
+    trace: &Trace,
+    config: &ModelConfig,
+    from: usize,
+    to: usize,
+    steps: u64,
+    until: Option<Instant>,
+) -> Result<Vec<(f64, f64)>, ConfigError> {
+    let mut d = AnyDetector::new(config)?;
+    let mut pts = Vec::new();
+    let steps = steps.max(1);
+    for (k, b) in trace.beats.iter().enumerate().take(to.saturating_add(1)) {
+        if k > from {
+            let prev = trace.beats[k - 1].arrival.as_nanos();
+            let now = b.arrival.as_nanos();
+            for i in 0..=steps {
+                let t = prev + ((u128::from(now - prev) * u128::from(i)) / u128::from(steps)) as u64;
+                pts.push((t as f64 / 1e6, d.level(Instant::from_nanos(t))));
+            }
+        }
+        d.heartbeat(b.arrival);
+        if k >= from {
+            pts.push((b.arrival.as_nanos() as f64 / 1e6, d.level(b.arrival)));
+        }
+    }
+    let last = trace.beats.get(to.min(trace.beats.len().saturating_sub(1))).map(|b| b.arrival.as_nanos());
+    if let (Some(last), Some(until)) = (last, until.map(Instant::as_nanos))
+        && until > last
+    {
+        for i in 1..=steps {
+            let t = last + ((u128::from(until - last) * u128::from(i)) / u128::from(steps)) as u64;
+            pts.push((t as f64 / 1e6, d.level(Instant::from_nanos(t))));
+        }
+    }
+    Ok(pts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

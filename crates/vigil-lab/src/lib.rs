@@ -14,11 +14,13 @@
 //! - [`engine`]: a trace and a detector in, an exact timeline out.
 //! - [`qos`]: detection time, mistake rate and duration, query accuracy.
 //! - [`spec`]: detector specs such as `akka:threshold=8,min-std-ms=100`.
-//! - [`sweep`]: parameter grids, Pareto frontiers, recommendations.
+//! - [`sweep`]: parameter grids and Pareto frontiers; [`recommend`]: the
+//!   recommendation rule.
 //! - [`chen`] and [`nfds`]: Chen et al.'s NFD-S, its closed-form QoS, the
 //!   configuration procedures, and a simulation that checks them.
 //! - [`demo`]: seed 001's and seed 002's stories, as tables and figures.
-//! - [`svg`] and [`html`]: plots and the self-contained report.
+//! - [`report`]: presentation only (tables, charts, HTML reports); no
+//!   analysis module imports it.
 
 #![forbid(unsafe_code)]
 
@@ -27,12 +29,12 @@ pub mod demo;
 pub mod dist;
 pub mod engine;
 pub mod event;
-pub mod html;
 pub mod millis;
 pub mod nfds;
 pub mod qos;
+pub mod recommend;
+pub mod report;
 pub mod scenario;
 pub mod spec;
-pub mod svg;
 pub mod sweep;
 pub mod trace;

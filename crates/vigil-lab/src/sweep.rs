@@ -21,7 +21,6 @@ use vigil_detector::ConfigError;
 use crate::engine::{evaluate, time_to_suspect};
 use crate::qos::Qos;
 use crate::spec::{DetectorSpec, SpecError};
-use crate::svg::{Chart, Scale, Series, Style};
 use crate::trace::Trace;
 
 /// A base spec and a parameter grid.
@@ -225,39 +224,6 @@ pub fn sweep(
             qos,
         })
         .collect())
-}
-
-/// Every point of every family as a line per family: detection time against
-/// mistakes per hour, both on log axes. Settings without any mistake are
-/// drawn on a line marked "no mistakes", at half the smallest positive rate.
-/// With `frontier`, the Pareto frontier is drawn over them as a dashed step.
-pub fn frontier_chart(title: &str, x_label: &str, points: &[Point], frontier: Option<&[usize]>) -> Chart {
-    let positive =
-        points.iter().map(|p| p.mistakes_per_hour).filter(|r| *r > 0.0 && r.is_finite()).fold(f64::INFINITY, f64::min);
-    let floor = if positive.is_finite() { positive / 2.0 } else { 1.0 };
-    let at = |p: &Point| (p.detection_ms, p.mistakes_per_hour.max(floor));
-    let mut chart = Chart::new(title, x_label, "mistakes per hour (log)")
-        .with_x_scale(Scale::Log10)
-        .with_y_scale(Scale::Log10)
-        .with_hline(floor, "no mistakes");
-    let mut families: Vec<&str> = Vec::new();
-    for p in points {
-        if !families.contains(&p.family.as_str()) {
-            families.push(&p.family);
-        }
-    }
-    for family in families {
-        let mut line: Vec<(f64, f64)> =
-            points.iter().filter(|p| p.family == family && p.detection_ms.is_finite()).map(at).collect();
-        line.sort_by(|x, y| x.0.total_cmp(&y.0));
-        chart = chart.with_series(Series::new(family, line).with_style(Style::LinePoints));
-    }
-    if let Some(front) = frontier {
-        let line: Vec<(f64, f64)> = front.iter().filter_map(|&i| points.get(i)).map(at).collect();
-        chart = chart
-            .with_series(Series::new("frontier", line).with_style(Style::Step).with_dashed(true).with_color("#000000"));
-    }
-    chart
 }
 
 /// Indices of the points on the Pareto frontier (minimising both detection

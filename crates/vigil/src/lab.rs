@@ -10,23 +10,26 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use vigil_detector::MAX_SAMPLE;
 use vigil_lab::chen::{ChenError, Network, Requirements, configure, configure_moments};
-use vigil_lab::demo::{DemoOptions, format_table, run_demo};
+use vigil_lab::demo::{DemoOptions, run_demo};
 use vigil_lab::dist::Delay;
 use vigil_lab::engine::{evaluate, time_to_suspect};
 use vigil_lab::millis::format_millis;
 use vigil_lab::millis::quoted;
 use vigil_lab::nfds::simulate_nfds;
 use vigil_lab::qos::{Qos, Summary};
+use vigil_lab::recommend::Recommendation;
+use vigil_lab::report::charts::frontier_chart;
+use vigil_lab::report::document::Document;
+use vigil_lab::report::table::{Table, format_table};
 use vigil_lab::scenario::{BUILTIN, Scenario, builtin};
 use vigil_lab::spec::DetectorSpec;
-use vigil_lab::sweep::{
-    Family, Point, default_families, fastest_within, format_value, frontier, frontier_chart, sweep,
-};
+use vigil_lab::sweep::{Family, Point, default_families, format_value, frontier, sweep};
 use vigil_lab::trace::Trace;
 
 use crate::input::{MAX_SCENARIO_BYTES, read_text, shown};
 use crate::limits::{check_memory, memory_budget};
 use crate::output::OutputDir;
+use crate::report;
 use crate::{CheckFailed, UsageError};
 
 /// Arguments of `vigil lab`.
@@ -72,6 +75,26 @@ struct Common {
     /// anything is generated.
     #[arg(long, value_name = "GB")]
     max_memory_gb: Option<f64>,
+    /// Also write a self-contained HTML report (tables and figures) into
+    /// this directory, as `vigil lab demo` does.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+}
+
+impl Common {
+    /// The report directory, checked before any work starts.
+    fn report_dir(&self) -> Result<Option<OutputDir>> {
+        self.report.as_deref().map(|dir| OutputDir::prepare(dir, "--report")).transpose()
+    }
+}
+
+/// Writes a command's report and says where.
+fn finish_report(dir: Option<&OutputDir>, doc: &Document) -> Result<()> {
+    if let Some(dir) = dir {
+        let page = report::write(dir, doc)?;
+        eprintln!("report: {}", page.display());
+    }
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -463,7 +486,7 @@ fn top_beats(q: &Qos) -> String {
 }
 
 fn print_table(out: &mut dyn Write, title: &str, header: Vec<String>, rows: Vec<Vec<String>>) -> Result<()> {
-    let t = vigil_lab::demo::Table { id: String::new(), title: title.to_string(), header, rows };
+    let t = Table { id: String::new(), title: title.to_string(), header, rows };
     write!(out, "{}", format_table(&t))?;
     Ok(())
 }
@@ -472,6 +495,7 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let s = load_scenario(&a.scenario)?;
     let specs = parse_specs(&a.detectors, s.period_ms)?;
     let save = a.save_traces.as_deref().map(|dir| OutputDir::prepare(dir, "--save-traces")).transpose()?;
+    let report_dir = a.common.report_dir()?;
     let traces = generate(&s, &a.common, a.traces, BYTES_PER_HEARTBEAT)?;
     check_traces(&s.name, &traces, a.common.warmup)?;
     if let Some(dir) = &save {
@@ -482,6 +506,25 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let pb = bar(traces.len() as u64, "judging");
     let qos = evaluate(&traces, &specs, a.common.warmup, &|| pb.inc(1))?;
     pb.finish_and_clear();
+    let title = format!("{}: {} traces, seed {}", s.name, traces.len(), a.common.seed);
+    let (header, rows) = qos_rows(&specs, &qos, None);
+    if report_dir.is_some() {
+        let mut doc = Document::new(&format!("vigil lab run: {}", s.name));
+        doc.text(format!(
+            "{} {} traces generated with seed {} (replay with `--seed {}`), judged after a warm-up of {} \
+             heartbeat(s).",
+            s.description,
+            traces.len(),
+            a.common.seed,
+            a.common.seed,
+            a.common.warmup
+        ));
+        doc.heading("Quality of service");
+        doc.table("qos", &title, &header.iter().map(String::as_str).collect::<Vec<_>>(), rows.clone());
+        doc.heading("Levels");
+        report::add_level_figure(&mut doc, &traces[0], &format!("trace 0 of {}", s.name), &specs)?;
+        finish_report(report_dir.as_ref(), &doc)?;
+    }
     if a.common.json {
         let results = specs
             .iter()
@@ -491,8 +534,7 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
         let doc = json::LabRun { scenario: &s.name, seed: a.common.seed, traces: traces.len(), results };
         return json::print(out, "lab run", &doc);
     }
-    let (header, rows) = qos_rows(&specs, &qos, None);
-    print_table(out, &format!("{}: {} traces, seed {}", s.name, traces.len(), a.common.seed), header, rows)
+    print_table(out, &title, header, rows)
 }
 
 fn families(texts: &[String], period_ms: f64) -> Result<Vec<Family>> {
@@ -541,6 +583,7 @@ fn run_sweep(traces: &[Trace], fams: &[Family], warmup: usize) -> Result<Vec<Poi
 fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let source = load_source(&a.source)?;
     let dir = OutputDir::prepare(&a.out, "--out")?;
+    let report_dir = a.common.report_dir()?;
     let (name, traces, period) = source_traces(&source, &a.common, a.traces)?;
     let fams = families(&a.families, period)?;
     let points = run_sweep(&traces, &fams, a.common.warmup)?;
@@ -552,8 +595,26 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         "mean time to suspect after a heartbeat (ms)"
     };
     let chart = frontier_chart(&format!("Detection time against mistake rate: {name}"), axis, &points, Some(&front));
-    let file = dir.write(&format!("sweep-{}.svg", sanitize(&name)), chart.to_svg().as_bytes())?;
+    let svg = chart.to_svg();
+    let file = dir.write(&format!("sweep-{}.svg", sanitize(&name)), svg.as_bytes())?;
     eprintln!("plot: {}", file.display());
+    let (title, header, rows) = sweep_table(&name, &points, &front);
+    if report_dir.is_some() {
+        let mut doc = Document::new(&format!("vigil lab sweep: {name}"));
+        doc.text(format!(
+            "{} settings of {} families on {} trace(s) of {name} (seed {}). The frontier holds the settings no \
+             other is both faster and more accurate than.",
+            points.len(),
+            fams.len(),
+            traces.len(),
+            a.common.seed
+        ));
+        doc.heading("Frontier");
+        doc.figure("frontier.svg", &format!("Detection time against mistake rate, {axis}."), svg);
+        doc.heading("Every setting");
+        doc.table("points", &title, &header, rows.clone());
+        finish_report(report_dir.as_ref(), &doc)?;
+    }
     if a.common.json {
         let doc = json::LabSweep {
             source: name.clone(),
@@ -565,6 +626,11 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         };
         return json::print(out, "lab sweep", &doc);
     }
+    print_table(out, &title, header.iter().map(|h| h.to_string()).collect(), rows)
+}
+
+/// The table of a sweep's settings: title, header and rows.
+fn sweep_table(name: &str, points: &[Point], front: &[usize]) -> (String, [&'static str; 7], Vec<Vec<String>>) {
     let rows = points
         .iter()
         .enumerate()
@@ -581,12 +647,7 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         })
         .collect();
     let header = ["frontier", "family", "value", "T_D (ms)", "λ_M (/h)", "traces with one", "P_A"];
-    print_table(
-        out,
-        &format!("{name}: {} settings, * on the Pareto frontier", points.len()),
-        header.iter().map(|h| h.to_string()).collect(),
-        rows,
-    )
+    (format!("{name}: {} settings, * on the Pareto frontier", points.len()), header, rows)
 }
 
 /// A scenario or trace name as a file name: letters, digits and `-`, at
@@ -597,6 +658,7 @@ fn sanitize(name: &str) -> String {
 }
 
 fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
+    let report_dir = a.common.report_dir()?;
     let trace = load_trace(&a.trace)?;
     let period = trace.period().map_or(1000.0, |p| p.as_secs_f64() * 1e3);
     let specs = parse_specs(&a.detectors, period)?;
@@ -613,6 +675,28 @@ fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
     } else {
         None
     };
+    let (header, rows) = qos_rows(&specs, &qos, virtual_td.as_deref());
+    let title = if virtual_td.is_some() {
+        format!("{}: no crash; T_D columns are the time to suspect after each heartbeat", trace_name(&a.trace))
+    } else {
+        trace_name(&a.trace)
+    };
+    if report_dir.is_some() {
+        let name = trace_name(&a.trace);
+        let t = &traces[0];
+        let mut doc = Document::new(&format!("vigil lab replay: {name}"));
+        doc.text(format!(
+            "{} heartbeats{}, judged after a warm-up of {} heartbeat(s).",
+            t.beats.len(),
+            t.crash.map_or_else(|| ", no crash".to_owned(), |c| format!(", a crash at {} ms", format_millis(c))),
+            a.common.warmup
+        ));
+        doc.heading("Quality of service");
+        doc.table("qos", &title, &header.iter().map(String::as_str).collect::<Vec<_>>(), rows.clone());
+        doc.heading("Levels");
+        report::add_level_figure(&mut doc, t, &name, &specs)?;
+        finish_report(report_dir.as_ref(), &doc)?;
+    }
     if a.common.json {
         let results = specs
             .iter()
@@ -626,79 +710,48 @@ fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
             .collect();
         return json::print(out, "lab replay", &json::LabReplay { trace: trace_name(&a.trace), results });
     }
-    let (header, rows) = qos_rows(&specs, &qos, virtual_td.as_deref());
-    let title = if virtual_td.is_some() {
-        format!("{}: no crash; T_D columns are the time to suspect after each heartbeat", trace_name(&a.trace))
-    } else {
-        trace_name(&a.trace)
-    };
     print_table(out, &title, header, rows)
 }
 
 fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
+    let n = crate::limits::number;
     if !(a.max_mistakes_per_hour.is_finite() && a.max_mistakes_per_hour >= 0.0) {
         return Err(UsageError(format!(
             "--max-mistakes-per-hour must be 0 or more, got {}",
-            crate::limits::number(a.max_mistakes_per_hour)
+            n(a.max_mistakes_per_hour)
         ))
         .into());
     }
+    let report_dir = a.common.report_dir()?;
     let source = load_source(&a.source)?;
     let (name, traces, period) = source_traces(&source, &a.common, a.traces)?;
     let fams = families(&a.families, period)?;
     let points = run_sweep(&traces, &fams, a.common.warmup)?;
-    let hours: f64 = points.first().map_or(0.0, |p| p.qos.alive_hours);
-    let Some(best) = fastest_within(&points, a.max_mistakes_per_hour) else {
-        let least = points.iter().min_by(|x, y| x.mistakes_per_hour.total_cmp(&y.mistakes_per_hour));
-        return Err(CheckFailed(format!(
+    let r = Recommendation::choose(&points, &fams, a.max_mistakes_per_hour).map_err(|e| {
+        CheckFailed(format!(
             "no setting makes at most {} mistakes per hour on {name}; the fewest is {}",
-            crate::limits::number(a.max_mistakes_per_hour),
-            least.map_or("none".into(), |p| format!("{} with {:.1} per hour", p.spec, p.mistakes_per_hour))
+            n(e.max_mistakes_per_hour),
+            e.fewest.map_or("none".into(), |p| format!("{} with {:.1} per hour", p.spec, p.mistakes_per_hour))
         ))
-        .into());
-    };
-    let runner_up: Vec<&Point> = fams
-        .iter()
-        .filter_map(|f| {
-            let own: Vec<Point> = points.iter().filter(|p| p.family == f.name).cloned().collect();
-            fastest_within(&own, a.max_mistakes_per_hour)
-                .map(|p| points.iter().find(|q| q.spec == p.spec).unwrap_or(best))
-        })
-        .collect();
-    if a.common.json {
-        let doc = json::LabRecommend {
-            source: name.clone(),
-            seed: a.common.seed,
-            max_mistakes_per_hour: a.max_mistakes_per_hour,
-            observed_hours: hours.is_finite().then_some(hours),
-            recommendation: best.into(),
-            best_per_family: runner_up.iter().map(|p| (*p).into()).collect(),
-        };
-        return json::print(out, "lab recommend", &doc);
-    }
+    })?;
+    let best = &r.best;
     let q = &best.qos;
-    writeln!(
-        out,
-        "recommendation for {name} with at most {} mistakes per hour:",
-        crate::limits::number(a.max_mistakes_per_hour)
-    )?;
-    writeln!(out, "  {}", best.spec)?;
+    let mut lines =
+        vec![format!("recommendation for {name} with at most {} mistakes per hour:", n(r.max_mistakes_per_hour))];
+    lines.push(format!("  {}", best.spec));
     if q.detection_ms.count > 0 {
-        writeln!(
-            out,
+        lines.push(format!(
             "  detection: mean {} ms, p99 {} ms from the crash",
             fmt_ms(best.detection_ms),
             fmt_ms(q.detection_ms.p99)
-        )?;
+        ));
     } else {
-        writeln!(
-            out,
+        lines.push(format!(
             "  detection: mean {} ms to suspect after a heartbeat (no crash in the traces)",
             fmt_ms(best.detection_ms)
-        )?;
+        ));
     }
-    writeln!(
-        out,
+    lines.push(format!(
         "  mistakes: {:.2} per hour ({} in {:.2} h observed; {} of {} traces), mean duration {} ms, P_A {:.6}",
         q.mistake_rate_per_hour,
         q.mistakes,
@@ -707,25 +760,62 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
         q.traces,
         fmt_ms(q.mistake_duration_ms.mean),
         q.query_accuracy
-    )?;
-    if q.mistakes == 0 {
-        writeln!(
-            out,
-            "  note: no mistakes were observed; with {:.2} h observed, a rate up to {:.2} per hour is consistent with that (95%)",
-            q.alive_hours,
-            3.0 / q.alive_hours.max(f64::MIN_POSITIVE)
-        )?;
+    ));
+    if let Some(rate) = r.unobserved_rate_bound() {
+        lines.push(format!(
+            "  note: no mistakes were observed; with {:.2} h observed, a rate up to {} per hour is consistent with \
+             that (95%){}",
+            r.observed_hours,
+            n((rate * 100.0).round() / 100.0),
+            if r.observation_supports_bound() { "" } else { ", above the bound: observe longer to show it is met" }
+        ));
     }
-    let rows = runner_up
+    let rows: Vec<Vec<String>> = r
+        .best_per_family
         .iter()
         .map(|p| vec![p.family.clone(), p.spec.clone(), fmt_ms(p.detection_ms), format!("{:.2}", p.mistakes_per_hour)])
         .collect();
-    print_table(
-        out,
-        "best setting of each family within the bound",
-        ["family", "setting", "T_D (ms)", "λ_M (/h)"].iter().map(|h| h.to_string()).collect(),
-        rows,
-    )
+    let header = ["family", "setting", "T_D (ms)", "λ_M (/h)"];
+    let title = "best setting of each family within the bound";
+    if report_dir.is_some() {
+        let front = frontier(&points);
+        let axis = if traces.iter().any(|t| t.crash.is_some()) {
+            "mean detection time from the crash (ms)"
+        } else {
+            "mean time to suspect after a heartbeat (ms)"
+        };
+        let chart =
+            frontier_chart(&format!("Detection time against mistake rate: {name}"), axis, &points, Some(&front))
+                .with_vline(best.detection_ms, "recommended");
+        let mut doc = Document::new(&format!("vigil lab recommend: {name}"));
+        doc.heading("Recommendation");
+        for l in &lines {
+            doc.text(l.trim());
+        }
+        doc.table("best-per-family", title, &header, rows.clone());
+        doc.heading("Frontier");
+        doc.figure(
+            "frontier.svg",
+            &format!("Every setting swept, the frontier dashed, the recommendation marked; {axis}."),
+            chart.to_svg(),
+        );
+        finish_report(report_dir.as_ref(), &doc)?;
+    }
+    if a.common.json {
+        let doc = json::LabRecommend {
+            source: name.clone(),
+            seed: a.common.seed,
+            max_mistakes_per_hour: r.max_mistakes_per_hour,
+            observed_hours: r.observed_hours.is_finite().then_some(r.observed_hours),
+            recommendation: best.into(),
+            best_per_family: r.best_per_family.iter().map(Into::into).collect(),
+        };
+        return json::print(out, "lab recommend", &doc);
+    }
+    for l in &lines {
+        writeln!(out, "{l}")?;
+    }
+    print_table(out, title, header.iter().map(|h| h.to_string()).collect(), rows)
 }
 
 /// Parses a duration with a unit: `250ms`, `30s`, `5min`, `2h`, `30d`; a bare
@@ -983,35 +1073,9 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
     if a.json {
         writeln!(out, "{doc}")?;
     } else {
-        for b in &demo.blocks {
-            match b {
-                vigil_lab::demo::Block::Heading(h) => writeln!(out, "\n== {h} ==")?,
-                vigil_lab::demo::Block::Table(t) => writeln!(out, "\n{}", format_table(t))?,
-                vigil_lab::demo::Block::Text(t) => writeln!(out, "\n{}", wrap(t, 100))?,
-                _ => {}
-            }
-        }
+        write!(out, "{}", demo.to_text())?;
         writeln!(out, "\nreport: {} (figures beside it); computed in {} ms", index.display(), computed.as_millis())?;
     }
     eprintln!("done in {} ms", started.elapsed().as_millis());
     Ok(())
-}
-
-/// Wraps text at `width` columns (on spaces).
-fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = 0;
-    for word in text.split_whitespace() {
-        let n = word.chars().count();
-        if line > 0 && line + 1 + n > width {
-            out.push('\n');
-            line = 0;
-        } else if line > 0 {
-            out.push(' ');
-            line += 1;
-        }
-        out.push_str(word);
-        line += n;
-    }
-    out
 }

@@ -15,6 +15,7 @@ mod limits;
 mod output;
 mod policies;
 mod replay;
+mod report;
 mod sim;
 
 /// Failure detection for distributed systems: accrual detectors, graded

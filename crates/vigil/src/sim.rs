@@ -8,9 +8,9 @@ use crate::json;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use vigil_lab::demo::{Table, format_table};
 use vigil_lab::millis::quoted;
-use vigil_lab::svg::{Chart, Scale, Series, Style};
+use vigil_lab::report::svg::{Chart, Scale, Series, Style};
+use vigil_lab::report::table::{Table, format_table};
 use vigil_sim::{Fault, Protocol, Report, Scenario, Sim, frontier};
 
 use crate::input::{MAX_SCENARIO_BYTES, read_text, shown};

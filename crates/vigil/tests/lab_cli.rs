@@ -648,3 +648,64 @@ fn values_starting_with_a_hyphen_reach_the_checks_that_name_them() {
         assert!(stderr(&o).contains(message), "{full:?}: {}", stderr(&o));
     }
 }
+
+/// `--report DIR` on every lab command that judges detectors: a
+/// self-contained page (no scripts, nothing fetched) with its tables and
+/// figures inline, and the figures beside it.
+#[test]
+fn every_lab_command_writes_a_report_when_asked() {
+    let dir = scratch("reports");
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../vigil-lab/samples/regime-change.csv");
+    let fam = "fixed@timeout-ms=150,250,400";
+    let plot = dir.join("plots");
+    let cases: [(Vec<&str>, &str, &[&str]); 4] = [
+        (
+            vec!["lab", "run", "calm", "--traces", "3", "--detector", "akka", "--detector", "fixed"],
+            "vigil lab run: calm",
+            &["levels.svg"],
+        ),
+        (
+            vec!["lab", "sweep", "calm", "--traces", "3", "--family", fam, "--out", plot.to_str().unwrap()],
+            "vigil lab sweep: calm",
+            &["frontier.svg"],
+        ),
+        (vec!["lab", "replay", sample, "--detector", "akka"], "vigil lab replay:", &["levels.svg"]),
+        (
+            vec!["lab", "recommend", "calm", "--traces", "3", "--family", fam, "--max-mistakes-per-hour", "1000"],
+            "vigil lab recommend: calm",
+            &["frontier.svg"],
+        ),
+    ];
+    for (i, (mut args, title, figures)) in cases.into_iter().enumerate() {
+        let out = dir.join(format!("r{i}"));
+        args.extend(["--report", out.to_str().unwrap()]);
+        let o = vigil(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let page = std::fs::read_to_string(out.join("index.html")).expect("the report page is written");
+        assert!(page.starts_with("<!DOCTYPE html>"), "{args:?}");
+        assert!(page.contains(&format!("<h1>{title}")), "{args:?}: the title");
+        assert!(!page.contains("<script") && !page.contains("href=\"http"), "{args:?}: self-contained");
+        for tag in ["table", "svg", "figure"] {
+            let open = page.matches(&format!("<{tag}")).count();
+            assert!(open >= 1, "{args:?}: a {tag}");
+            assert_eq!(open, page.matches(&format!("</{tag}>")).count(), "{args:?}: {tag} balanced");
+        }
+        for f in figures {
+            let svg = std::fs::read_to_string(out.join(f)).unwrap_or_else(|e| panic!("{args:?}: {f}: {e}"));
+            assert!(svg.trim_end().ends_with("</svg>") && svg.contains("<svg"), "{args:?}: {f} is an SVG document");
+        }
+        assert!(stderr(&o).contains(&format!("report: {}", out.join("index.html").display())), "{}", stderr(&o));
+    }
+    // The run's page holds its QoS table with each detector, and the
+    // recommendation page names the setting.
+    let run = std::fs::read_to_string(dir.join("r0/index.html")).unwrap();
+    assert!(run.contains("<td>akka</td>") && run.contains("<td>fixed</td>"), "the QoS table");
+    let rec = std::fs::read_to_string(dir.join("r3/index.html")).unwrap();
+    assert!(rec.contains("recommendation for calm with at most 1000 mistakes per hour"), "the recommendation");
+    // A report location that cannot be written is refused before any work.
+    let file = dir.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let o = vigil(&["lab", "run", "calm", "--report", file.join("r").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--report") && !stderr(&o).contains("traces, seed"), "{}", stderr(&o));
+}

@@ -23,7 +23,7 @@
 //! # Example
 //!
 //! ```
-//! use vigil_lab::svg::{Chart, Scale, Series, Style};
+//! use vigil_lab::report::svg::{Chart, Scale, Series, Style};
 //!
 //! // φ over time, with a threshold, a regime change and a congested interval.
 //! let phi: Vec<(f64, f64)> = (0..200).map(|i| (i as f64 * 0.05, (i as f64 * 0.04).powi(2))).collect();
@@ -45,7 +45,7 @@
 //! assert!(pareto.to_svg().contains("mistake rate (/s)"));
 //! ```
 
-use crate::html::escape;
+use crate::report::html::escape;
 use std::fmt::Write as _;
 
 /// The categorical palette: series without an explicit color take
@@ -596,7 +596,7 @@ impl Chart {
 /// swapped.
 ///
 /// ```
-/// use vigil_lab::svg::{Scale, ticks};
+/// use vigil_lab::report::svg::{Scale, ticks};
 ///
 /// assert_eq!(ticks(Scale::Linear, 0.0, 1.0, 5), [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]);
 /// assert_eq!(ticks(Scale::Log10, 1.0, 1000.0, 5), [1.0, 10.0, 100.0, 1000.0]);
@@ -623,7 +623,7 @@ pub fn ticks(scale: Scale, low: f64, high: f64, intervals: usize) -> Vec<f64> {
 /// (including `-0`) is `0`; non-finite values are `NaN`, `∞` and `-∞`.
 ///
 /// ```
-/// use vigil_lab::svg::format_tick;
+/// use vigil_lab::report::svg::format_tick;
 ///
 /// assert_eq!(format_tick(0.1 + 0.2), "0.3");
 /// assert_eq!(format_tick(1e-5), "1e-5");

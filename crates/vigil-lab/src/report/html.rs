@@ -2,7 +2,7 @@
 //!
 //! The lab writes its findings as one HTML5 file that can be opened from
 //! disk, mailed or archived as is: CSS is inline, charts are inline SVG
-//! (from [`crate::svg`]), and there are no scripts and no external links.
+//! (from [`crate::report::svg`]), and there are no scripts and no external links.
 //! A [`Report`] is a title and a list of blocks (headings, paragraphs,
 //! tables, figures, preformatted text, notes and lists); [`Report::to_html`]
 //! renders them, with a table of contents of the second-level headings at
@@ -15,7 +15,7 @@
 //! # Example
 //!
 //! ```
-//! use vigil_lab::html::Report;
+//! use vigil_lab::report::html::Report;
 //!
 //! let mut report = Report::new("Failure detector lab");
 //! report.heading(2, "Results");
@@ -39,7 +39,7 @@ use std::fmt::Write as _;
 /// than tab, newline and carriage return become U+FFFD.
 ///
 /// ```
-/// assert_eq!(vigil_lab::html::escape(r#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+/// assert_eq!(vigil_lab::report::html::escape(r#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
 /// ```
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -126,7 +126,7 @@ impl Report {
     }
 
     /// Adds a figure: `svg` is embedded verbatim (it is trusted, e.g. the
-    /// output of [`crate::svg::Chart::to_svg`]; a leading XML declaration is
+    /// output of [`crate::report::svg::Chart::to_svg`]; a leading XML declaration is
     /// dropped), followed by the caption unless it is empty.
     pub fn svg(&mut self, svg: &str, caption: &str) -> &mut Self {
         self.blocks.push(Block::Figure { svg: svg.to_string(), caption: caption.to_string() });
@@ -619,7 +619,7 @@ mod tests {
 
     #[test]
     fn works_with_real_charts() {
-        use crate::svg::{Chart, Scale, Series, Style};
+        use crate::report::svg::{Chart, Scale, Series, Style};
         let chart = Chart::new("Pareto <frontier>", "detection time (ms)", "mistake rate")
             .with_x_scale(Scale::Log10)
             .with_y_scale(Scale::Log10)

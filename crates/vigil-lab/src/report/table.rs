@@ -1,0 +1,71 @@
+//! Tables of results, and their terminal form.
+
+use serde::Serialize;
+
+/// A table of results: formatted cells under a header.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Table {
+    /// Short identifier (stable, for scripts).
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Column names.
+    pub header: Vec<String>,
+    /// Rows of formatted cells.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with an id, a title, a header and rows.
+    pub fn new(id: &str, title: &str, header: &[&str], rows: Vec<Vec<String>>) -> Table {
+        Table { id: id.into(), title: title.into(), header: header.iter().map(|h| h.to_string()).collect(), rows }
+    }
+}
+
+/// Formats a table for a terminal: the title, then aligned columns, numbers
+/// right-aligned.
+///
+/// ```
+/// use vigil_lab::report::table::{Table, format_table};
+///
+/// let t = Table::new("t", "Results", &["detector", "T_D (ms)"], vec![vec!["akka".into(), "1200.5".into()]]);
+/// assert_eq!(format_table(&t), "Results\n  detector  T_D (ms)\n  --------  --------\n  akka        1200.5\n");
+/// ```
+pub fn format_table(t: &Table) -> String {
+    let cols = t.header.len();
+    let width = |i: usize| {
+        t.rows
+            .iter()
+            .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+            .chain([t.header[i].chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..cols).map(width).collect();
+    let numeric = |s: &str| {
+        let s = s.trim_start_matches(['≤', '≥', ' ']);
+        let number =
+            |x: &str| x.trim_end_matches(|c: char| c.is_alphabetic() || c == '%' || c == ' ').parse::<f64>().is_ok();
+        number(s) || s.split_once('/').is_some_and(|(a, b)| number(a) && number(b))
+    };
+    let mut out = format!("{}\n", t.title);
+    let line = |cells: &[String], out: &mut String| {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = widths.get(i).copied().unwrap_or(0).saturating_sub(c.chars().count());
+                if numeric(c) { format!("{}{c}", " ".repeat(pad)) } else { format!("{c}{}", " ".repeat(pad)) }
+            })
+            .collect();
+        out.push_str("  ");
+        out.push_str(parts.join("  ").trim_end());
+        out.push('\n');
+    };
+    line(&t.header, &mut out);
+    out.push_str(&format!("  {}\n", widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  ")));
+    for r in &t.rows {
+        line(r, &mut out);
+    }
+    out
+}
