@@ -70,6 +70,10 @@ pub fn judge(
     let end = trace.observed_until();
     let start = beats.get(warmup - 1).map_or(end, |b| b.arrival);
     let mut states = vec![State::default(); thresholds.len()];
+    // Without a crash, the time to suspect after each judged heartbeat
+    // stands in for the detection time: measured in this same pass.
+    let measure_tts = trace.crash.is_none();
+    let mut tts: Vec<Vec<f64>> = vec![Vec::new(); if measure_tts { thresholds.len() } else { 0 }];
     for (k, beat) in beats.iter().enumerate() {
         let t = beat.arrival;
         if k >= warmup {
@@ -82,6 +86,11 @@ pub fn judge(
         d.heartbeat(t);
         if k + 1 < warmup {
             continue;
+        }
+        for (v, &th) in tts.iter_mut().zip(thresholds) {
+            if let Some(at) = d.crossing(th) {
+                v.push((at.as_nanos() - t.as_nanos()) as f64 / 1e6);
+            }
         }
         let next = beats.get(k + 1).map(|b| b.arrival).filter(|&x| x > t);
         let now = d.level(t);
@@ -115,13 +124,23 @@ pub fn judge(
         }
     }
     let due = trace.first_missing_due();
+    tts.resize_with(thresholds.len(), Vec::new);
     Ok(states
         .into_iter()
-        .map(|mut st| {
+        .zip(tts)
+        .map(|(mut st, mut tts)| {
             if let Some((s, b)) = st.open.take() {
                 st.suspicions.push(Suspicion { start: s, end: None, beat: b });
             }
-            Timeline { start, end, crash: trace.crash, due, suspicions: st.suspicions, sampled_mistakes: st.sampled }
+            Timeline {
+                start,
+                end,
+                crash: trace.crash,
+                due,
+                suspicions: st.suspicions,
+                sampled_mistakes: st.sampled,
+                time_to_suspect_ms: (!tts.is_empty()).then(|| Summary::of(&mut tts)),
+            }
         })
         .collect())
 }
@@ -359,6 +378,32 @@ mod tests {
             assert!(w[1].detection_ms.mean > w[0].detection_ms.mean);
         }
         assert!(qs[0].mistakes >= 1);
+    }
+
+    #[test]
+    fn the_time_to_suspect_comes_with_the_timeline_of_a_trace_without_a_crash() {
+        let mut trace = regular(60, 100, &[(20, 40), (30, 90)]);
+        trace.crash = None;
+        let config = ModelConfig::Normal(NormalConfig {
+            window: 100,
+            min_std_dev: Duration::from_millis(1),
+            ..NormalConfig::default()
+        });
+        let ths = [1.0, 8.0];
+        let timelines = judge(&trace, &config, &ths, 3).unwrap();
+        let alone = time_to_suspect(&trace, &config, &ths, 3).unwrap();
+        for (t, s) in timelines.iter().zip(&alone) {
+            // The same pass measures exactly what a separate run measures.
+            assert_eq!(t.time_to_suspect_ms.as_ref(), Some(s));
+            assert_eq!(s.count, 58, "beats 3..=60 are judged");
+        }
+        // With a crash, detection is measured instead.
+        let crashed = regular(60, 100, &[]);
+        assert!(judge(&crashed, &config, &ths, 3).unwrap().iter().all(|t| t.time_to_suspect_ms.is_none()));
+        // A fixed timeout suspects exactly its timeout after each heartbeat.
+        let fixed = ModelConfig::Fixed(FixedConfig { timeout: Duration::from_millis(250) });
+        let s = judge(&trace, &fixed, &[1.0], 1).unwrap()[0].time_to_suspect_ms.unwrap();
+        assert_eq!((s.count, s.mean, s.max), (60, 250.0, 250.0));
     }
 
     #[test]

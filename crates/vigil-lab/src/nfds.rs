@@ -138,7 +138,17 @@ fn simulate(
     let tau = |i: u64| Instant::from_nanos(i * eta_ns + delta_ns);
     Ok(match crash {
         None => {
-            Timeline { start: tau(1), end: tau(heartbeats), crash: None, due: None, suspicions, sampled_mistakes: 0 }
+            // NFD-S's time to suspect is known in closed form (δ after each
+            // send); it is not sampled here.
+            Timeline {
+                start: tau(1),
+                end: tau(heartbeats),
+                crash: None,
+                due: None,
+                suspicions,
+                sampled_mistakes: 0,
+                time_to_suspect_ms: None,
+            }
         }
         Some(c) => Timeline {
             start: tau(1),
@@ -147,6 +157,7 @@ fn simulate(
             due: Some(Instant::from_nanos((c.after + 1) * eta_ns)),
             suspicions,
             sampled_mistakes: 0,
+            time_to_suspect_ms: None,
         },
     })
 }

@@ -55,6 +55,13 @@ pub struct Timeline {
     /// False alarms counted as seed 001 counts them: heartbeats (sent while the
     /// sender was alive) at whose arrival the detector was suspecting.
     pub sampled_mistakes: u64,
+    /// On a trace without a crash, how long after each judged heartbeat the
+    /// detector would suspect if the sender had crashed right after sending
+    /// it (ms): the φ paper's equivalent timeout, what stands in for the
+    /// detection time. Measured in the same pass as the suspicions; `None`
+    /// on a trace with a crash (where detection is measured) and when no
+    /// heartbeat was judged.
+    pub time_to_suspect_ms: Option<Summary>,
 }
 
 impl Timeline {
@@ -272,6 +279,7 @@ mod tests {
             due: crash.map(|c| ms(c + 100)),
             suspicions,
             sampled_mistakes: 0,
+            time_to_suspect_ms: None,
         }
     }
 

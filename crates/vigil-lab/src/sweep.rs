@@ -14,11 +14,10 @@
 //! # Ok::<(), vigil_lab::spec::SpecError>(())
 //! ```
 
-use rayon::prelude::*;
 use serde::Serialize;
 use vigil_detector::ConfigError;
 
-use crate::engine::{evaluate, time_to_suspect};
+use crate::engine::judge_all;
 use crate::qos::Qos;
 use crate::spec::{DetectorSpec, SpecError};
 use crate::trace::Trace;
@@ -174,8 +173,9 @@ pub struct Point {
 ///
 /// The detection axis is the mean detection time from the crash when the
 /// traces have crashes; on traces without one it is the mean time to suspect
-/// after a heartbeat ([`time_to_suspect`]), which is what a crash right after
-/// that heartbeat would have cost. `progress` is called once per trace and
+/// after a heartbeat ([`Timeline::time_to_suspect_ms`](crate::qos::Timeline),
+/// measured in the same pass), which is what a crash right after that
+/// heartbeat would have cost. `progress` is called once per trace and
 /// family group finished.
 pub fn sweep(
     traces: &[Trace],
@@ -191,25 +191,24 @@ pub fn sweep(
         }
     }
     let only: Vec<DetectorSpec> = specs.iter().map(|(_, s)| s.clone()).collect();
-    let qos = evaluate(traces, &only, warmup, progress)?;
+    let timelines = judge_all(traces, &only, warmup, progress)?;
+    let qos: Vec<Qos> = timelines.iter().map(Qos::from_timelines).collect();
     let crashed = traces.iter().any(|t| t.crash.is_some());
     let detection: Vec<f64> = if crashed {
         qos.iter().map(|q| q.detection_ms.mean).collect()
     } else {
-        only.par_iter()
-            .map(|spec| {
-                let mut sum = 0.0;
-                let mut n = 0usize;
-                for t in traces {
-                    let s = time_to_suspect(t, spec.config(), &[spec.threshold()], warmup)?[0];
-                    if s.count > 0 {
-                        sum += s.mean * s.count as f64;
-                        n += s.count;
-                    }
-                }
-                Ok(if n == 0 { f64::NAN } else { sum / n as f64 })
+        // The mean time to suspect over every judged heartbeat of every
+        // trace, from the timelines' own measurements.
+        timelines
+            .iter()
+            .map(|per_trace| {
+                let (sum, n) = per_trace
+                    .iter()
+                    .filter_map(|t| t.time_to_suspect_ms.as_ref())
+                    .fold((0.0, 0usize), |(sum, n), s| (sum + s.mean * s.count as f64, n + s.count));
+                if n == 0 { f64::NAN } else { sum / n as f64 }
             })
-            .collect::<Result<_, ConfigError>>()?
+            .collect()
     };
     Ok(specs
         .into_iter()

@@ -12,7 +12,7 @@ use vigil_detector::MAX_SAMPLE;
 use vigil_lab::chen::{ChenError, Network, Requirements, configure, configure_moments};
 use vigil_lab::demo::{DemoOptions, run_demo};
 use vigil_lab::dist::Delay;
-use vigil_lab::engine::{evaluate, time_to_suspect};
+use vigil_lab::engine::{evaluate, judge_all};
 use vigil_lab::millis::format_millis;
 use vigil_lab::millis::quoted;
 use vigil_lab::nfds::simulate_nfds;
@@ -664,17 +664,14 @@ fn replay_cmd(a: &LabReplayArgs, out: &mut dyn Write) -> Result<()> {
     let specs = parse_specs(&a.detectors, period)?;
     let traces = [trace];
     check_traces(&trace_name(&a.trace).to_string(), &traces, a.common.warmup)?;
-    let qos = evaluate(&traces, &specs, a.common.warmup, &|| {})?;
-    let virtual_td: Option<Vec<Summary>> = if traces[0].crash.is_none() {
-        Some(
-            specs
-                .iter()
-                .map(|s| time_to_suspect(&traces[0], s.config(), &[s.threshold()], a.common.warmup).map(|v| v[0]))
-                .collect::<Result<_, _>>()?,
-        )
-    } else {
-        None
-    };
+    // One pass: the timelines carry the time to suspect after each heartbeat
+    // for a trace without a crash.
+    let timelines = judge_all(&traces, &specs, a.common.warmup, &|| {})?;
+    let qos: Vec<Qos> = timelines.iter().map(Qos::from_timelines).collect();
+    let virtual_td: Option<Vec<Summary>> = traces[0]
+        .crash
+        .is_none()
+        .then(|| timelines.iter().map(|t| t[0].time_to_suspect_ms.unwrap_or_else(|| Summary::of(&mut []))).collect());
     let (header, rows) = qos_rows(&specs, &qos, virtual_td.as_deref());
     let title = if virtual_td.is_some() {
         format!("{}: no crash; T_D columns are the time to suspect after each heartbeat", trace_name(&a.trace))
