@@ -115,6 +115,7 @@
 mod any;
 mod detector;
 mod error;
+pub mod fnv;
 mod math;
 mod models;
 mod registry;
@@ -124,6 +125,7 @@ mod window;
 pub use any::{AnyDetector, Model, ModelConfig, UnknownModel};
 pub use detector::Detector;
 pub use error::ConfigError;
+pub use math::erfc;
 pub use models::chen::{Bertier, BertierConfig, Chen, ChenConfig, TwoWindow, TwoWindowConfig};
 pub use models::empirical::{Empirical, EmpiricalConfig, MAX_EMPIRICAL_WINDOW};
 pub use models::exponential::{Exponential, ExponentialConfig, Prior};

@@ -633,9 +633,6 @@ impl FromStr for Delay {
 // ---------------------------------------------------------------------------
 // Special functions.
 
-/// 1/√π.
-const FRAC_1_SQRT_PI: f64 = 0.564_189_583_547_756_3;
-
 /// The standard normal density φ(z).
 pub(crate) fn normal_pdf(z: f64) -> f64 {
     (-0.5 * z * z).exp() / (2.0 * PI).sqrt()
@@ -652,39 +649,8 @@ pub(crate) fn normal_cdf(z: f64) -> f64 {
     0.5 * erfc(-z / SQRT_2)
 }
 
-/// The complementary error function, to about 1e-15 relative accuracy.
-///
-/// |x| < 1: 1 − erf(x), with erf from its everywhere-positive series
-/// erf x = (2/√π) e^{−x²} Σ 2ⁿ x^{2n+1} / (1·3···(2n+1)). x ≥ 1: the
-/// continued fraction erfc x = (2x/√π) e^{−x²} / (2x² + 1 − 1·2/(2x² + 5 −
-/// 3·4/(2x² + 9 − …))), evaluated by the modified Lentz method. x < −1:
-/// 2 − erfc(−x).
-pub(crate) fn erfc(x: f64) -> f64 {
-    if x.is_nan() {
-        return f64::NAN;
-    }
-    if x.abs() < 1.0 {
-        let x2 = x * x;
-        let (mut term, mut sum) = (x, x);
-        let mut n = 0.0;
-        while term.abs() > 1e-17 * sum.abs() {
-            n += 1.0;
-            term *= 2.0 * x2 / (2.0 * n + 1.0);
-            sum += term;
-        }
-        return 1.0 - 2.0 * FRAC_1_SQRT_PI * (-x2).exp() * sum;
-    }
-    if x < 0.0 {
-        return 2.0 - erfc(-x);
-    }
-    if x > 27.5 {
-        return 0.0; // below the smallest subnormal
-    }
-    let b = |n: f64| 2.0 * x * x + 1.0 + 4.0 * n;
-    let a = |n: f64| -(2.0 * n - 1.0) * (2.0 * n);
-    let cf = lentz(b(0.0), |n| (a(n), b(n)));
-    2.0 * x * FRAC_1_SQRT_PI * (-x * x).exp() / cf
-}
+/// The workspace's complementary error function (in `vigil-detector`).
+pub(crate) use vigil_detector::erfc;
 
 /// Evaluates b0 + a1/(b1 + a2/(b2 + …)) by the modified Lentz method;
 /// `terms(n)` gives (a_n, b_n) for n ≥ 1.

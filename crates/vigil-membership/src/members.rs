@@ -70,12 +70,7 @@ impl Member {
 /// The position of a name on the ring. FNV-1a: stable across runs and
 /// platforms.
 pub(crate) fn ring_hash(name: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+    vigil_detector::fnv::fnv1a(name.as_bytes())
 }
 
 /// The table. See the module documentation.

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use vigil_detector::fnv::Fnv1a;
 use vigil_membership::Event;
 
 /// One thing that happened, at a virtual time since the start of the run.
@@ -59,28 +60,25 @@ impl Record {
 pub(crate) struct Log {
     keep: bool,
     records: Vec<Record>,
-    hash: u64,
+    hash: Fnv1a,
 }
 
 impl Log {
     pub(crate) fn new(keep: bool) -> Log {
-        Log { keep, records: Vec::new(), hash: 0xcbf2_9ce4_8422_2325 }
+        Log { keep, records: Vec::new(), hash: Fnv1a::new() }
     }
 
     pub(crate) fn push(&mut self, record: Record) {
         // FNV-1a over a stable rendering: the hash depends only on what
         // happened and when.
-        for b in format!("{record:?}").bytes() {
-            self.hash ^= u64::from(b);
-            self.hash = self.hash.wrapping_mul(0x0100_0000_01b3);
-        }
+        self.hash.write(format!("{record:?}").as_bytes());
         if self.keep {
             self.records.push(record);
         }
     }
 
     pub(crate) fn hash(&self) -> u64 {
-        self.hash
+        self.hash.finish()
     }
 
     pub(crate) fn into_records(self) -> Vec<Record> {

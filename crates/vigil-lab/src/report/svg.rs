@@ -362,7 +362,7 @@ impl Chart {
     fn render(&self, l: &Layout, out: &mut String) {
         let (w, h) = (num(l.width), num(l.height));
         let title = escape(self.title.trim());
-        let clip = format!("vigil-clip-{:016x}", fnv1a(format!("{self:?}").as_bytes()));
+        let clip = format!("vigil-clip-{:016x}", vigil_detector::fnv::fnv1a(format!("{self:?}").as_bytes()));
         let p = l.plot;
         let _ = writeln!(
             out,
@@ -1201,11 +1201,6 @@ fn truncate(text: &str, max: usize) -> String {
         short.push('…');
         short
     }
-}
-
-/// FNV-1a, for deterministic element ids.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 #[cfg(test)]

@@ -42,10 +42,19 @@ pub fn format_table(t: &Table) -> String {
             .unwrap_or(0)
     };
     let widths: Vec<usize> = (0..cols).map(width).collect();
+    // A number, a percentage, a number and a unit word (`12 ms`), or a
+    // fraction (`3/200`) is right-aligned; a name that starts with a digit
+    // (`2w`) is not.
     let numeric = |s: &str| {
         let s = s.trim_start_matches(['≤', '≥', ' ']);
-        let number =
-            |x: &str| x.trim_end_matches(|c: char| c.is_alphabetic() || c == '%' || c == ' ').parse::<f64>().is_ok();
+        let number = |x: &str| {
+            let x = x.strip_suffix('%').unwrap_or(x);
+            let x = match x.rsplit_once(' ') {
+                Some((n, unit)) if unit.chars().all(char::is_alphabetic) => n,
+                _ => x,
+            };
+            x.trim().parse::<f64>().is_ok()
+        };
         number(s) || s.split_once('/').is_some_and(|(a, b)| number(a) && number(b))
     };
     let mut out = format!("{}\n", t.title);
