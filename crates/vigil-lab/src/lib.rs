@@ -18,14 +18,12 @@
 //!   recommendation rule.
 //! - [`chen`] and [`nfds`]: Chen et al.'s NFD-S, its closed-form QoS, the
 //!   configuration procedures, and a simulation that checks them.
-//! - [`demo`]: seed 001's and seed 002's stories, as tables and figures.
 //! - [`report`]: presentation only (tables, charts, HTML reports); no
 //!   analysis module imports it.
 
 #![forbid(unsafe_code)]
 
 pub mod chen;
-pub mod demo;
 pub mod dist;
 pub mod engine;
 pub mod event;

@@ -23,6 +23,8 @@
 use serde::Serialize;
 use vigil_detector::Instant;
 
+use crate::trace::Trace;
+
 /// One interval of suspicion, `[start, end)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Suspicion {
@@ -261,6 +263,33 @@ impl Qos {
     pub fn traces_with_mistake_fraction(&self) -> f64 {
         if self.traces == 0 { f64::NAN } else { self.traces_with_mistake as f64 / self.traces as f64 }
     }
+}
+
+/// Of the traces in which the detector made a mistake, how many later
+/// tolerated, while the sender was alive, a silence at least `margin`
+/// longer than the first one it convicted on (seed 001: "in four traces out
+/// of five"): `(traces with a mistake, traces that later tolerated a longer
+/// silence)`. `timelines` are the detector's, one per trace, in order.
+pub fn later_tolerated(traces: &[Trace], timelines: &[Timeline], margin: std::time::Duration) -> (usize, usize) {
+    let margin = u64::try_from(margin.as_nanos()).unwrap_or(u64::MAX);
+    let mut with = 0;
+    let mut tolerated = 0;
+    for (trace, tl) in traces.iter().zip(timelines) {
+        let Some(first) = tl.mistakes().find_map(|(s, _)| s.beat) else { continue };
+        with += 1;
+        let gap = |k: usize| trace.beats[k].arrival.as_nanos() - trace.beats[k - 1].arrival.as_nanos();
+        let Some(k) = trace.beats.iter().position(|b| b.seq == Some(first)).filter(|&k| k > 0) else { continue };
+        let convicted = gap(k);
+        let convicted_beats: Vec<u64> = tl.mistakes().filter_map(|(s, _)| s.beat).collect();
+        let later = (k + 1..trace.beats.len()).any(|j| {
+            let alive = trace.crash.is_none_or(|c| trace.beats[j].arrival <= c);
+            alive
+                && gap(j) >= convicted.saturating_add(margin)
+                && !convicted_beats.contains(&trace.beats[j].seq.unwrap_or(j as u64))
+        });
+        tolerated += usize::from(later);
+    }
+    (with, tolerated)
 }
 
 #[cfg(test)]

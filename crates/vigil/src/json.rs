@@ -18,10 +18,10 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use crate::demo::Demo;
 use anyhow::Result;
 use serde::Serialize;
 use vigil_lab::chen::NfdsPrediction;
-use vigil_lab::demo::Demo;
 use vigil_lab::qos::{Qos, Summary};
 use vigil_lab::report::document::Block;
 use vigil_lab::report::table::Table;

@@ -4,13 +4,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant as WallClock};
 
+use crate::demo::{DemoOptions, SEED_PHI, run_demo};
 use crate::json;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use vigil_detector::MAX_SAMPLE;
 use vigil_lab::chen::{ChenError, Network, Requirements, configure, configure_moments};
-use vigil_lab::demo::{DemoOptions, run_demo};
 use vigil_lab::dist::Delay;
 use vigil_lab::engine::{evaluate, judge_all};
 use vigil_lab::millis::format_millis;
@@ -406,7 +406,7 @@ fn fmt_ms(v: f64) -> String {
 fn default_detectors(period_ms: f64) -> Vec<String> {
     let p = format_value(period_ms);
     vec![
-        vigil_lab::demo::SEED_PHI.to_string(),
+        SEED_PHI.to_string(),
         "akka".into(),
         "akka:pause-ms=0".into(),
         "exponential".into(),

@@ -1,34 +1,35 @@
-//! The lab's demonstration: seed 001's regime-change story end to end, seed
-//! 002's four paths, and each detector family's frontier, as tables and
-//! figures ready for a terminal or a self-contained HTML report.
+//! `vigil lab demo`: seed 001's regime-change story end to end, seed 002's
+//! four paths, and each detector family's frontier, as tables and figures
+//! for a terminal and a self-contained HTML report.
 //!
-//! Every number is computed here, from the scenario definitions in
-//! [`crate::scenario`], with the exact engine; the seeds' published numbers
-//! are shown beside ours for comparison only.
+//! This is the narrative: the prose, the seeds' published numbers (shown
+//! beside ours for comparison only) and the order of the story. Every number
+//! of ours comes from the lab library (its scenarios, exact engine, sweeps
+//! and frontiers); nothing here computes a metric.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::Serialize;
 use vigil_detector::ConfigError;
 
-use crate::engine::{evaluate, judge_all, level_series};
-use crate::qos::{Qos, Timeline};
-use crate::report::charts::frontier_chart;
-use crate::report::document::{Block, Document, Figure};
-use crate::report::svg::{Chart, Series, Style};
-use crate::report::table::Table;
-use crate::scenario::{ScenarioError, builtin};
-use crate::spec::{DetectorSpec, SpecError};
-use crate::sweep::{Point, default_families, dominated_by, fewest_mistakes_within, frontier, sweep};
-use crate::trace::Trace;
+use vigil_lab::engine::{evaluate, judge_all, level_series};
+use vigil_lab::qos::{Qos, later_tolerated};
+use vigil_lab::report::charts::frontier_chart;
+use vigil_lab::report::document::{Block, Document, Figure};
+use vigil_lab::report::svg::{Chart, Series, Style};
+use vigil_lab::scenario::{ScenarioError, builtin};
+use vigil_lab::spec::{DetectorSpec, SpecError};
+use vigil_lab::sweep::{Point, default_families, dominated_by, fewest_mistakes_within, frontier, sweep};
+use vigil_lab::trace::Trace;
 
 /// What the demo runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DemoOptions {
+pub(crate) struct DemoOptions {
     /// Seed of every generated trace.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Traces per scenario (seed 001 uses 200).
-    pub traces: usize,
+    pub(crate) traces: usize,
 }
 
 impl Default for DemoOptions {
@@ -40,7 +41,7 @@ impl Default for DemoOptions {
 /// Why the demo could not run.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum DemoError {
+pub(crate) enum DemoError {
     /// A built-in scenario failed to build.
     Scenario(ScenarioError),
     /// A detector spec failed to build.
@@ -79,17 +80,17 @@ impl From<ConfigError> for DemoError {
 
 /// The demo's output.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Demo {
+pub(crate) struct Demo {
     /// The options it ran with.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Traces per scenario.
-    pub traces: usize,
+    pub(crate) traces: usize,
     /// Everything, in reading order.
-    pub blocks: Vec<Block>,
+    pub(crate) blocks: Vec<Block>,
 }
 
 /// Seed 001's φ: threshold 8, window 100, σ floor 1 ms, no pause.
-pub const SEED_PHI: &str = "normal:window=100,min-std-ms=1,threshold=8";
+pub(crate) const SEED_PHI: &str = "normal:window=100,min-std-ms=1,threshold=8";
 
 fn ms(v: f64) -> String {
     if v.is_nan() { "—".into() } else { format!("{v:.1}") }
@@ -111,37 +112,13 @@ fn beat(q: &Qos, b: u64) -> u64 {
     q.mistake_beats.iter().find(|(k, _)| *k == b).map_or(0, |(_, n)| *n)
 }
 
-/// For each trace with a mistake: did the detector later tolerate an alive
-/// gap at least 40 ms longer than the first one it convicted on? (Seed 001:
-/// "in four out of five".)
-fn shrugs(traces: &[Trace], timelines: &[Timeline]) -> (usize, usize) {
-    let mut with = 0;
-    let mut shrug = 0;
-    for (trace, tl) in traces.iter().zip(timelines) {
-        let Some(first) = tl.mistakes().find_map(|(s, _)| s.beat) else { continue };
-        with += 1;
-        let gap = |k: usize| trace.beats[k].arrival.as_nanos() - trace.beats[k - 1].arrival.as_nanos();
-        let Some(k) = trace.beats.iter().position(|b| b.seq == Some(first)).filter(|&k| k > 0) else { continue };
-        let convicted = gap(k);
-        let convicted_beats: Vec<u64> = tl.mistakes().filter_map(|(s, _)| s.beat).collect();
-        let later = (k + 1..trace.beats.len()).any(|j| {
-            let alive = trace.crash.is_none_or(|c| trace.beats[j].arrival <= c);
-            alive
-                && gap(j) >= convicted + 40_000_000
-                && !convicted_beats.contains(&trace.beats[j].seq.unwrap_or(j as u64))
-        });
-        shrug += usize::from(later);
-    }
-    (with, shrug)
-}
-
 /// φ over time for one trace, sampled densely between two beats.
 fn phi_series(trace: &Trace, spec: &DetectorSpec, from: usize, to: usize) -> Result<Vec<(f64, f64)>, DemoError> {
     Ok(level_series(trace, spec.config(), from, to, 120, None)?)
 }
 
 /// Runs the whole demonstration.
-pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<Demo, DemoError> {
+pub(crate) fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<Demo, DemoError> {
     let n = opts.traces.max(1);
     let seed = opts.seed;
     let mut out = Document::new("");
@@ -153,7 +130,7 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
     let main = specs(&[SEED_PHI.into(), "fixed:timeout-ms=250".into(), "fixed:timeout-ms=300".into()])?;
     let timelines = judge_all(&traces, &main, 1, &|| {})?;
     let q: Vec<Qos> = timelines.iter().map(Qos::from_timelines).collect();
-    let (with, shrug) = shrugs(&traces, &timelines[0]);
+    let (with, shrug) = later_tolerated(&traces, &timelines[0], Duration::from_millis(40));
     out.heading("Seed 001: the regime change");
     out.text(format!(
         "{}. {n} traces, seed {seed}. A heartbeat is sent every 100 ms; delay is N(10, 3) ms for beats 0–39, \
@@ -516,7 +493,7 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
             // 500 ms), and only within its span.
             let values: Vec<String> = (21..=100).map(|k| (5 * k).to_string()).collect();
             let refs: Vec<&str> = values.iter().map(String::as_str).collect();
-            let fine = crate::sweep::Family::new("fixed", "fixed", "timeout-ms", &refs)?;
+            let fine = vigil_lab::sweep::Family::new("fixed", "fixed", "timeout-ms", &refs)?;
             let fixed = sweep(&ts, &[fine], 1, &|| {})?;
             let fastest_fixed = fixed.iter().map(|p| p.detection_ms).fold(f64::INFINITY, f64::min);
             let free: Vec<String> = points
@@ -563,28 +540,18 @@ pub fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<D
     Ok(Demo { seed, traces: n, blocks: out.blocks })
 }
 
-fn families_param(families: &[crate::sweep::Family], name: &str) -> String {
+fn families_param(families: &[vigil_lab::sweep::Family], name: &str) -> String {
     families.iter().find(|f| f.name == name).map_or(String::new(), |f| f.param.clone())
 }
 
 impl Demo {
-    /// The tables, in order.
-    pub fn tables(&self) -> impl Iterator<Item = &Table> {
-        self.blocks.iter().filter_map(|b| if let Block::Table(t) = b { Some(t) } else { None })
-    }
-
     /// The figures, in order.
-    pub fn figures(&self) -> impl Iterator<Item = &Figure> {
+    pub(crate) fn figures(&self) -> impl Iterator<Item = &Figure> {
         self.blocks.iter().filter_map(|b| if let Block::Figure(f) = b { Some(f) } else { None })
     }
 
-    /// The table with this id.
-    pub fn table(&self, id: &str) -> Option<&Table> {
-        self.tables().find(|t| t.id == id)
-    }
-
     /// A self-contained HTML report (figures inline).
-    pub fn to_html(&self) -> String {
+    pub(crate) fn to_html(&self) -> String {
         let mut doc = Document::new("vigil lab: failure detectors on seed 001 and seed 002");
         doc.text(format!(
             "Generated by `vigil lab demo` with seed {} and {} traces per scenario. Every number is computed by the \
@@ -597,7 +564,7 @@ impl Demo {
     }
 
     /// The demo for a terminal (figures are in the HTML report).
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         Document { title: String::new(), blocks: self.blocks.clone() }.to_text(100)
     }
 }
