@@ -67,13 +67,52 @@ use vigil_detector::Instant;
 use crate::dist::Delay;
 use crate::trace::{Beat, Trace};
 
-/// A scenario that could not be read or is not valid.
+/// A scenario that could not be read or is not valid: which scenario, which
+/// field (as the TOML file names it, `phases[0].delay`), and what is wrong.
+///
+/// ```
+/// use vigil_lab::scenario::Scenario;
+///
+/// let e = Scenario::from_toml("name = 'x'\nperiod_ms = 0\n[[phases]]\nbeats = 5\ndelay = { kind = 'constant', ms = 1 }")
+///     .unwrap_err();
+/// assert_eq!(e.field.as_deref(), Some("period_ms"));
+/// assert!(e.to_string().starts_with("scenario 'x': period_ms must be a positive number"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScenarioError(pub String);
+#[non_exhaustive]
+pub struct ScenarioError {
+    /// The scenario's name, once known.
+    pub scenario: Option<String>,
+    /// The field at fault, when one is.
+    pub field: Option<String>,
+    /// What is wrong (beginning with the field, when there is one).
+    pub message: String,
+}
+
+impl ScenarioError {
+    /// An error not about one field.
+    fn new(message: impl Into<String>) -> ScenarioError {
+        ScenarioError { scenario: None, field: None, message: message.into() }
+    }
+
+    /// An error about `field`; the message is `field` followed by `what`.
+    fn field(field: &str, what: impl fmt::Display) -> ScenarioError {
+        ScenarioError { scenario: None, field: Some(field.into()), message: format!("{field} {what}") }
+    }
+
+    /// The same error, in scenario `name`.
+    fn in_scenario(mut self, name: &str) -> ScenarioError {
+        self.scenario = Some(name.into());
+        self
+    }
+}
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match &self.scenario {
+            Some(name) => write!(f, "scenario '{name}': {}", self.message),
+            None => f.write_str(&self.message),
+        }
     }
 }
 
@@ -224,7 +263,7 @@ fn probability(name: &str, p: f64) -> Result<(), ScenarioError> {
     if (0.0..=1.0).contains(&p) {
         Ok(())
     } else {
-        Err(ScenarioError(format!("{name} must be a probability in [0, 1], got {p}")))
+        Err(ScenarioError::field(name, format!("must be a probability in [0, 1], got {p}")))
     }
 }
 
@@ -249,7 +288,7 @@ fn field_ms(name: &str, v: f64) -> Result<(), ScenarioError> {
     if v.is_finite() && (0.0..=MAX_FIELD_MS).contains(&v) {
         Ok(())
     } else {
-        Err(ScenarioError(format!("{name} must be 0 to {MAX_FIELD_MS:e} ms, got {v:e}")))
+        Err(ScenarioError::field(name, format!("must be 0 to {MAX_FIELD_MS:e} ms, got {v:e}")))
     }
 }
 
@@ -259,10 +298,10 @@ impl Pauses {
         field_ms(&format!("{what}.min_ms"), self.min_ms)?;
         field_ms(&format!("{what}.max_ms"), self.max_ms)?;
         if self.max_ms < self.min_ms {
-            return Err(ScenarioError(format!(
-                "{what}: need min_ms <= max_ms (got {} and {})",
-                self.min_ms, self.max_ms
-            )));
+            return Err(ScenarioError::field(
+                &format!("{what}.min_ms"),
+                format!("must be at most max_ms (got {} and {})", self.min_ms, self.max_ms),
+            ));
         }
         Ok(())
     }
@@ -306,7 +345,7 @@ pub const MAX_BEATS: u64 = 10_000_000;
 impl Scenario {
     /// Parses and validates a scenario written in TOML.
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
-        let s: Scenario = toml::from_str(text).map_err(|e| ScenarioError(format!("not a valid scenario: {e}")))?;
+        let s: Scenario = toml::from_str(text).map_err(|e| ScenarioError::new(format!("not a valid scenario: {e}")))?;
         s.validate()?;
         Ok(s)
     }
@@ -318,43 +357,46 @@ impl Scenario {
 
     /// Checks every field; the error names the one at fault.
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        let err = |m: String| Err(ScenarioError(format!("scenario '{}': {m}", self.name)));
+        let named = |e: ScenarioError| e.in_scenario(&self.name);
+        let err = |field: &str, what: String| Err(ScenarioError::field(field, what).in_scenario(&self.name));
         if !(self.period_ms.is_finite() && self.period_ms > 0.0 && self.period_ms <= MAX_FIELD_MS) {
-            return err(format!(
-                "period_ms must be a positive number of milliseconds, at most {MAX_FIELD_MS:e}, got {:e}",
-                self.period_ms
-            ));
+            return err(
+                "period_ms",
+                format!(
+                    "must be a positive number of milliseconds, at most {MAX_FIELD_MS:e}, got {:e}",
+                    self.period_ms
+                ),
+            );
         }
         if self.phases.is_empty() {
-            return err("needs at least one [[phases]] entry".into());
+            return err("phases", "needs at least one [[phases]] entry".into());
         }
         let total: u64 = self.phases.iter().map(|p| p.beats).fold(0, u64::saturating_add);
         if total == 0 || total > MAX_BEATS {
-            return err(format!("the phases send {total} heartbeats; between 1 and {MAX_BEATS} are allowed"));
+            return err("phases", format!("send {total} heartbeats; between 1 and {MAX_BEATS} are allowed"));
         }
         for (i, p) in self.phases.iter().enumerate() {
+            let field = format!("phases[{i}].delay");
             if let Err(e) = p.delay.validate() {
-                return err(format!("phases[{i}].delay: {e}"));
+                return err(&field, format!("is not valid: {e}"));
             }
             let long = p.delay.sf(MAX_FIELD_MS);
             if long.is_nan() || long > MAX_LONG_DELAY_CHANCE {
-                return err(format!(
-                    "phases[{i}].delay: {} would exceed {MAX_FIELD_MS:e} ms (11.6 days) with probability {long:.3e}; \
-                     at most {MAX_LONG_DELAY_CHANCE:e} is allowed",
-                    p.delay.describe()
-                ));
+                return err(
+                    &field,
+                    format!(
+                        "is {}, which would exceed {MAX_FIELD_MS:e} ms (11.6 days) with probability {long:.3e}; at \
+                         most {MAX_LONG_DELAY_CHANCE:e} is allowed",
+                        p.delay.describe()
+                    ),
+                );
             }
         }
         match self.jitter {
             Jitter::None => {}
-            Jitter::Uniform { ms: v } | Jitter::Normal { sd_ms: v } => {
-                if let Err(e) = field_ms("jitter", v) {
-                    return err(e.0);
-                }
-            }
+            Jitter::Uniform { ms: v } | Jitter::Normal { sd_ms: v } => field_ms("jitter", v).map_err(named)?,
         }
-        let check =
-            |r: Result<(), ScenarioError>| r.map_err(|e| ScenarioError(format!("scenario '{}': {e}", self.name)));
+        let check = |r: Result<(), ScenarioError>| r.map_err(named);
         match self.loss {
             Loss::None => {}
             Loss::Bernoulli { p } => check(probability("loss.p", p))?,
@@ -375,20 +417,27 @@ impl Scenario {
         let longest_pause = self.sender_pauses.as_ref().map_or(0.0, |p| if p.chance > 0.0 { p.max_ms } else { 0.0 });
         let span = total as f64 * (self.period_ms + longest_pause.max(0.0));
         if span.is_nan() || span > MAX_SPAN_MS {
-            return err(format!(
-                "{total} heartbeats every {} ms{} could span {span:.3e} ms; a trace may span at most {MAX_SPAN_MS:e} ms \
-                 (about 31.7 years)",
-                self.period_ms,
-                if longest_pause > 0.0 { format!(" with pauses up to {longest_pause:e} ms") } else { String::new() }
-            ));
+            return err(
+                "phases",
+                format!(
+                    "send {total} heartbeats every {} ms{}, which could span {span:.3e} ms; a trace may span at most \
+                     {MAX_SPAN_MS:e} ms (about 31.7 years)",
+                    self.period_ms,
+                    if longest_pause > 0.0 {
+                        format!(" with pauses up to {longest_pause:e} ms")
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
         }
         if let Crash::AtMs(t) = self.crash
             && !(t.is_finite() && (0.0..=MAX_SPAN_MS).contains(&t))
         {
-            return err(format!("crash at-ms must be 0 to {MAX_SPAN_MS:e} ms, got {t:e}"));
+            return err("crash.at-ms", format!("must be 0 to {MAX_SPAN_MS:e} ms, got {t:e}"));
         }
         if self.traces == 0 {
-            return err("traces must be at least 1".into());
+            return err("traces", "must be at least 1".into());
         }
         Ok(())
     }
@@ -613,7 +662,7 @@ pub fn builtin(name: &str) -> Result<Scenario, ScenarioError> {
         None => (name, None),
     };
     if arg.is_some() && head != "ramp" {
-        return Err(ScenarioError(format!("scenario '{head}' takes no argument (only ramp:N does)")));
+        return Err(ScenarioError::new(format!("scenario '{head}' takes no argument (only ramp:N does)")));
     }
     Ok(match head {
         "regime-change" => base(
@@ -628,7 +677,7 @@ pub fn builtin(name: &str) -> Result<Scenario, ScenarioError> {
                 None => DEFAULT_RAMP_BEATS,
                 Some(a) => {
                     a.trim_start_matches("beats=").parse::<u64>().ok().filter(|&b| b <= 30).ok_or_else(|| {
-                        ScenarioError(format!("ramp:{a}: expected a number of heartbeats from 0 to 30"))
+                        ScenarioError::new(format!("ramp:{a}: expected a number of heartbeats from 0 to 30"))
                     })?
                 }
             };
@@ -695,7 +744,7 @@ pub fn builtin(name: &str) -> Result<Scenario, ScenarioError> {
             s
         }
         other => {
-            return Err(ScenarioError(format!(
+            return Err(ScenarioError::new(format!(
                 "no built-in scenario '{other}' (built in: {}; or give a TOML file)",
                 BUILTIN.join(", ")
             )));
