@@ -1,0 +1,306 @@
+//! Hostile input, as classes, against every command.
+//!
+//! Each case is a command line (and what it reads on stdin) a careless or
+//! hostile user might type, with the exit status it must give and what its
+//! message must say. Every case is also held to what holds for all of them:
+//! no panic, no line of stderr longer than a screen can show, and, for a
+//! refusal, nothing on stdout.
+//!
+//! The classes: panics; limits checked before the work starts; quadratic
+//! inputs; silent nonsense; errors that say what the user typed; pipes and
+//! paths. (Half-written output has its own tests in `lab_cli.rs`, with a
+//! full disk.)
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn vigil(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the vigil binary runs");
+    // vigil may refuse before reading its input: a closed pipe is fine.
+    let _ = child.stdin.take().expect("stdin is piped").write_all(stdin);
+    child.wait_with_output().expect("vigil exits")
+}
+
+fn scratch() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hostile");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A lab scenario file with these extra lines and one phase.
+fn lab_toml(extra: &str, beats: u64, delay: &str) -> String {
+    format!("name = \"h\"\nperiod_ms = 100\n{extra}\n[[phases]]\nbeats = {beats}\ndelay = {delay}\n")
+}
+
+struct Case {
+    class: &'static str,
+    args: Vec<String>,
+    stdin: Vec<u8>,
+    status: i32,
+    says: &'static str,
+}
+
+fn case(class: &'static str, args: &[&str], status: i32, says: &'static str) -> Case {
+    Case { class, args: args.iter().map(|a| a.to_string()).collect(), stdin: Vec::new(), status, says }
+}
+
+fn piped(class: &'static str, args: &[&str], stdin: &[u8], status: i32, says: &'static str) -> Case {
+    Case { stdin: stdin.to_vec(), ..case(class, args, status, says) }
+}
+
+#[test]
+fn every_class_against_every_command() {
+    let dir = scratch();
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let dup = file("dup.csv", "0,hb\n0,hb\n1000,hb\n1000,hb\n2000,hb\n2000,hb\n");
+    let header = file("header.csv", "time_ms,event\n");
+    let end_before_crash = file("end.csv", "0,hb\n100,hb\n200,crash\n150,end\n");
+    let sent_late = file("sent.csv", "0,hb\n100,hb,150\n");
+    let two = file("two.csv", "0,hb\n1000,hb\n");
+    let huge_jitter = file(
+        "jitter.toml",
+        &lab_toml("jitter = { kind = \"uniform\", ms = 1e308 }", 50, "{ kind = \"constant\", ms = 1 }"),
+    );
+    let long_span = file(
+        "span.toml",
+        &lab_toml("", 20_000, "{ kind = \"constant\", ms = 1 }").replace("period_ms = 100", "period_ms = 1e9"),
+    );
+    let absurd_delay = file("delay.toml", &lab_toml("", 50, "{ kind = \"normal\", mean_ms = 1e13, sd_ms = 1 }"));
+    let stalls = file(
+        "stalls.toml",
+        &lab_toml(
+            "receiver_stalls = { chance = 1, min_ms = 0, max_ms = 1 }",
+            50_000,
+            "{ kind = \"constant\", ms = 1 }",
+        ),
+    );
+    let sim_base = file("base.toml", "name = \"b\"\nnodes = 5\nduration = 30\n[network]\nbase_ms = 1e300\n");
+    let not_text = dir.join("bin.csv");
+    std::fs::write(&not_text, b"0,hb\n\xff\xfe\n").unwrap();
+    let not_text = not_text.to_str().unwrap().to_owned();
+    let big = "9".repeat(100_000);
+    let out = dir.join("out");
+    let out = out.to_str().unwrap();
+    let s = |v: &str| v.to_owned();
+    let mut cases = vec![
+        // Panics, once: now refusals that name what to change.
+        case("panic", &["lab", "sweep", &dup, "--out", out], 2, "0 ms is not one they can use"),
+        case("panic", &["lab", "recommend", &dup, "--max-mistakes-per-hour", "1"], 2, "--family"),
+        case("panic", &["lab", "run", &huge_jitter], 2, "jitter must be 0 to 1e9 ms"),
+        case("panic", &["sim", "run", &sim_base], 2, "network.base_ms: 1e300 is outside"),
+        case("panic", &["sim", "scale", "--sizes", "10", "--duration", "1e20", "--out", out], 2, "--duration"),
+        case("panic", &["replay", "--model", "normal", "--window", "0", "-"], 2, "--window 0: must hold at least one"),
+        // Limits, checked before the work starts.
+        case("limit", &["lab", "run", "calm", "--traces", "5000000"], 2, "need about 50.0 GB of memory"),
+        case("limit", &["lab", "demo", "--traces", "1000000000000", "--out", out], 2, "use fewer --traces"),
+        case("limit", &["sim", "run", "--nodes", "100000"], 2, "use fewer nodes"),
+        case(
+            "limit",
+            &["sim", "frontier", "--nodes", "1000", "--threads", "256", "--out", out],
+            2,
+            "use fewer --threads",
+        ),
+        case("limit", &["replay", "--model", "empirical", "--window", "16000000", "-"], 2, "at most 65536 samples"),
+        case(
+            "limit",
+            &[
+                "lab",
+                "configure",
+                "--max-detection",
+                "30s",
+                "--min-recurrence",
+                "30d",
+                "--max-mistake-duration",
+                "60s",
+                "--delay",
+                "exp:mean=20",
+                "--simulate",
+                "1e12",
+            ],
+            2,
+            "--simulate",
+        ),
+        case("limit", &["lab", "run", &long_span], 2, "a trace may span at most 1e12 ms"),
+        case("limit", &["lab", "run", &absurd_delay], 2, "would exceed 1e9 ms (11.6 days)"),
+        // Quadratic once: a stall at every heartbeat is linear now.
+        case("quadratic", &["lab", "run", &stalls, "--traces", "1", "--detector", "fixed"], 0, ""),
+        // Silent nonsense: refused, or said.
+        case("nonsense", &["lab", "replay", &header], 2, "at least 2 are needed"),
+        case("nonsense", &["lab", "replay", &end_before_crash], 2, "end 150 ms is before the crash"),
+        case("nonsense", &["lab", "replay", &sent_late], 2, "sent at 150 ms, after it arrived at 100 ms"),
+        case("nonsense", &["lab", "replay", &two, "--warmup", "5"], 2, "--warmup 5"),
+        case("nonsense", &["lab", "run", "calm", "--traces", "0"], 2, "--traces: 0"),
+        case("nonsense", &["lab", "sweep", &two, "--traces", "3", "--out", out], 2, "is a recorded trace"),
+        case("nonsense", &["sim", "run", "--duration", "0"], 2, "--duration 0"),
+        case("nonsense", &["sim", "run", "--nodes", "10", "--crash", "12@5"], 2, "node 12 is out of range (0 to 9)"),
+        // Errors say what the user typed.
+        case(
+            "typed",
+            &["replay", "--model", "normal", "--min-std-ms", "0", "-"],
+            2,
+            "--min-std-ms 0: must be greater than zero",
+        ),
+        case(
+            "typed",
+            &["replay", "--model", "akka", "--threshold", "-inf", "-"],
+            2,
+            "--threshold: must be a finite number greater than zero (got '-inf')",
+        ),
+        case(
+            "typed",
+            &[
+                "lab",
+                "configure",
+                "--max-detection",
+                "30s",
+                "--min-recurrence",
+                "1e301d",
+                "--max-mistake-duration",
+                "60s",
+                "--delay",
+                "exp:mean=20",
+            ],
+            2,
+            "--min-recurrence: '1e301d' is outside (0, 1 year]",
+        ),
+        case(
+            "typed",
+            &[
+                "lab",
+                "configure",
+                "--max-detection",
+                "30s",
+                "--min-recurrence",
+                "30d",
+                "--max-mistake-duration",
+                "60s",
+                "--delay",
+                "exp:mean=-1",
+            ],
+            2,
+            "delay parameter `mean=-1`",
+        ),
+        case(
+            "typed",
+            &[
+                "lab",
+                "configure",
+                "--max-detection",
+                "30s",
+                "--min-recurrence",
+                "30d",
+                "--max-mistake-duration",
+                "60s",
+                "--delay-mean-ms",
+                "NaN",
+                "--delay-var-ms2",
+                "1",
+            ],
+            2,
+            "--delay-mean-ms: NaN",
+        ),
+        case("typed", &["lab", "recommend", "calm", "--max-mistakes-per-hour", "-1e300"], 2, "got -1e300"),
+        case("typed", &["sim", "run", "--block", "3>3@5+10"], 2, "--block 3>3@5+10: to is the same node as from"),
+        case(
+            "typed",
+            &["lab", "run", "calm", "--detector", "akka:window=0"],
+            2,
+            "window=0: must hold at least one sample",
+        ),
+        // Enormous values are echoed bounded.
+        Case { args: vec![s("lab"), s("run"), big.clone()], ..case("typed", &[], 2, "bytes in all") },
+        Case {
+            args: vec![s("replay"), s("--model"), s("akka"), s("--window"), big.clone(), s("-")],
+            ..case("typed", &[], 2, "(100000 bytes)")
+        },
+        Case { args: vec![s("sim"), s("run"), s("--crash"), format!("3@{big}")], ..case("typed", &[], 2, "--crash") },
+        // Pipes and paths, one behaviour everywhere.
+        piped("pipe", &["replay", "--model", "fixed", "-"], b"0,hb\n100,q\n", 0, ""),
+        piped("pipe", &["lab", "replay", "-"], b"0,hb\n\xff\n", 2, "stdin:2: not UTF-8 text (byte 1 of the line)"),
+        case("path", &["replay", "--model", "fixed", &not_text], 2, ":2: not UTF-8 text (byte 1 of the line)"),
+        case("path", &["lab", "replay", &not_text], 2, ":2: not UTF-8 text (byte 1 of the line)"),
+        case("path", &["lab", "run", "/no/such/scenario.toml"], 2, "/no/such/scenario.toml"),
+        case("path", &["sim", "run", "/no/such/scenario.toml"], 2, "/no/such/scenario.toml"),
+        case("path", &["replay", "--model", "akka", "/no/such/trace.csv"], 2, "/no/such/trace.csv"),
+        case("path", &["lab", "run", &two], 2, "a trace, where this command takes a scenario"),
+        // A run that completes and fails what it checks: status 1.
+        case(
+            "check",
+            &[
+                "lab",
+                "recommend",
+                "calm",
+                "--traces",
+                "2",
+                "--family",
+                "fixed@timeout-ms=101,102",
+                "--max-mistakes-per-hour",
+                "0",
+            ],
+            1,
+            "no setting makes at most 0 mistakes per hour",
+        ),
+        case(
+            "check",
+            &[
+                "lab",
+                "configure",
+                "--max-detection",
+                "1ms",
+                "--min-recurrence",
+                "365d",
+                "--max-mistake-duration",
+                "1ms",
+                "--delay",
+                "constant:ms=5",
+            ],
+            1,
+            "QoS requirements cannot be met",
+        ),
+    ];
+    // Policies take any seed and a bounded count.
+    cases.push(case("limit", &["policies", "--traces", "0"], 2, "--traces"));
+    let mut failures = Vec::new();
+    for c in &cases {
+        let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+        let o = vigil(&args, &c.stdin);
+        let err = String::from_utf8_lossy(&o.stderr);
+        let shown: Vec<String> =
+            args.iter().map(|a| if a.len() > 60 { format!("<{} bytes>", a.len()) } else { a.to_string() }).collect();
+        let mut wrong = Vec::new();
+        if o.status.code() != Some(c.status) {
+            wrong.push(format!("status {:?}, want {}", o.status.code(), c.status));
+        }
+        if err.contains("panicked") {
+            wrong.push("panicked".into());
+        }
+        if !err.contains(c.says) {
+            wrong.push(format!("stderr does not say {:?}", c.says));
+        }
+        if let Some(line) = err.lines().find(|l| l.chars().count() > 400) {
+            wrong.push(format!("a stderr line of {} characters", line.chars().count()));
+        }
+        // `vigil replay` streams: rows before a bad line are its contract.
+        if c.status == 2 && args[0] != "replay" && !o.stdout.is_empty() {
+            wrong.push("a refusal printed on stdout".into());
+        }
+        if !wrong.is_empty() {
+            let head: String = err.chars().take(300).collect();
+            failures.push(format!("[{}] vigil {}: {}\n    stderr: {head}", c.class, shown.join(" "), wrong.join("; ")));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(!std::path::Path::new(out).exists(), "no refused command left its output directory behind");
+}
