@@ -96,13 +96,13 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::ZeroDuration { field } => write!(f, "{field} must be greater than zero"),
             ConfigError::NotPositive { field, value } => {
-                write!(f, "{field} must be a finite number greater than zero (got {value})")
+                write!(f, "{field} must be a finite number greater than zero (got {})", Shown(*value))
             }
             ConfigError::Negative { field, value } => {
-                write!(f, "{field} must be a finite number of zero or more (got {value})")
+                write!(f, "{field} must be a finite number of zero or more (got {})", Shown(*value))
             }
             ConfigError::OutOfRange { field, value, range } => {
-                write!(f, "{field} must be in {range} (got {value})")
+                write!(f, "{field} must be in {range} (got {})", Shown(*value))
             }
             ConfigError::TooLong { field, value, max } => write!(
                 f,
@@ -147,6 +147,21 @@ impl ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// A rejected number as a message shows it: plain when short, in exponent
+/// form when plain would run to dozens of digits (`1e308`, not 309 of them).
+struct Shown(f64);
+
+impl fmt::Display for Shown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        if v == 0.0 || !v.is_finite() || (1e-6..1e15).contains(&v.abs()) {
+            write!(f, "{v}")
+        } else {
+            write!(f, "{v:e}")
+        }
+    }
+}
 
 /// Checks shared by the configuration types.
 pub(crate) mod check {
@@ -203,5 +218,7 @@ mod tests {
         assert_eq!(e.to_string(), "threshold must be a finite number greater than zero (got NaN)");
         let e = check::positive("threshold", -1.0).unwrap_err();
         assert_eq!(e.to_string(), "threshold must be a finite number greater than zero (got -1)");
+        let e = check::positive("threshold", -1e300).unwrap_err();
+        assert_eq!(e.to_string(), "threshold must be a finite number greater than zero (got -1e300)");
     }
 }
