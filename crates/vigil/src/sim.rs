@@ -352,9 +352,30 @@ fn check_sim_memory(s: &Scenario, budget: u64, size_flag: &str) -> Result<()> {
     check_memory(s.estimated_memory_bytes().into(), budget, &what, "use fewer nodes")
 }
 
+/// Simulated node-seconds per wall second, roughly, on one core of this
+/// kind of machine (100 nodes: 3·10⁵ node-seconds in 0.7 s; 1,000 nodes:
+/// 3·10⁵ in 2.0 s, release build). For a warning, not a limit.
+const NODE_SECONDS_PER_SECOND: f64 = 150_000.0;
+
+/// Says up front when a run will take minutes: its length is the user's
+/// choice, but not a surprise.
+fn warn_if_long(s: &Scenario) {
+    let node_seconds = s.nodes as f64 * s.duration.as_secs_f64();
+    let wall = node_seconds / NODE_SECONDS_PER_SECOND;
+    if wall > 60.0 {
+        eprintln!(
+            "note: {} node-seconds to simulate; expect about {:.0} minutes (a shorter --duration or fewer --nodes is \
+             faster)",
+            number(node_seconds.round()),
+            (wall / 60.0).ceil()
+        );
+    }
+}
+
 fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let s = scenario(a)?;
     check_sim_memory(&s, memory_budget(a.max_memory_gb)?, "--nodes")?;
+    warn_if_long(&s);
     eprintln!(
         "simulating {} ({} nodes, {:?}, {} s virtual), seed {} (replay with --seed {})",
         s.name,
