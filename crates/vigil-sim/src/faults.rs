@@ -70,6 +70,8 @@ impl Sim {
             if let Some(end) = end {
                 self.push(end, Job::FaultEnd(k));
             }
+        } else {
+            self.ineffective_faults.push(k);
         }
     }
 

@@ -165,6 +165,10 @@ pub struct Report {
     /// When every live node first saw every other live node alive, ms after
     /// the start (only with `converge_after`).
     pub converged_ms: Option<f64>,
+    /// Faults that changed nothing when their time came (indices into the
+    /// scenario's faults): a crash of a node already down, a restart of a
+    /// node that is up, a pause or slowdown of a node that is down.
+    pub ineffective_faults: Vec<usize>,
     /// Pairs (observer, member) of live nodes where the observer does not
     /// see the member alive, at the end of the run.
     pub final_disagreements: u64,

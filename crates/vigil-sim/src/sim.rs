@@ -174,6 +174,7 @@ pub struct Sim {
     false_deaths_outside: u64,
     false_deaths_of: BTreeMap<String, u64>,
     converged_ms: Option<f64>,
+    pub(crate) ineffective_faults: Vec<usize>,
 }
 
 pub(crate) fn addr_of(i: usize) -> SocketAddr {
@@ -253,6 +254,7 @@ impl Sim {
             false_deaths_outside: 0,
             false_deaths_of: BTreeMap::new(),
             converged_ms: None,
+            ineffective_faults: Vec::new(),
         };
         // Snapshots first, so that at equal times they see the totals from
         // before whatever else happens then.
@@ -678,6 +680,7 @@ impl Sim {
             fault_windows,
             violations: std::mem::take(&mut self.violations),
             converged_ms: self.converged_ms,
+            ineffective_faults: std::mem::take(&mut self.ineffective_faults),
             final_disagreements: self.disagreements(),
             log_hash: self.log.hash(),
             records: self.log.into_records(),

@@ -459,6 +459,7 @@ pub(crate) struct ReportOut {
     fault_windows: Vec<FaultWindowOut>,
     violations: ViolationsOut,
     converged_ms: Option<f64>,
+    ineffective_faults: Vec<usize>,
     final_disagreements: u64,
     log_hash: u64,
 }
@@ -487,6 +488,7 @@ impl From<&Report> for ReportOut {
             fault_windows: r.fault_windows.iter().map(Into::into).collect(),
             violations: (&r.violations).into(),
             converged_ms: r.converged_ms.and_then(num),
+            ineffective_faults: r.ineffective_faults.clone(),
             final_disagreements: r.final_disagreements,
             log_hash: r.log_hash,
         }

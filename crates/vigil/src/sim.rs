@@ -388,6 +388,19 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let started = WallClock::now();
     let r = simulate(&s, "simulating")?;
     eprintln!("done in {:.2} s", started.elapsed().as_secs_f64());
+    // A fault that found nothing to act on is said, not silently dropped.
+    for &k in &r.ineffective_faults {
+        if let Some(f) = s.faults.get(k) {
+            let (what, why) = match f {
+                Fault::Restart { node, .. } => (format!("restart of node {node}"), "it was up"),
+                Fault::Crash { node, .. } | Fault::Pause { node, .. } => {
+                    (format!("{} of node {node}", f.kind()), "it was already down")
+                }
+                _ => (f.kind().to_owned(), "there was nothing to act on"),
+            };
+            eprintln!("note: faults[{k}] ({what} at {} s) changed nothing: {why}", number(f.at().as_secs_f64()));
+        }
+    }
     if a.json {
         json::print(out, "sim run", &json::SimRun { scenario: &s, report: (&r).into() })?;
     } else {

@@ -51,6 +51,7 @@ fn a_crash_from_flags_is_reported_as_json_and_reproducible() {
             "false_suspicions_per_member_hour",
             "fault_windows",
             "final_disagreements",
+            "ineffective_faults",
             "log_hash",
             "messages_by_kind",
             "messages_per_member_second",
@@ -126,6 +127,32 @@ fn bad_scenarios_are_named() {
         stderr(&o).contains(
             "faults[0].at: 40 s is after the end of the run (30 s) (with --duration 30 from the command line)"
         ),
+        "{}",
+        stderr(&o)
+    );
+    // A fault with nothing to act on is said, not dropped silently.
+    let o = vigil(&[
+        "sim",
+        "run",
+        "--nodes",
+        "10",
+        "--duration",
+        "60",
+        "--crash",
+        "3@5",
+        "--crash",
+        "3@20",
+        "--restart",
+        "4@10",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("note: faults[1] (crash of node 3 at 20 s) changed nothing: it was already down"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("note: faults[2] (restart of node 4 at 10 s) changed nothing: it was up"),
         "{}",
         stderr(&o)
     );
