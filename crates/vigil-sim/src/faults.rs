@@ -42,6 +42,9 @@ impl Sim {
                             sn.generation = generation;
                             sn.epoch = (generation, 0);
                             sn.seen = (0, 0);
+                            // A new process: a new session, the same keys.
+                            let previous = sn.seal.clone();
+                            sn.seal = self.sealer.seal_for_start(Some(&previous));
                             self.note_restart(node);
                             self.flush(node);
                             self.schedule_wake(node);
@@ -64,6 +67,12 @@ impl Sim {
             Fault::Partition { split, .. } => self.links.partition(split),
             Fault::Loss { p, .. } => self.links.add_loss(p),
             Fault::Degrade { base_ms, jitter_ms, .. } => self.links.degrade(base_ms, jitter_ms),
+            Fault::RotateKey { spread, .. } => self.start_rotation(spread),
+            Fault::EnableSealing { spread, .. } => self.start_rollout(spread),
+            Fault::Replay { duration, .. } => {
+                let until = now.saturating_add(duration);
+                self.sealer.replays.push((until, duration));
+            }
         }
         if applied {
             self.record(What::FaultStarted { fault: k });
@@ -113,7 +122,11 @@ impl Sim {
                 self.links.restore(base_ms, jitter_ms);
                 self.network_disturbed_until = until;
             }
-            Fault::Crash { .. } | Fault::Restart { .. } => {}
+            Fault::Crash { .. }
+            | Fault::Restart { .. }
+            | Fault::RotateKey { .. }
+            | Fault::EnableSealing { .. }
+            | Fault::Replay { .. } => {}
         }
     }
 }

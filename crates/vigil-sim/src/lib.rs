@@ -38,12 +38,14 @@ mod network;
 mod record;
 mod report;
 mod scenario;
+mod sealing;
 mod sim;
 
 pub use checkers::{Violation, Violations};
 pub use record::{Record, What};
-pub use report::{CrashReport, FaultWindow, Report, Stretch, Totals};
+pub use report::{CrashReport, FaultWindow, Report, SealReport, Stretch, Totals};
 pub use scenario::{
     Envelope, Fault, MAX_DURATION, MAX_LATENCY_MS, MAX_NODES, MIN_DURATION, Network, Protocol, Scenario, ScenarioError,
+    Sealing,
 };
 pub use sim::{CLUSTER, Sim, SimError, preset};

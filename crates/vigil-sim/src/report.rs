@@ -114,6 +114,23 @@ pub struct CrashReport {
     pub extra_bytes_per_member: Option<f64>,
 }
 
+/// What the nodes' seals did, summed over the nodes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SealReport {
+    /// Packets sealed.
+    pub sealed: u64,
+    /// Sealed packets opened.
+    pub opened: u64,
+    /// Plaintext packets accepted.
+    pub plaintext_accepted: u64,
+    /// Packets refused, by reason (`replayed`, `forged`, `unknown-key`, ...).
+    pub rejected: BTreeMap<&'static str, u64>,
+    /// Copies of datagrams an attacker sent again ([`crate::Fault::Replay`]).
+    pub replays_injected: u64,
+    /// Key-rotation steps that found nothing to do.
+    pub key_steps_failed: u64,
+}
+
 /// What a run measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
@@ -169,6 +186,9 @@ pub struct Report {
     /// scenario's faults): a crash of a node already down, a restart of a
     /// node that is up, a pause or slowdown of a node that is down.
     pub ineffective_faults: Vec<usize>,
+    /// What the nodes' seals did (all zero but `plaintext_accepted` and
+    /// replays when the cluster does not seal).
+    pub sealing: SealReport,
     /// Pairs (observer, member) of live nodes where the observer does not
     /// see the member alive, at the end of the run.
     pub final_disagreements: u64,

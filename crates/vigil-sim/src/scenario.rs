@@ -130,6 +130,42 @@ pub enum Fault {
         #[serde(with = "secs")]
         duration: Duration,
     },
+    /// A rolling key rotation (the cluster must seal): each node installs a
+    /// new key at a random time in `[at, at + spread)`, seals with it in
+    /// `[at + spread, at + 2·spread)` and removes the old key in
+    /// `[at + 2·spread, at + 3·spread)`, as an operator's rollout would.
+    RotateKey {
+        /// When the first step starts.
+        #[serde(with = "secs")]
+        at: Duration,
+        /// How long each step takes across the cluster.
+        #[serde(with = "secs")]
+        spread: Duration,
+    },
+    /// Turning encryption on in a running cluster: each node takes the
+    /// cluster key (and so opens sealed packets) at a random time in
+    /// `[at, at + spread)`, goes staged (sealed out, anything in) in
+    /// `[at + spread, at + 2·spread)`, and sealed in
+    /// `[at + 2·spread, at + 3·spread)`.
+    EnableSealing {
+        /// When the first step starts.
+        #[serde(with = "secs")]
+        at: Duration,
+        /// How long each step takes across the cluster.
+        #[serde(with = "secs")]
+        spread: Duration,
+    },
+    /// An attacker on the network captures every datagram delivered in
+    /// `[at, at + duration)` and sends each again to its receiver
+    /// `duration` after the original.
+    Replay {
+        /// When capturing starts.
+        #[serde(with = "secs")]
+        at: Duration,
+        /// How long it captures, and how long each copy waits.
+        #[serde(with = "secs")]
+        duration: Duration,
+    },
     /// The whole network degrades for a while: every link's one-way latency
     /// becomes `base_ms` plus an exponential jitter of mean `jitter_ms`
     /// (seed 001's regime change, seed 003's degradation).
@@ -158,6 +194,9 @@ impl Fault {
             | Fault::Block { at, .. }
             | Fault::Partition { at, .. }
             | Fault::Loss { at, .. }
+            | Fault::RotateKey { at, .. }
+            | Fault::EnableSealing { at, .. }
+            | Fault::Replay { at, .. }
             | Fault::Degrade { at, .. } => *at,
         }
     }
@@ -171,12 +210,16 @@ impl Fault {
             | Fault::Block { duration, .. }
             | Fault::Partition { duration, .. }
             | Fault::Loss { duration, .. }
+            | Fault::Replay { duration, .. }
             | Fault::Degrade { duration, .. } => Some(*duration),
+            Fault::RotateKey { spread, .. } => Some(spread.saturating_mul(3)),
+            Fault::EnableSealing { spread, .. } => Some(spread.saturating_mul(3)),
         }
     }
 
     /// A short name: `crash`, `restart`, `pause`, `slow`, `block`,
-    /// `partition`, `loss`, `degrade`.
+    /// `partition`, `loss`, `rotate-key`, `enable-sealing`, `replay`,
+    /// `degrade`.
     pub fn kind(&self) -> &'static str {
         match self {
             Fault::Crash { .. } => "crash",
@@ -186,6 +229,9 @@ impl Fault {
             Fault::Block { .. } => "block",
             Fault::Partition { .. } => "partition",
             Fault::Loss { .. } => "loss",
+            Fault::RotateKey { .. } => "rotate-key",
+            Fault::EnableSealing { .. } => "enable-sealing",
+            Fault::Replay { .. } => "replay",
             Fault::Degrade { .. } => "degrade",
         }
     }
@@ -317,6 +363,25 @@ pub struct Scenario {
     /// time it holds is reported as `converged_ms`.
     #[serde(with = "opt_secs", default)]
     pub converge_after: Option<Duration>,
+    /// Whether packets are sealed (vigil-membership's seal): `plaintext`
+    /// (the default), `staged` or `sealed`. Sealed packets cost
+    /// `seal::OVERHEAD` bytes more, counted in the traffic.
+    #[serde(default)]
+    pub sealing: Sealing,
+}
+
+/// How the simulated nodes seal their packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Sealing {
+    /// No encryption.
+    #[default]
+    Plaintext,
+    /// Sealed out, sealed or plaintext in.
+    Staged,
+    /// Sealed out and in.
+    Sealed,
 }
 
 fn default_duration() -> Duration {
@@ -388,6 +453,7 @@ impl Scenario {
             check_liveness: true,
             envelope: Envelope::default(),
             converge_after: None,
+            sealing: Sealing::Plaintext,
         }
     }
 
@@ -487,6 +553,23 @@ impl Scenario {
                         }
                     }
                 }
+                Fault::RotateKey { .. } => {
+                    if self.sealing == Sealing::Plaintext {
+                        return Err(err(
+                            format!("faults[{i}]"),
+                            "a key rotation needs sealing (sealing = \"sealed\" or \"staged\"; --sealing on the command line)",
+                        ));
+                    }
+                }
+                Fault::EnableSealing { .. } => {
+                    if self.sealing != Sealing::Plaintext {
+                        return Err(err(
+                            format!("faults[{i}]"),
+                            "enabling sealing needs a cluster that starts in plaintext",
+                        ));
+                    }
+                }
+                Fault::Replay { .. } => {}
             }
             if f.at() > self.duration {
                 return Err(err(

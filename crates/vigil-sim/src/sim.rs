@@ -11,6 +11,8 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use vigil_detector::Instant;
+use vigil_membership::seal::Seal;
+use vigil_membership::wire::{MAX_DATAGRAM, MAX_STREAM};
 use vigil_membership::{Config, ConfigError, Event, Node, NodeId, Status};
 
 use crate::checkers::{self, Violations};
@@ -18,6 +20,7 @@ use crate::network::Links;
 use crate::record::{Log, Record, What};
 use crate::report::{CrashReport, FaultWindow, Report, Stretch, Totals, median};
 use crate::scenario::{Fault, Protocol, Scenario, ScenarioError};
+use crate::sealing::{KeyStep, Sealer};
 
 /// The instant virtual time starts at.
 pub(crate) const START: Instant = Instant::from_secs(1);
@@ -73,6 +76,10 @@ pub(crate) enum Job {
     FaultStart(usize),
     /// End fault number i.
     FaultEnd(usize),
+    /// A step of a key rotation at a node.
+    Key(usize, KeyStep),
+    /// An attacker's copy of a datagram, sent again: (to, from, bytes).
+    Replayed(usize, usize, Vec<u8>),
     /// Check convergence.
     Check,
     /// Take a snapshot of the totals.
@@ -125,6 +132,8 @@ pub(crate) struct SimNode {
     pub(crate) epoch: (u64, u64),
     /// The node's probe and accusation counters last seen.
     pub(crate) seen: (u64, u64),
+    /// What it sends is sealed with this, and what it receives opened.
+    pub(crate) seal: Seal,
 }
 
 impl SimNode {
@@ -175,6 +184,7 @@ pub struct Sim {
     false_deaths_of: BTreeMap<String, u64>,
     converged_ms: Option<f64>,
     pub(crate) ineffective_faults: Vec<usize>,
+    pub(crate) sealer: Sealer,
 }
 
 pub(crate) fn addr_of(i: usize) -> SocketAddr {
@@ -203,6 +213,7 @@ impl Sim {
         scenario.validate().map_err(SimError::Scenario)?;
         config.validate().map_err(SimError::Config)?;
         let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
+        let mut sealer = Sealer::new(scenario);
         let n = scenario.nodes;
         // One copy of each name, shared by every node's table.
         let shared: Vec<(Arc<str>, u64, SocketAddr)> =
@@ -228,6 +239,7 @@ impl Sim {
                 scheduled: None,
                 epoch: (*generation, 0),
                 seen: (0, 0),
+                seal: sealer.seal_for_start(None),
             });
         }
         let by_addr = nodes.iter().enumerate().map(|(i, n)| (n.addr, i)).collect();
@@ -255,6 +267,7 @@ impl Sim {
             false_deaths_of: BTreeMap::new(),
             converged_ms: None,
             ineffective_faults: Vec::new(),
+            sealer,
         };
         // Snapshots first, so that at equal times they see the totals from
         // before whatever else happens then.
@@ -344,17 +357,19 @@ impl Sim {
         self.totals.accusations += seen.1.saturating_sub(sn.seen.1);
         sn.seen = seen;
         for t in out {
+            // What goes on the wire: sealed, when the cluster seals.
+            let bytes = self.seal_out(i, &t.bytes);
             self.totals.messages += 1;
-            self.totals.bytes += t.bytes.len() as u64;
+            self.totals.bytes += bytes.len() as u64;
             if !t.stream {
                 self.totals.datagrams += 1;
-                self.totals.datagram_bytes += t.bytes.len() as u64;
+                self.totals.datagram_bytes += bytes.len() as u64;
             }
             *self.by_kind.entry(t.kind.name()).or_default() += 1;
             let Some(&to) = self.by_addr.get(&t.to) else { continue };
             if let Some(latency) = self.links.send(i, to, t.stream, &mut self.rng) {
                 let at = self.now.saturating_add(latency);
-                self.push(at, Job::Deliver(to, i, t.bytes, t.stream));
+                self.push(at, Job::Deliver(to, i, bytes, t.stream));
             }
         }
         for e in events {
@@ -439,15 +454,19 @@ impl Sim {
     pub(crate) fn deliver(&mut self, to: usize, from: usize, bytes: &[u8], stream: bool) {
         let now = self.now;
         let from_addr = self.nodes[from].addr;
-        if let Some(node) = self.nodes[to].node.as_mut() {
-            let _ = if stream {
-                node.handle_stream(now, from_addr, bytes)
-            } else {
-                node.handle_datagram(now, from_addr, bytes)
-            };
-            self.flush(to);
-            self.schedule_wake(to);
-        }
+        let sn = &mut self.nodes[to];
+        let Some(node) = sn.node.as_mut() else { return };
+        let max = if stream { MAX_STREAM } else { MAX_DATAGRAM };
+        // A packet that does not open (forged, replayed, of another key) is
+        // counted by the seal and never reaches the protocol.
+        let Ok(plain) = sn.seal.open(bytes, max) else { return };
+        let _ = if stream {
+            node.handle_stream(now, from_addr, &plain)
+        } else {
+            node.handle_datagram(now, from_addr, &plain)
+        };
+        self.flush(to);
+        self.schedule_wake(to);
     }
 
     pub(crate) fn wake(&mut self, i: usize) {
@@ -494,6 +513,10 @@ impl Sim {
             }
             match job {
                 Job::Deliver(to, from, bytes, stream) => {
+                    // An attacker on the wire captures what arrives.
+                    if !stream && !self.sealer.replays.is_empty() {
+                        self.capture(to, from, &bytes);
+                    }
                     if self.nodes[to].node.is_none() {
                         continue;
                     }
@@ -509,6 +532,12 @@ impl Sim {
                     }
                     self.deliver(to, from, &bytes, stream);
                 }
+                Job::Replayed(to, from, bytes) => {
+                    if self.nodes[to].node.is_some() && self.nodes[to].paused_until.is_none() {
+                        self.deliver(to, from, &bytes, false);
+                    }
+                }
+                Job::Key(i, step) => self.key_step(i, step),
                 Job::Process(to, from, bytes, stream) => {
                     if self.nodes[to].paused_until.is_some() {
                         self.nodes[to].inbox.push((from, bytes, stream));
@@ -681,6 +710,7 @@ impl Sim {
             violations: std::mem::take(&mut self.violations),
             converged_ms: self.converged_ms,
             ineffective_faults: std::mem::take(&mut self.ineffective_faults),
+            sealing: self.seal_report(),
             final_disagreements: self.disagreements(),
             log_hash: self.log.hash(),
             records: self.log.into_records(),

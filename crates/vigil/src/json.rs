@@ -435,6 +435,17 @@ impl From<&Violations> for ViolationsOut {
     }
 }
 
+/// What the nodes' seals did.
+#[derive(Serialize)]
+struct SealOut {
+    sealed: u64,
+    opened: u64,
+    plaintext_accepted: u64,
+    rejected: BTreeMap<String, u64>,
+    replays_injected: u64,
+    key_steps_failed: u64,
+}
+
 /// What a simulated run measured.
 #[derive(Serialize)]
 pub(crate) struct ReportOut {
@@ -460,6 +471,7 @@ pub(crate) struct ReportOut {
     violations: ViolationsOut,
     converged_ms: Option<f64>,
     ineffective_faults: Vec<usize>,
+    sealing: SealOut,
     final_disagreements: u64,
     log_hash: u64,
 }
@@ -489,6 +501,14 @@ impl From<&Report> for ReportOut {
             violations: (&r.violations).into(),
             converged_ms: r.converged_ms.and_then(num),
             ineffective_faults: r.ineffective_faults.clone(),
+            sealing: SealOut {
+                sealed: r.sealing.sealed,
+                opened: r.sealing.opened,
+                plaintext_accepted: r.sealing.plaintext_accepted,
+                rejected: r.sealing.rejected.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                replays_injected: r.sealing.replays_injected,
+                key_steps_failed: r.sealing.key_steps_failed,
+            },
             final_disagreements: r.final_disagreements,
             log_hash: r.log_hash,
         }

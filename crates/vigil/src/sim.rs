@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use vigil_lab::millis::quoted;
 use vigil_lab::report::svg::{Chart, Scale, Series, Style};
 use vigil_lab::report::table::{Table, format_table};
-use vigil_sim::{Fault, Protocol, Report, Scenario, Sim, frontier};
+use vigil_sim::{Fault, Protocol, Report, Scenario, Sealing, Sim, frontier};
 
 use crate::input::{MAX_SCENARIO_BYTES, read_text, shown};
 use crate::limits::{check_memory, memory_budget, number};
@@ -29,7 +29,7 @@ pub(crate) struct SimArgs {
 #[derive(Debug, Subcommand)]
 enum SimCommand {
     /// Run one scenario (a TOML file, or flags) and print its metrics.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Run a crash at growing cluster sizes: message load, detection and
     /// dissemination time against N, as a table and a plot.
     Scale(ScaleArgs),
@@ -68,6 +68,34 @@ struct FrontierArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SealingArg {
+    /// No encryption.
+    Plaintext,
+    /// Sealed out; sealed or plaintext in.
+    Staged,
+    /// Sealed out and in.
+    Sealed,
+}
+
+impl From<SealingArg> for Sealing {
+    fn from(s: SealingArg) -> Sealing {
+        match s {
+            SealingArg::Plaintext => Sealing::Plaintext,
+            SealingArg::Staged => Sealing::Staged,
+            SealingArg::Sealed => Sealing::Sealed,
+        }
+    }
+}
+
+/// `SECS+SPREAD`: a start and a length, in seconds.
+fn span(flag: &str, text: &str) -> Result<(Duration, Duration)> {
+    let (at, len) = text
+        .split_once('+')
+        .ok_or_else(|| UsageError(format!("{flag}: expected SECS+SECONDS, got {}", quoted(text))))?;
+    Ok((secs(flag, at)?, secs(flag, len)?))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -137,6 +165,22 @@ struct RunArgs {
     /// `BASE_MS,JITTER_MS@SECS+DURATION`.
     #[arg(long, value_name = "BASE,JITTER@SECS+DUR", allow_hyphen_values = true)]
     degrade: Vec<String>,
+    /// Seal every packet (XChaCha20-Poly1305, replay window): plaintext,
+    /// staged or sealed (default plaintext).
+    #[arg(long, value_enum)]
+    sealing: Option<SealingArg>,
+    /// A rolling key rotation: install, use, remove the old key, each step
+    /// spread over SPREAD seconds from SECS: `SECS+SPREAD`.
+    #[arg(long, value_name = "SECS+SPREAD", allow_hyphen_values = true)]
+    rotate_key: Vec<String>,
+    /// Turn encryption on in the running cluster: take the key, go staged,
+    /// go sealed, each step spread over SPREAD seconds: `SECS+SPREAD`.
+    #[arg(long, value_name = "SECS+SPREAD", allow_hyphen_values = true)]
+    enable_sealing: Vec<String>,
+    /// An attacker captures every datagram for DURATION seconds from SECS
+    /// and sends each again DURATION later: `SECS+DURATION`.
+    #[arg(long, value_name = "SECS+DUR", allow_hyphen_values = true)]
+    replay: Vec<String>,
     /// The most memory the run may take, in GB (default: 80 % of this
     /// machine's memory). The run is refused before it starts if its
     /// estimate is larger.
@@ -278,6 +322,24 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
         };
         s.faults.push(Fault::Degrade { base_ms: ms(base)?, jitter_ms: ms(jitter)?, at, duration });
         fault_flags.push(format!("--degrade {c}"));
+    }
+    if let Some(m) = a.sealing {
+        s.sealing = m.into();
+    }
+    for c in &a.rotate_key {
+        let (at, spread) = span("--rotate-key", c)?;
+        s.faults.push(Fault::RotateKey { at, spread });
+        fault_flags.push(format!("--rotate-key {c}"));
+    }
+    for c in &a.enable_sealing {
+        let (at, spread) = span("--enable-sealing", c)?;
+        s.faults.push(Fault::EnableSealing { at, spread });
+        fault_flags.push(format!("--enable-sealing {c}"));
+    }
+    for c in &a.replay {
+        let (at, duration) = span("--replay", c)?;
+        s.faults.push(Fault::Replay { at, duration });
+        fault_flags.push(format!("--replay {c}"));
     }
     s.validate().map_err(|e| UsageError(name_the_input(&e, a, from_file, &fault_flags)))?;
     Ok(s)
@@ -433,6 +495,23 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
         ];
         if let Some(c) = r.converged_ms {
             rows.push(vec!["converged at".into(), format!("{c:.0} ms")]);
+        }
+        let sealing = &r.sealing;
+        if sealing.sealed > 0 || sealing.replays_injected > 0 || !sealing.rejected.is_empty() {
+            let refused: Vec<String> = sealing.rejected.iter().map(|(why, n)| format!("{n} {why}")).collect();
+            rows.push(vec![
+                "sealing".into(),
+                format!(
+                    "{} sealed, {} opened, {} plaintext accepted; refused: {}",
+                    sealing.sealed,
+                    sealing.opened,
+                    sealing.plaintext_accepted,
+                    if refused.is_empty() { "none".to_owned() } else { refused.join(", ") }
+                ),
+            ]);
+        }
+        if sealing.replays_injected > 0 {
+            rows.push(vec!["replays injected by the attacker".into(), sealing.replays_injected.to_string()]);
         }
         for w in &r.fault_windows {
             for (when, st) in [("during", &w.during), ("after", &w.after)] {

@@ -59,6 +59,7 @@ fn a_crash_from_flags_is_reported_as_json_and_reproducible() {
             "path_problems",
             "refuted",
             "scenario",
+            "sealing",
             "seed",
             "steady",
             "totals",
@@ -273,4 +274,39 @@ fn limits_are_checked_before_anything_runs_with_the_estimate_and_the_flag_to_cha
     let o = vigil(&["sim", "run", "--nodes", "20", "--max-memory-gb", "nan"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--max-memory-gb: NaN"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_sealed_cluster_rotates_its_key_and_refuses_replays() {
+    let args = [
+        "sim",
+        "run",
+        "--nodes",
+        "30",
+        "--duration",
+        "120",
+        "--sealing",
+        "sealed",
+        "--rotate-key",
+        "20+10",
+        "--replay",
+        "60+20",
+        "--json",
+    ];
+    let o = vigil(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &doc["report"];
+    let s = &r["sealing"];
+    assert_eq!(r["false_suspicions"], 0, "the rotation and the replays cost no suspicion");
+    let injected = s["replays_injected"].as_u64().unwrap();
+    assert!(injected > 500, "{injected} replays");
+    assert_eq!(s["rejected"]["replayed"].as_u64(), Some(injected), "every replay refused");
+    assert_eq!(s["plaintext_accepted"], 0);
+    assert_eq!(s["key_steps_failed"], 0);
+    assert_eq!(doc["scenario"]["sealing"], "sealed");
+    // A rotation needs a sealing cluster.
+    let o = vigil(&["sim", "run", "--rotate-key", "20+10"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--rotate-key 20+10: a key rotation needs sealing"), "{}", stderr(&o));
 }

@@ -1,0 +1,266 @@
+//! The keyring: the cluster's keys, one of them primary.
+//!
+//! The primary key seals what this node sends; every key in the ring opens
+//! what it receives. Rotation on a live cluster is three steps, each taken on
+//! every node before the next begins: install the new key (every node can
+//! now open it), use it (nodes seal with it; the others still open it), and
+//! remove the old one (no node seals with it any more).
+//!
+//! A key is named by its id: four bytes the AEAD itself derives from the key
+//! (a key check value), so a receiver knows which key to try without trying
+//! them all, and an operator can see which key opened what without the key
+//! being shown.
+
+use std::fmt;
+
+use chacha20poly1305::aead::{AeadInOut, KeyInit};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+
+/// Bytes of a key.
+pub const KEY_LEN: usize = 32;
+
+/// The most keys a ring holds (rotation needs two; a few more cover an
+/// operator's mistakes).
+pub const MAX_KEYS: usize = 16;
+
+/// A key's id: derived from the key, shown instead of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyId(pub u32);
+
+impl fmt::Display for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:08x}", self.0)
+    }
+}
+
+/// One key of the ring, with what it has done.
+#[derive(Clone)]
+pub(crate) struct Entry {
+    pub(crate) id: KeyId,
+    pub(crate) cipher: XChaCha20Poly1305,
+    /// Packets sealed with it.
+    pub(crate) sealed: u64,
+    /// Packets it opened.
+    pub(crate) opened: u64,
+}
+
+impl fmt::Debug for Entry {
+    // Never the key.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("id", &self.id)
+            .field("sealed", &self.sealed)
+            .field("opened", &self.opened)
+            .finish()
+    }
+}
+
+/// A keyring operation that could not be done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyringError {
+    /// The ring already holds [`MAX_KEYS`] keys.
+    Full,
+    /// No key with this id is in the ring.
+    Unknown(KeyId),
+    /// The primary key cannot be removed (use another one first).
+    RemovingPrimary(KeyId),
+    /// Two different keys derive the same id (about one chance in four
+    /// billion): generate another key.
+    IdCollision(KeyId),
+}
+
+impl fmt::Display for KeyringError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyringError::Full => write!(f, "the keyring already holds {MAX_KEYS} keys"),
+            KeyringError::Unknown(id) => write!(f, "no key {id} in the keyring"),
+            KeyringError::RemovingPrimary(id) => {
+                write!(f, "key {id} is the primary key; use another key before removing it")
+            }
+            KeyringError::IdCollision(id) => {
+                write!(f, "a different key already has id {id}; generate another key")
+            }
+        }
+    }
+}
+
+impl std::error::Error for KeyringError {}
+
+/// A ring's keys (by id, never the key), for an operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyInfo {
+    /// The key's id.
+    pub id: KeyId,
+    /// Whether it seals what this node sends.
+    pub primary: bool,
+    /// Packets sealed with it.
+    pub sealed: u64,
+    /// Packets it opened.
+    pub opened: u64,
+}
+
+/// The keys. See the module documentation.
+///
+/// ```
+/// use vigil_membership::keyring::Keyring;
+///
+/// let mut ring = Keyring::new([1; 32]);
+/// let old = ring.primary();
+/// let new = ring.install([2; 32])?;
+/// ring.use_key(new)?;
+/// ring.remove(old)?;
+/// assert_eq!(ring.list().len(), 1);
+/// assert_eq!(ring.primary(), new);
+/// assert!(ring.remove(new).is_err(), "the primary key stays");
+/// # Ok::<(), vigil_membership::keyring::KeyringError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Keyring {
+    pub(crate) keys: Vec<Entry>,
+    pub(crate) primary: usize,
+}
+
+/// The nonce from which a key's id is derived: its last eight bytes are
+/// never zero, and every packet nonce's are, so no packet ever uses it.
+const ID_NONCE: [u8; 24] = *b"vigil key id, not a pkt.";
+
+fn entry(key: &[u8; KEY_LEN]) -> Entry {
+    // `new_from_slice` cannot fail for a slice of the key's length.
+    let cipher = XChaCha20Poly1305::new(&(*key).into());
+    let nonce = XNonce::from(ID_NONCE);
+    let tag = cipher.encrypt_inout_detached(&nonce, b"vigil key id", (&mut [][..]).into());
+    let id = tag.map_or(0, |t| u32::from_be_bytes([t[0], t[1], t[2], t[3]]));
+    Entry { id: KeyId(id), cipher, sealed: 0, opened: 0 }
+}
+
+/// The id `key` has in any keyring.
+pub fn key_id(key: &[u8; KEY_LEN]) -> KeyId {
+    entry(key).id
+}
+
+impl Keyring {
+    /// A ring of one key, the primary.
+    pub fn new(primary: [u8; KEY_LEN]) -> Keyring {
+        Keyring { keys: vec![entry(&primary)], primary: 0 }
+    }
+
+    /// Adds a key that opens packets (installing a key twice is not an
+    /// error). Returns its id.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyringError::Full`], or [`KeyringError::IdCollision`].
+    pub fn install(&mut self, key: [u8; KEY_LEN]) -> Result<KeyId, KeyringError> {
+        let e = entry(&key);
+        if let Some(have) = self.keys.iter().find(|k| k.id == e.id) {
+            // The same key, or another with the same id: the ciphers tell.
+            return if same_key(&have.cipher, &e.cipher) { Ok(e.id) } else { Err(KeyringError::IdCollision(e.id)) };
+        }
+        if self.keys.len() >= MAX_KEYS {
+            return Err(KeyringError::Full);
+        }
+        let id = e.id;
+        self.keys.push(e);
+        Ok(id)
+    }
+
+    /// Makes the installed key `id` the primary: what this node sends is
+    /// sealed with it from now on.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyringError::Unknown`].
+    pub fn use_key(&mut self, id: KeyId) -> Result<(), KeyringError> {
+        self.primary = self.position(id)?;
+        Ok(())
+    }
+
+    /// Removes key `id`: packets sealed with it are no longer opened.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyringError::Unknown`], or [`KeyringError::RemovingPrimary`].
+    pub fn remove(&mut self, id: KeyId) -> Result<(), KeyringError> {
+        let i = self.position(id)?;
+        if i == self.primary {
+            return Err(KeyringError::RemovingPrimary(id));
+        }
+        self.keys.remove(i);
+        if i < self.primary {
+            self.primary -= 1;
+        }
+        Ok(())
+    }
+
+    /// The primary key's id.
+    pub fn primary(&self) -> KeyId {
+        self.keys[self.primary].id
+    }
+
+    /// Every key, by id, with what it has sealed and opened.
+    pub fn list(&self) -> Vec<KeyInfo> {
+        self.keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| KeyInfo { id: k.id, primary: i == self.primary, sealed: k.sealed, opened: k.opened })
+            .collect()
+    }
+
+    fn position(&self, id: KeyId) -> Result<usize, KeyringError> {
+        self.keys.iter().position(|k| k.id == id).ok_or(KeyringError::Unknown(id))
+    }
+
+    pub(crate) fn find(&mut self, id: KeyId) -> Option<&mut Entry> {
+        self.keys.iter_mut().find(|k| k.id == id)
+    }
+}
+
+/// Whether two ciphers hold the same key: they seal a probe alike.
+fn same_key(a: &XChaCha20Poly1305, b: &XChaCha20Poly1305) -> bool {
+    let nonce = XNonce::from(*b"vigil same-key probe....");
+    let mut x = *b"probe";
+    let mut y = *b"probe";
+    let ta = a.encrypt_inout_detached(&nonce, b"", (&mut x[..]).into());
+    let tb = b.encrypt_inout_detached(&nonce, b"", (&mut y[..]).into());
+    matches!((ta, tb), (Ok(ta), Ok(tb)) if ta == tb && x == y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_stable_distinct_and_never_the_key() {
+        let a = key_id(&[1; 32]);
+        assert_eq!(a, key_id(&[1; 32]), "a key always has the same id");
+        assert_ne!(a, key_id(&[2; 32]));
+        let ring = Keyring::new([1; 32]);
+        let shown = format!("{ring:?}");
+        assert!(!shown.contains("cipher") && shown.contains(&format!("{}", a.0)), "{shown}");
+        assert_eq!(a.to_string().len(), 8);
+    }
+
+    #[test]
+    fn install_use_remove_and_their_refusals() {
+        let mut ring = Keyring::new([1; 32]);
+        let first = ring.primary();
+        assert_eq!(ring.install([1; 32]), Ok(first), "installing a key twice is not an error");
+        assert_eq!(ring.list().len(), 1);
+        let mut ids = vec![first];
+        for k in 2..=MAX_KEYS as u8 {
+            ids.push(ring.install([k; 32]).unwrap());
+        }
+        assert_eq!(ring.install([99; 32]), Err(KeyringError::Full));
+        // Using the last key and removing keys before it keeps it primary.
+        let last = *ids.last().unwrap();
+        ring.use_key(last).unwrap();
+        ring.remove(first).unwrap();
+        ring.remove(ids[3]).unwrap();
+        assert_eq!(ring.primary(), last);
+        assert_eq!(ring.remove(last), Err(KeyringError::RemovingPrimary(last)));
+        assert_eq!(ring.remove(first), Err(KeyringError::Unknown(first)));
+        assert_eq!(ring.use_key(first), Err(KeyringError::Unknown(first)));
+        assert_eq!(ring.list().iter().filter(|k| k.primary).count(), 1);
+    }
+}

@@ -1,0 +1,521 @@
+//! Sealing: every datagram and stream message encrypted and authenticated,
+//! and replays refused. Sans-IO, like the rest of the protocol: a runtime
+//! seals what a [`Node`](crate::Node) transmits and opens what it receives;
+//! the simulator does the same at scale.
+//!
+//! # The envelope
+//!
+//! | field | bytes | |
+//! |---|---|---|
+//! | magic | 2 | `"VS"` ([`MAGIC`]; a plaintext packet starts with `"VG"`) |
+//! | version | 1 | [`VERSION`] |
+//! | key id | 4 | the [`KeyId`] of the key that sealed it |
+//! | session | 8 | the sender's session: random, drawn when its seal is made (so once per process start, hence per generation) |
+//! | counter | 8 | the sender's packet counter in the session, from 1 |
+//! | ciphertext | n | the plaintext packet, XChaCha20-encrypted |
+//! | tag | 16 | Poly1305 |
+//!
+//! The nonce is the session and the counter (and eight zero bytes): unique
+//! per key as long as sessions are, which 64 random bits make all but
+//! certain. The associated data is the cluster id and the header, so a
+//! packet of another cluster, or one whose header was altered, does not
+//! open. [`OVERHEAD`] is 39 bytes.
+//!
+//! # Modes
+//!
+//! [`Mode::Plaintext`] sends plaintext and accepts plaintext (and, once it
+//! holds a key, sealed packets); [`Mode::Staged`] sends sealed and still
+//! accepts plaintext; [`Mode::Sealed`] sends and accepts sealed packets
+//! only. Encryption is turned on in a running cluster in three rolling
+//! steps, each on every node before the next begins: give every node the
+//! key (it now opens sealed packets), go staged (everyone already opens
+//! what it sends), go sealed (no one sends plaintext any more). No step
+//! ever sends a packet its receiver cannot open.
+//!
+//! ```
+//! use vigil_membership::keyring::Keyring;
+//! use vigil_membership::seal::{Mode, OpenError, Seal};
+//!
+//! let key = [7; 32];
+//! let mut a = Seal::new(0xC1, Mode::Sealed, Some(Keyring::new(key)), 1)?;
+//! let mut b = Seal::new(0xC1, Mode::Sealed, Some(Keyring::new(key)), 2)?;
+//! let packet = a.seal(b"VG\x02 a plaintext packet");
+//! assert_eq!(&*b.open(&packet, 1400)?, b"VG\x02 a plaintext packet");
+//! // The same packet again is a replay.
+//! assert_eq!(b.open(&packet, 1400).unwrap_err(), OpenError::Replayed);
+//! // Plaintext is refused in sealed mode.
+//! assert_eq!(b.open(b"VG\x02 plain", 1400).unwrap_err(), OpenError::Plaintext);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::borrow::Cow;
+use std::fmt;
+
+use chacha20poly1305::aead::AeadInOut;
+use chacha20poly1305::{Tag, XNonce};
+
+use crate::keyring::{KeyId, Keyring};
+use crate::replay::{ReplayGuard, Verdict};
+use crate::wire;
+
+/// The first bytes of a sealed packet.
+pub const MAGIC: [u8; 2] = *b"VS";
+/// The envelope's version.
+pub const VERSION: u8 = 1;
+/// Bytes before the ciphertext.
+pub const HEADER_LEN: usize = 2 + 1 + 4 + 8 + 8;
+/// Bytes of the authentication tag.
+pub const TAG_LEN: usize = 16;
+/// What sealing adds to a packet.
+pub const OVERHEAD: usize = HEADER_LEN + TAG_LEN;
+
+/// Sessions whose replay windows a seal keeps (a cluster's members and some
+/// restarts).
+const SESSIONS: usize = 2 * crate::message::MAX_MEMBERS;
+
+/// What is sent and what is accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Mode {
+    /// Plaintext out; plaintext in, and sealed in once a key is installed.
+    Plaintext,
+    /// Sealed out; sealed or plaintext in: turning encryption on.
+    Staged,
+    /// Sealed out, sealed in.
+    Sealed,
+}
+
+/// A seal that cannot be made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SealError {
+    /// [`Mode::Staged`] and [`Mode::Sealed`] need a keyring.
+    NoKeyring,
+}
+
+impl fmt::Display for SealError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SealError::NoKeyring => f.write_str("staged and sealed modes need a keyring (at least one key)"),
+        }
+    }
+}
+
+impl std::error::Error for SealError {}
+
+/// Why a received packet was not opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// Neither a plaintext nor a sealed vigil packet.
+    NotVigil,
+    /// Shorter than the envelope.
+    Truncated,
+    /// Longer than the receiver accepts.
+    Oversized,
+    /// An envelope version this build does not read.
+    Version(u8),
+    /// Sealed with a key this node does not hold.
+    UnknownKey(KeyId),
+    /// Did not authenticate: altered, forged, or of another cluster.
+    Forged,
+    /// A packet already received.
+    Replayed,
+    /// Older than the replay window can tell from a replay.
+    TooOld,
+    /// Plaintext, in [`Mode::Sealed`].
+    Plaintext,
+    /// Sealed, but this node has no keyring ([`Mode::Plaintext`]).
+    NoKeyring,
+}
+
+impl OpenError {
+    /// Every reason, in [`SealStats::rejected`]'s order.
+    pub const REASONS: [&'static str; 10] = [
+        "not-vigil",
+        "truncated",
+        "oversized",
+        "version",
+        "unknown-key",
+        "forged",
+        "replayed",
+        "too-old",
+        "plaintext",
+        "no-keyring",
+    ];
+
+    /// The index of this reason in [`OpenError::REASONS`].
+    pub fn index(self) -> usize {
+        match self {
+            OpenError::NotVigil => 0,
+            OpenError::Truncated => 1,
+            OpenError::Oversized => 2,
+            OpenError::Version(_) => 3,
+            OpenError::UnknownKey(_) => 4,
+            OpenError::Forged => 5,
+            OpenError::Replayed => 6,
+            OpenError::TooOld => 7,
+            OpenError::Plaintext => 8,
+            OpenError::NoKeyring => 9,
+        }
+    }
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenError::NotVigil => f.write_str("not a vigil packet"),
+            OpenError::Truncated => write!(f, "shorter than the {OVERHEAD}-byte envelope"),
+            OpenError::Oversized => f.write_str("longer than this node accepts"),
+            OpenError::Version(v) => write!(f, "envelope version {v} (this build reads {VERSION})"),
+            OpenError::UnknownKey(id) => write!(f, "sealed with key {id}, which this node does not hold"),
+            OpenError::Forged => f.write_str("did not authenticate (altered, forged, or of another cluster)"),
+            OpenError::Replayed => f.write_str("a replay of a packet already received"),
+            OpenError::TooOld => f.write_str("older than the replay window"),
+            OpenError::Plaintext => f.write_str("plaintext, and this node accepts sealed packets only"),
+            OpenError::NoKeyring => f.write_str("sealed, and this node has no key"),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// What a seal has done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SealStats {
+    /// Packets sealed.
+    pub sealed: u64,
+    /// Sealed packets opened.
+    pub opened: u64,
+    /// Plaintext packets sent (plaintext mode).
+    pub plaintext_sent: u64,
+    /// Plaintext packets accepted (plaintext and staged modes).
+    pub plaintext_accepted: u64,
+    /// Packets refused, by reason ([`OpenError::REASONS`]).
+    pub rejected: [u64; 10],
+}
+
+/// One node's sealing state: its mode, keyring, session and counter, and
+/// the replay windows of everyone it hears from. See the module
+/// documentation.
+#[derive(Debug, Clone)]
+pub struct Seal {
+    mode: Mode,
+    cluster: u64,
+    keyring: Option<Keyring>,
+    session: u64,
+    counter: u64,
+    guard: ReplayGuard,
+    stats: SealStats,
+}
+
+impl Seal {
+    /// A seal for `cluster` in `mode`. `session` must be random (the caller
+    /// draws it: this crate reads no clock and no entropy source) and fresh
+    /// for every process start.
+    ///
+    /// # Errors
+    ///
+    /// [`SealError::NoKeyring`] for a sealing mode without a keyring.
+    pub fn new(cluster: u64, mode: Mode, keyring: Option<Keyring>, session: u64) -> Result<Seal, SealError> {
+        if mode != Mode::Plaintext && keyring.is_none() {
+            return Err(SealError::NoKeyring);
+        }
+        Ok(Seal {
+            mode,
+            cluster,
+            keyring,
+            session,
+            counter: 0,
+            guard: ReplayGuard::new(SESSIONS),
+            stats: SealStats::default(),
+        })
+    }
+
+    /// A seal that passes plaintext through (no encryption).
+    pub fn plaintext(cluster: u64) -> Seal {
+        Seal {
+            mode: Mode::Plaintext,
+            cluster,
+            keyring: None,
+            session: 0,
+            counter: 0,
+            guard: ReplayGuard::new(1),
+            stats: SealStats::default(),
+        }
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Starts a new session (a process restart, or the first sealed packet
+    /// of a node that sent plaintext): counters from 1 again under a fresh
+    /// random `session`, and the replay windows forgotten, as a new process
+    /// would. The mode, keyring and statistics stay.
+    pub fn restart(&mut self, session: u64) {
+        self.session = session;
+        self.counter = 0;
+        self.guard = ReplayGuard::new(SESSIONS);
+    }
+
+    /// Changes the mode (staged rollout: plaintext → staged on every node,
+    /// then staged → sealed on every node).
+    ///
+    /// # Errors
+    ///
+    /// [`SealError::NoKeyring`] for a sealing mode without a keyring.
+    pub fn set_mode(&mut self, mode: Mode) -> Result<(), SealError> {
+        if mode != Mode::Plaintext && self.keyring.is_none() {
+            return Err(SealError::NoKeyring);
+        }
+        self.mode = mode;
+        Ok(())
+    }
+
+    /// The keyring, to install, use and remove keys.
+    pub fn keyring(&self) -> Option<&Keyring> {
+        self.keyring.as_ref()
+    }
+
+    /// The keyring, to install, use and remove keys; a plaintext seal gets
+    /// one on the first key.
+    pub fn keyring_mut(&mut self) -> Option<&mut Keyring> {
+        self.keyring.as_mut()
+    }
+
+    /// Gives a plaintext seal its first key (then [`Seal::set_mode`]).
+    pub fn set_keyring(&mut self, keyring: Keyring) {
+        self.keyring = Some(keyring);
+    }
+
+    /// What the seal has done.
+    pub fn stats(&self) -> SealStats {
+        self.stats
+    }
+
+    /// The packet to send for `plaintext`: sealed with the primary key, or
+    /// the plaintext itself in [`Mode::Plaintext`].
+    pub fn seal(&mut self, plaintext: &[u8]) -> Vec<u8> {
+        let keyring = match (&mut self.keyring, self.mode) {
+            (Some(k), Mode::Staged | Mode::Sealed) => k,
+            _ => {
+                self.stats.plaintext_sent += 1;
+                return plaintext.to_vec();
+            }
+        };
+        self.counter += 1;
+        let entry = &mut keyring.keys[keyring.primary];
+        let mut out = Vec::with_capacity(plaintext.len() + OVERHEAD);
+        out.extend_from_slice(&MAGIC);
+        out.push(VERSION);
+        out.extend_from_slice(&entry.id.0.to_be_bytes());
+        out.extend_from_slice(&self.session.to_be_bytes());
+        out.extend_from_slice(&self.counter.to_be_bytes());
+        let aad = associated_data(self.cluster, &out);
+        out.extend_from_slice(plaintext);
+        let nonce = nonce(self.session, self.counter);
+        // XChaCha20-Poly1305 refuses only messages beyond 256 GiB.
+        match entry.cipher.encrypt_inout_detached(&nonce, &aad, (&mut out[HEADER_LEN..]).into()) {
+            Ok(tag) => out.extend_from_slice(&tag),
+            Err(_) => return Vec::new(),
+        }
+        entry.sealed += 1;
+        self.stats.sealed += 1;
+        out
+    }
+
+    /// The plaintext packet inside `packet`, if it opens: authentic, of
+    /// this cluster, not a replay, and no longer than `max` plaintext
+    /// bytes. Refusals are counted by reason.
+    ///
+    /// # Errors
+    ///
+    /// An [`OpenError`] saying why.
+    pub fn open<'a>(&mut self, packet: &'a [u8], max: usize) -> Result<Cow<'a, [u8]>, OpenError> {
+        let r = self.try_open(packet, max);
+        match &r {
+            Ok(Cow::Borrowed(_)) => self.stats.plaintext_accepted += 1,
+            Ok(Cow::Owned(_)) => self.stats.opened += 1,
+            Err(e) => self.stats.rejected[e.index()] += 1,
+        }
+        r
+    }
+
+    fn try_open<'a>(&mut self, packet: &'a [u8], max: usize) -> Result<Cow<'a, [u8]>, OpenError> {
+        if packet.starts_with(&wire::MAGIC) {
+            if packet.len() > max {
+                return Err(OpenError::Oversized);
+            }
+            return match self.mode {
+                Mode::Sealed => Err(OpenError::Plaintext),
+                Mode::Plaintext | Mode::Staged => Ok(Cow::Borrowed(packet)),
+            };
+        }
+        if !packet.starts_with(&MAGIC) {
+            return Err(OpenError::NotVigil);
+        }
+        let Some(keyring) = self.keyring.as_mut() else { return Err(OpenError::NoKeyring) };
+        if packet.len() < OVERHEAD {
+            return Err(OpenError::Truncated);
+        }
+        if packet.len() - OVERHEAD > max {
+            return Err(OpenError::Oversized);
+        }
+        if packet[2] != VERSION {
+            return Err(OpenError::Version(packet[2]));
+        }
+        let u32_at = |i: usize| u32::from_be_bytes([packet[i], packet[i + 1], packet[i + 2], packet[i + 3]]);
+        let u64_at = |i: usize| (u64::from(u32_at(i)) << 32) | u64::from(u32_at(i + 4));
+        let id = KeyId(u32_at(3));
+        let (session, counter) = (u64_at(7), u64_at(15));
+        let entry = keyring.find(id).ok_or(OpenError::UnknownKey(id))?;
+        // The window is consulted before the (costlier) decryption and moved
+        // only after it: a forger cannot advance it.
+        match self.guard.check(session, counter) {
+            Verdict::Fresh => {}
+            Verdict::Replayed => return Err(OpenError::Replayed),
+            Verdict::TooOld => return Err(OpenError::TooOld),
+        }
+        let aad = associated_data(self.cluster, &packet[..HEADER_LEN]);
+        let (body, tag) = packet[HEADER_LEN..].split_at(packet.len() - OVERHEAD);
+        let tag = Tag::try_from(tag).map_err(|_| OpenError::Truncated)?;
+        let mut plain = body.to_vec();
+        entry
+            .cipher
+            .decrypt_inout_detached(&nonce(session, counter), &aad, (&mut plain[..]).into(), &tag)
+            .map_err(|_| OpenError::Forged)?;
+        entry.opened += 1;
+        self.guard.accept(session, counter);
+        Ok(Cow::Owned(plain))
+    }
+
+    /// Heap bytes held (the replay windows, mostly).
+    pub fn heap_bytes(&self) -> usize {
+        self.guard.heap_bytes()
+    }
+}
+
+fn nonce(session: u64, counter: u64) -> XNonce {
+    let mut n = [0u8; 24];
+    n[..8].copy_from_slice(&session.to_be_bytes());
+    n[8..16].copy_from_slice(&counter.to_be_bytes());
+    XNonce::from(n)
+}
+
+fn associated_data(cluster: u64, header: &[u8]) -> Vec<u8> {
+    let mut aad = Vec::with_capacity(8 + HEADER_LEN);
+    aad.extend_from_slice(&cluster.to_be_bytes());
+    aad.extend_from_slice(header);
+    aad
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLAIN: &[u8] = b"VG\x02 a heartbeat";
+
+    fn pair(mode: Mode) -> (Seal, Seal) {
+        let a = Seal::new(1, mode, Some(Keyring::new([3; 32])), 11).unwrap();
+        let b = Seal::new(1, mode, Some(Keyring::new([3; 32])), 22).unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn sealed_packets_round_trip_and_hide_their_contents() {
+        let (mut a, mut b) = pair(Mode::Sealed);
+        for i in 0..100 {
+            let msg = format!("VG\x02 message {i}");
+            let p = a.seal(msg.as_bytes());
+            assert_eq!(p.len(), msg.len() + OVERHEAD);
+            assert!(!p.windows(7).any(|w| w == b"message"), "the plaintext does not show");
+            assert_eq!(&*b.open(&p, 1400).unwrap(), msg.as_bytes());
+        }
+        assert_eq!((a.stats().sealed, b.stats().opened), (100, 100));
+        assert_eq!(a.keyring().unwrap().list()[0].sealed, 100);
+        assert_eq!(b.keyring().unwrap().list()[0].opened, 100);
+    }
+
+    #[test]
+    fn every_kind_of_bad_packet_is_refused_and_counted() {
+        let (mut a, mut b) = pair(Mode::Sealed);
+        let good = a.seal(PLAIN);
+        let mut flipped = good.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        let mut body = good.clone();
+        body[HEADER_LEN] ^= 1;
+        let mut counter = good.clone();
+        counter[HEADER_LEN - 1] ^= 1;
+        let mut other_cluster = Seal::new(2, Mode::Sealed, Some(Keyring::new([3; 32])), 33).unwrap();
+        let foreign = other_cluster.seal(PLAIN);
+        let mut wrong_key = Seal::new(1, Mode::Sealed, Some(Keyring::new([4; 32])), 44).unwrap();
+        let unknown = wrong_key.seal(PLAIN);
+        let mut version = good.clone();
+        version[2] = 9;
+        let cases: Vec<(Vec<u8>, OpenError)> = vec![
+            (b"garbage".to_vec(), OpenError::NotVigil),
+            (Vec::new(), OpenError::NotVigil),
+            (good[..OVERHEAD - 1].to_vec(), OpenError::Truncated),
+            (flipped, OpenError::Forged),
+            (body, OpenError::Forged),
+            (counter, OpenError::Forged),
+            (foreign, OpenError::Forged),
+            (unknown, OpenError::UnknownKey(crate::keyring::key_id(&[4; 32]))),
+            (version, OpenError::Version(9)),
+            (PLAIN.to_vec(), OpenError::Plaintext),
+            ([&good[..], &[0u8; 2000]].concat(), OpenError::Oversized),
+        ];
+        for (p, want) in &cases {
+            assert_eq!(b.open(p, 1400).unwrap_err(), *want, "{p:?}");
+        }
+        // The genuine packet still opens (no forgery moved the window), once.
+        assert!(b.open(&good, 1400).is_ok());
+        assert_eq!(b.open(&good, 1400).unwrap_err(), OpenError::Replayed);
+        let s = b.stats();
+        assert_eq!(s.rejected.iter().sum::<u64>(), cases.len() as u64 + 1);
+        assert_eq!(s.rejected[OpenError::Forged.index()], 4);
+        assert_eq!(s.opened, 1);
+    }
+
+    #[test]
+    fn staged_mode_accepts_both_and_sends_sealed() {
+        let mut plain = Seal::plaintext(1);
+        let (mut staged, _) = pair(Mode::Staged);
+        let mut sealed = Seal::new(1, Mode::Sealed, Some(Keyring::new([3; 32])), 5).unwrap();
+        // Plaintext node → staged node: accepted.
+        let p = plain.seal(PLAIN);
+        assert_eq!(p, PLAIN);
+        assert!(staged.open(&p, 1400).is_ok());
+        // Staged node → sealed node: accepted; staged → plaintext: refused
+        // (no key), which is why every node takes the key before any goes
+        // staged; with the key, a plaintext node opens it.
+        let s = staged.seal(PLAIN);
+        assert!(sealed.open(&s, 1400).is_ok());
+        assert_eq!(plain.open(&s, 1400).unwrap_err(), OpenError::NoKeyring);
+        plain.set_keyring(Keyring::new([3; 32]));
+        assert!(plain.open(&staged.seal(PLAIN), 1400).is_ok());
+        assert_eq!(plain.seal(PLAIN), PLAIN, "and still sends plaintext");
+        assert!(Seal::new(1, Mode::Staged, None, 1).is_err());
+    }
+
+    #[test]
+    fn rotation_keeps_every_packet_opening() {
+        let (mut a, mut b) = pair(Mode::Sealed);
+        let old = a.keyring().unwrap().primary();
+        // Install everywhere, then use on a (b still seals with the old key).
+        let new = a.keyring_mut().unwrap().install([9; 32]).unwrap();
+        b.keyring_mut().unwrap().install([9; 32]).unwrap();
+        a.keyring_mut().unwrap().use_key(new).unwrap();
+        assert!(b.open(&a.seal(PLAIN), 1400).is_ok());
+        assert!(a.open(&b.seal(PLAIN), 1400).is_ok());
+        b.keyring_mut().unwrap().use_key(new).unwrap();
+        a.keyring_mut().unwrap().remove(old).unwrap();
+        b.keyring_mut().unwrap().remove(old).unwrap();
+        assert!(b.open(&a.seal(PLAIN), 1400).is_ok());
+        let list = b.keyring().unwrap().list();
+        assert_eq!(list.len(), 1);
+        assert!(list[0].primary && list[0].id == new);
+    }
+}
