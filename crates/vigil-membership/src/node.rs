@@ -444,6 +444,23 @@ impl Node {
         }
     }
 
+    /// A packet to `to` could not be sent: the network refused it (no
+    /// route, no listener for a stream message). A direct probe of the
+    /// member at `to` fails now rather than at its timeout, so its indirect
+    /// probes go out at once; a node whose sends fail does not go on
+    /// believing everyone is alive. Counted in [`Stats::send_errors`].
+    pub fn handle_send_error(&mut self, now: Instant, to: SocketAddr) {
+        let now = self.enter(now);
+        self.stats.send_errors += 1;
+        if self.status == Status::Left {
+            return;
+        }
+        if self.probes.fail_direct_to(to, now) > 0 {
+            self.settle_probes(now);
+        }
+        self.settle(now);
+    }
+
     /// Handles the passage of time: sends heartbeats, gossip and probes due
     /// by `now`, and settles probes and suspicions.
     pub fn handle_timeout(&mut self, now: Instant) {

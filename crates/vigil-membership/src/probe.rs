@@ -163,6 +163,26 @@ impl Probes {
         out
     }
 
+    /// Makes every direct probe sent to `addr` due at `now` (its ping could
+    /// not be sent: waiting for the timeout would only delay the indirect
+    /// probes). Returns how many.
+    pub(crate) fn fail_direct_to(&mut self, addr: SocketAddr, now: Instant) -> usize {
+        let hit: Vec<u32> = self
+            .probes
+            .iter()
+            .filter(|(_, (at, p))| p.addr == addr && p.stage == Stage::Direct && *at > now)
+            .map(|(s, _)| *s)
+            .collect();
+        for &seq in &hit {
+            if let Some((at, p)) = self.probes.remove(&seq) {
+                self.deadlines.remove(&(at, seq));
+                self.deadlines.insert((now, seq));
+                self.probes.insert(seq, (now, p));
+            }
+        }
+        hit.len()
+    }
+
     /// Whether a probe of `name` is in flight.
     pub(crate) fn probing(&self, name: &str) -> bool {
         self.probes.values().any(|(_, p)| p.target.name == name)

@@ -102,4 +102,6 @@ pub struct Stats {
     pub event_overflows: u64,
     /// Rumours dropped from a full broadcast queue.
     pub broadcast_overflows: u64,
+    /// Packets the runtime could not send ([`Node::handle_send_error`](crate::Node::handle_send_error)).
+    pub send_errors: u64,
 }
