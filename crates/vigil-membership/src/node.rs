@@ -445,10 +445,11 @@ impl Node {
     }
 
     /// A packet to `to` could not be sent: the network refused it (no
-    /// route, no listener for a stream message). A direct probe of the
-    /// member at `to` fails now rather than at its timeout, so its indirect
-    /// probes go out at once; a node whose sends fail does not go on
-    /// believing everyone is alive. Counted in [`Stats::send_errors`].
+    /// route, no listener for a stream message). A classic probe's direct
+    /// stage to `to` fails now rather than at its timeout, so its indirect
+    /// probes go out at once (φ mode sends them with the ping already); a
+    /// node whose sends fail does not go on believing everyone is alive.
+    /// Counted in [`Stats::send_errors`].
     pub fn handle_send_error(&mut self, now: Instant, to: SocketAddr) {
         let now = self.enter(now);
         self.stats.send_errors += 1;

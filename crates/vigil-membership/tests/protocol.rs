@@ -260,6 +260,44 @@ fn a_watched_member_never_heard_from_is_probed_after_the_first_heartbeat_timeout
     }
 }
 
+#[test]
+fn a_ping_that_cannot_be_sent_fails_its_probe_at_once() {
+    // Classic SWIM pings first and asks for indirect probes only after the
+    // probe timeout; when the runtime reports the ping could not be sent,
+    // the indirect probes go out at once. (In φ mode they go out with the
+    // ping already.)
+    let config = Config::classic_lan(CLUSTER);
+    let mut nodes = cluster(6, config);
+    let node = &mut nodes[0];
+    let t0 = Instant::from_secs(1);
+    let mut now = t0;
+    let mut ping = None;
+    while ping.is_none() && now < t0 + Duration::from_secs(5) {
+        now = node.poll_timeout().unwrap();
+        node.handle_timeout(now);
+        while let Some(t) = node.poll_transmit() {
+            if let Message::Ping { .. } = wire::decode(&t.bytes, MAX_STREAM).unwrap().message {
+                ping = Some(t.to);
+            }
+        }
+    }
+    let to = ping.expect("a ping went out");
+    let before = node.stats().indirect_probes;
+    node.handle_send_error(now, to);
+    let asked: Vec<SocketAddr> = std::iter::from_fn(|| node.poll_transmit())
+        .filter(|t| matches!(wire::decode(&t.bytes, MAX_STREAM).unwrap().message, Message::PingReq { .. }))
+        .map(|t| t.to)
+        .collect();
+    assert!(!asked.is_empty(), "indirect probes at once");
+    assert!(!asked.contains(&to), "not through the member that cannot be reached");
+    assert!(node.stats().indirect_probes > before);
+    assert_eq!(node.stats().send_errors, 1);
+    // A send error to an address no probe is waiting on changes nothing but
+    // the count.
+    node.handle_send_error(now, addr(5));
+    assert_eq!(node.stats().send_errors, 2);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
 

@@ -1,0 +1,394 @@
+//! The embedding API: build a member, start it, and ask it about the
+//! cluster.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, UdpSocket};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use vigil_membership::keyring::{KeyId, KeyInfo, Keyring, KeyringError};
+use vigil_membership::seal::{Mode, Seal, SealStats};
+use vigil_membership::{Config, Event, MemberView, Node, NodeId, Stats};
+
+use crate::clock::Clock;
+use crate::driver::{Command, Driver, NetStats};
+use crate::error::StartError;
+use crate::generation::next_generation;
+
+/// Settings of the network runtime itself (the protocol's are a
+/// [`Config`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NetConfig {
+    /// Inbound stream connections handled at once; more are closed.
+    /// Default 64.
+    pub max_connections: usize,
+    /// Connecting to a member for a stream message. Default 2 s.
+    pub connect_timeout: Duration,
+    /// Writing or reading a stream frame. Default 5 s.
+    pub io_timeout: Duration,
+    /// The UDP socket's receive and send buffers, bytes (default: the
+    /// system's).
+    pub socket_buffers: Option<(usize, usize)>,
+    /// How long [`Cluster::leave`] waits for the announcement to go out.
+    /// Default 500 ms.
+    pub leave_wait: Duration,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        NetConfig {
+            max_connections: 64,
+            connect_timeout: Duration::from_secs(2),
+            io_timeout: Duration::from_secs(5),
+            socket_buffers: None,
+            leave_wait: Duration::from_millis(500),
+        }
+    }
+}
+
+/// How to start a member. See the crate documentation for an example.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    name: String,
+    bind: SocketAddr,
+    advertise: Option<SocketAddr>,
+    seeds: Vec<SocketAddr>,
+    config: Config,
+    keyring: Option<Keyring>,
+    mode: Mode,
+    data_dir: Option<PathBuf>,
+    net: NetConfig,
+}
+
+/// The cluster id when none is given: `"vigi"`.
+pub const DEFAULT_CLUSTER: u64 = 0x7669_6769;
+
+impl Builder {
+    /// A member named `name`, binding `0.0.0.0:7946`, on the LAN preset
+    /// ([`Config::lan`]), in plaintext.
+    pub fn new(name: &str) -> Builder {
+        Builder {
+            name: name.to_owned(),
+            bind: SocketAddr::from(([0, 0, 0, 0], 7946)),
+            advertise: None,
+            seeds: Vec::new(),
+            config: Config::lan(DEFAULT_CLUSTER),
+            keyring: None,
+            mode: Mode::Plaintext,
+            data_dir: None,
+            net: NetConfig::default(),
+        }
+    }
+
+    /// Where to listen: UDP and TCP on the same port (port 0 picks one).
+    pub fn bind(mut self, addr: SocketAddr) -> Builder {
+        self.bind = addr;
+        self
+    }
+
+    /// The address other members reach this one at (default: the bound
+    /// address, which must then not be unspecified).
+    pub fn advertise(mut self, addr: SocketAddr) -> Builder {
+        self.advertise = Some(addr);
+        self
+    }
+
+    /// Members to join through.
+    pub fn seeds(mut self, seeds: impl IntoIterator<Item = SocketAddr>) -> Builder {
+        self.seeds = seeds.into_iter().collect();
+        self
+    }
+
+    /// The protocol's configuration (a preset such as [`Config::lan`],
+    /// adjusted or not).
+    pub fn config(mut self, config: Config) -> Builder {
+        self.config = config;
+        self
+    }
+
+    /// Seal every packet with these keys, in `mode`.
+    pub fn keys(mut self, keyring: Keyring, mode: Mode) -> Builder {
+        self.keyring = Some(keyring);
+        self.mode = mode;
+        self
+    }
+
+    /// Where the last generation is recorded, so a restart always comes
+    /// back with a higher one (see [`crate::generation`]).
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Builder {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// The runtime's own settings.
+    pub fn net(mut self, net: NetConfig) -> Builder {
+        self.net = net;
+        self
+    }
+
+    /// Binds the sockets, starts the member's tasks on the current tokio
+    /// runtime, and joins through the seeds.
+    ///
+    /// # Errors
+    ///
+    /// A [`StartError`] naming the setting or the socket at fault.
+    pub async fn start(self) -> Result<Cluster, StartError> {
+        self.config.validate().map_err(StartError::Config)?;
+        if self.net.max_connections == 0 {
+            return Err(StartError::Setting("max_connections must be at least 1".into()));
+        }
+        let seal = match (self.keyring, self.mode) {
+            (None, Mode::Plaintext) => Seal::plaintext(self.config.cluster),
+            (keyring, mode) => {
+                Seal::new(self.config.cluster, mode, keyring, rand::random()).map_err(StartError::Seal)?
+            }
+        };
+        let (udp, tcp) = bind_both(self.bind, self.net.socket_buffers)?;
+        let local = udp.local_addr().map_err(|e| StartError::Bind(self.bind, e))?;
+        let advertise = match self.advertise {
+            Some(a) => a,
+            None if local.ip().is_unspecified() => {
+                return Err(StartError::Setting(format!(
+                    "bound to {local}: give an address to advertise (other members cannot reach an unspecified one)"
+                )));
+            }
+            None => local,
+        };
+        let generation = next_generation(self.data_dir.as_deref()).map_err(StartError::Generation)?;
+        let id = NodeId::new(self.name.clone(), generation);
+        let clock = Clock::start();
+        let now = clock.now();
+        let mut node =
+            Node::new(id.clone(), advertise, self.config.clone(), rand::random(), now).map_err(StartError::Config)?;
+        if !self.seeds.is_empty() {
+            node.join(now, &self.seeds);
+        }
+        let (events, _) = broadcast::channel(4096);
+        let (cmd_tx, cmd_rx) = mpsc::channel(256);
+        let driver = Driver::new(node, seal, clock, udp, tcp, advertise, self.net.clone(), cmd_rx, events.clone());
+        let task = tokio::spawn(driver.run());
+        Ok(Cluster { cmd: cmd_tx, events, local, advertise, id, task: Some(task), leave_wait: self.net.leave_wait })
+    }
+}
+
+/// UDP and TCP bound to the same port.
+fn bind_both(bind: SocketAddr, buffers: Option<(usize, usize)>) -> Result<(UdpSocket, TcpListener), StartError> {
+    // With port 0 the UDP port is picked first; if TCP cannot have the same
+    // one, try again.
+    let tries = if bind.port() == 0 { 20 } else { 1 };
+    let mut last = None;
+    for _ in 0..tries {
+        let udp = udp_socket(bind, buffers).map_err(|e| StartError::Bind(bind, e))?;
+        let port = udp.local_addr().map_err(|e| StartError::Bind(bind, e))?.port();
+        let tcp_addr = SocketAddr::new(bind.ip(), port);
+        match std::net::TcpListener::bind(tcp_addr).and_then(|l| {
+            l.set_nonblocking(true)?;
+            TcpListener::from_std(l)
+        }) {
+            Ok(tcp) => return Ok((udp, tcp)),
+            Err(e) => last = Some(StartError::Bind(tcp_addr, e)),
+        }
+    }
+    Err(last.unwrap_or_else(|| StartError::Setting("could not bind".into())))
+}
+
+fn udp_socket(bind: SocketAddr, buffers: Option<(usize, usize)>) -> std::io::Result<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))?;
+    if let Some((recv, send)) = buffers {
+        socket.set_recv_buffer_size(recv)?;
+        socket.set_send_buffer_size(send)?;
+    }
+    socket.bind(&bind.into())?;
+    socket.set_nonblocking(true)?;
+    UdpSocket::from_std(socket.into())
+}
+
+/// Something that happened, with when (milliseconds since the Unix epoch,
+/// on this host's clock).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterEvent {
+    /// When this member learned it.
+    pub unix_ms: u64,
+    /// What.
+    pub event: Event,
+}
+
+/// What a member has done: the protocol's counters, the seal's, and the
+/// runtime's.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ClusterStats {
+    /// The protocol's.
+    pub node: Stats,
+    /// The seal's.
+    pub seal: SealStats,
+    /// The runtime's.
+    pub net: NetStats,
+}
+
+/// The stream of a member's events.
+#[derive(Debug)]
+pub struct Events {
+    rx: broadcast::Receiver<ClusterEvent>,
+    lagged: u64,
+}
+
+impl Events {
+    /// The next event; `None` once the member has stopped. A reader too slow
+    /// to keep up skips what it missed (see [`Events::missed`]).
+    pub async fn next(&mut self) -> Option<ClusterEvent> {
+        loop {
+            match self.rx.recv().await {
+                Ok(e) => return Some(e),
+                Err(broadcast::error::RecvError::Lagged(n)) => self.lagged += n,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// Events this reader missed by falling behind.
+    pub fn missed(&self) -> u64 {
+        self.lagged
+    }
+}
+
+/// A running member. Dropping it stops the member without leaving; call
+/// [`Cluster::leave`] to leave.
+#[derive(Debug)]
+pub struct Cluster {
+    cmd: mpsc::Sender<Command>,
+    events: broadcast::Sender<ClusterEvent>,
+    local: SocketAddr,
+    advertise: SocketAddr,
+    id: NodeId,
+    task: Option<tokio::task::JoinHandle<()>>,
+    leave_wait: Duration,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+impl Cluster {
+    /// A builder; see [`Builder`].
+    pub fn builder(name: &str) -> Builder {
+        Builder::new(name)
+    }
+
+    /// The address the sockets are bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The address other members reach this one at.
+    pub fn advertise_addr(&self) -> SocketAddr {
+        self.advertise
+    }
+
+    /// This member's name and generation.
+    pub fn id(&self) -> &NodeId {
+        &self.id
+    }
+
+    /// The events from now on.
+    pub fn events(&self) -> Events {
+        Events { rx: self.events.subscribe(), lagged: 0 }
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        self.cmd.send(make(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// Every other member this one knows of, as it sees them (dead and left
+    /// ones too, until they are forgotten). Empty once the member has
+    /// stopped.
+    pub async fn members(&self) -> Vec<MemberView> {
+        self.ask(Command::Members).await.unwrap_or_default()
+    }
+
+    /// The φ (suspicion level) of a member this one monitors, now.
+    pub async fn level(&self, name: &str) -> Option<f64> {
+        self.ask(|tx| Command::Level(name.to_owned(), tx)).await.flatten()
+    }
+
+    /// How long until the member's level reaches the suspect level if
+    /// nothing arrives (zero if it has).
+    pub async fn time_to_suspect(&self, name: &str) -> Option<Duration> {
+        self.ask(|tx| Command::TimeToSuspect(name.to_owned(), tx)).await.flatten()
+    }
+
+    /// Monitors `name` too (members this one does not observe by default).
+    pub async fn watch(&self, name: &str) {
+        let _ = self.cmd.send(Command::Watch(name.to_owned())).await;
+    }
+
+    /// Stops monitoring `name` for the application.
+    pub async fn unwatch(&self, name: &str) {
+        let _ = self.cmd.send(Command::Unwatch(name.to_owned())).await;
+    }
+
+    /// Counters.
+    pub async fn stats(&self) -> Option<ClusterStats> {
+        self.ask(Command::Stats).await
+    }
+
+    /// The keys, by id (never the keys), with what each sealed and opened.
+    pub async fn keys(&self) -> Vec<KeyInfo> {
+        self.ask(Command::Keys).await.unwrap_or_default()
+    }
+
+    /// Installs a key (it opens packets from now on).
+    ///
+    /// # Errors
+    ///
+    /// The keyring's refusal, or [`KeyringError::Unknown`] with id 0 if the
+    /// member has no keyring or has stopped.
+    pub async fn install_key(&self, key: [u8; 32]) -> Result<KeyId, KeyringError> {
+        self.ask(|tx| Command::InstallKey(key, tx)).await.unwrap_or(Err(KeyringError::Unknown(KeyId(0))))
+    }
+
+    /// Seals with key `id` from now on.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cluster::install_key`].
+    pub async fn use_key(&self, id: KeyId) -> Result<(), KeyringError> {
+        self.ask(|tx| Command::UseKey(id, tx)).await.unwrap_or(Err(KeyringError::Unknown(id)))
+    }
+
+    /// Removes key `id`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cluster::install_key`].
+    pub async fn remove_key(&self, id: KeyId) -> Result<(), KeyringError> {
+        self.ask(|tx| Command::RemoveKey(id, tx)).await.unwrap_or(Err(KeyringError::Unknown(id)))
+    }
+
+    /// Leaves: the departure is announced, then, after at most the leave
+    /// wait ([`NetConfig::leave_wait`]), the member stops.
+    pub async fn leave(mut self) {
+        let _ = self.cmd.send(Command::Leave(self.leave_wait)).await;
+        if let Some(task) = self.task.take() {
+            // Bounded: the driver stops after the wait whatever happens.
+            let _ = tokio::time::timeout(self.leave_wait + Duration::from_secs(1), task).await;
+        }
+    }
+
+    /// Stops without leaving (the others will find this member dead).
+    pub async fn shutdown(mut self) {
+        let _ = self.cmd.send(Command::Shutdown).await;
+        if let Some(task) = self.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! The driver: one task owning the node and its seal, turning packets,
+//! timers and commands into calls on the sans-IO core, and its output into
+//! packets and events.
+//!
+//! Stream messages get tasks of their own: one per outbound frame (connect,
+//! write, close, each under a timeout), and one per inbound connection
+//! (read one frame, under a timeout, at most `max_connections` at once).
+//! Their results come back to the driver over channels; only the driver
+//! touches the node.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::{Semaphore, broadcast, mpsc, oneshot};
+use vigil_membership::keyring::{KeyId, KeyInfo, KeyringError};
+use vigil_membership::seal::{self, OVERHEAD, Seal};
+use vigil_membership::wire::{MAX_DATAGRAM, MAX_STREAM};
+use vigil_membership::{MemberView, Node};
+
+use crate::clock::Clock;
+use crate::cluster::{ClusterEvent, ClusterStats, NetConfig};
+use crate::frame::{MAX_FRAME, MAX_PREFIX, split_address, with_address};
+
+/// What the handle asks of the driver.
+#[derive(Debug)]
+pub(crate) enum Command {
+    Members(oneshot::Sender<Vec<MemberView>>),
+    Level(String, oneshot::Sender<Option<f64>>),
+    TimeToSuspect(String, oneshot::Sender<Option<Duration>>),
+    Watch(String),
+    Unwatch(String),
+    Stats(oneshot::Sender<ClusterStats>),
+    Keys(oneshot::Sender<Vec<KeyInfo>>),
+    InstallKey([u8; 32], oneshot::Sender<Result<KeyId, KeyringError>>),
+    UseKey(KeyId, oneshot::Sender<Result<(), KeyringError>>),
+    RemoveKey(KeyId, oneshot::Sender<Result<(), KeyringError>>),
+    Leave(Duration),
+    Shutdown,
+}
+
+/// The runtime's own counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct NetStats {
+    /// Datagrams sent.
+    pub datagrams_sent: u64,
+    /// Datagrams received (before opening).
+    pub datagrams_received: u64,
+    /// Bytes of datagrams sent, as on the wire (sealed).
+    pub datagram_bytes_sent: u64,
+    /// Stream frames sent.
+    pub frames_sent: u64,
+    /// Stream frames received.
+    pub frames_received: u64,
+    /// Sends that failed (datagrams and frames).
+    pub send_errors: u64,
+    /// Inbound connections closed because `max_connections` were open.
+    pub connections_refused: u64,
+    /// Inbound frames dropped: too long, too slow, or cut short.
+    pub frames_dropped: u64,
+    /// Opened frames whose address prefix was malformed.
+    pub frames_malformed: u64,
+}
+
+/// Counters the listener tasks update.
+#[derive(Debug, Default)]
+struct Shared {
+    connections_refused: AtomicU64,
+    frames_dropped: AtomicU64,
+}
+
+pub(crate) struct Driver {
+    node: Node,
+    seal: Seal,
+    clock: Clock,
+    udp: Arc<UdpSocket>,
+    tcp: Option<TcpListener>,
+    advertise: SocketAddr,
+    net: NetConfig,
+    cmd: mpsc::Receiver<Command>,
+    events: broadcast::Sender<ClusterEvent>,
+    stats: NetStats,
+    shared: Arc<Shared>,
+}
+
+/// Datagrams read at most per wake, so timers and commands are never
+/// starved by a flood.
+const BURST: usize = 64;
+
+impl Driver {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        node: Node,
+        seal: Seal,
+        clock: Clock,
+        udp: UdpSocket,
+        tcp: TcpListener,
+        advertise: SocketAddr,
+        net: NetConfig,
+        cmd: mpsc::Receiver<Command>,
+        events: broadcast::Sender<ClusterEvent>,
+    ) -> Driver {
+        Driver {
+            node,
+            seal,
+            clock,
+            udp: Arc::new(udp),
+            tcp: Some(tcp),
+            advertise,
+            net,
+            cmd,
+            events,
+            stats: NetStats::default(),
+            shared: Arc::new(Shared::default()),
+        }
+    }
+
+    pub(crate) async fn run(mut self) {
+        let (frames_tx, mut frames_rx) = mpsc::channel::<Vec<u8>>(256);
+        let (errors_tx, mut errors_rx) = mpsc::channel::<SocketAddr>(256);
+        let listener = self.tcp.take().map(|tcp| {
+            let shared = self.shared.clone();
+            let net = self.net.clone();
+            tokio::spawn(listen(tcp, frames_tx, shared, net))
+        });
+        let mut buf = vec![0u8; MAX_DATAGRAM + OVERHEAD + 1];
+        let mut leaving: Option<tokio::time::Instant> = None;
+        self.flush(&errors_tx).await;
+        loop {
+            let deadline = match (self.node.poll_timeout(), leaving) {
+                (_, Some(until)) => until,
+                (Some(t), None) => self.clock.to_runtime(t),
+                (None, None) => tokio::time::Instant::now() + Duration::from_secs(3600),
+            };
+            tokio::select! {
+                r = self.udp.recv_from(&mut buf) => {
+                    if let Ok((n, from)) = r {
+                        self.datagram(&buf[..n], from);
+                        // Drain what else is waiting, up to a burst.
+                        for _ in 1..BURST {
+                            match self.udp.try_recv_from(&mut buf) {
+                                Ok((n, from)) => self.datagram(&buf[..n], from),
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                }
+                Some(frame) = frames_rx.recv() => self.frame(&frame),
+                Some(to) = errors_rx.recv() => {
+                    self.stats.send_errors += 1;
+                    self.node.handle_send_error(self.clock.now(), to);
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    if leaving.is_some() {
+                        break;
+                    }
+                    self.node.handle_timeout(self.clock.now());
+                }
+                cmd = self.cmd.recv() => match cmd {
+                    None | Some(Command::Shutdown) => break,
+                    Some(Command::Leave(wait)) => {
+                        self.node.leave(self.clock.now());
+                        leaving = Some(tokio::time::Instant::now() + wait);
+                    }
+                    Some(cmd) => self.command(cmd),
+                },
+            }
+            self.flush(&errors_tx).await;
+        }
+        if let Some(l) = listener {
+            l.abort();
+        }
+    }
+
+    fn datagram(&mut self, bytes: &[u8], from: SocketAddr) {
+        self.stats.datagrams_received += 1;
+        // A packet that does not open is counted by the seal, and never
+        // reaches the protocol.
+        if let Ok(plain) = self.seal.open(bytes, MAX_DATAGRAM) {
+            let _ = self.node.handle_datagram(self.clock.now(), from, &plain);
+        }
+    }
+
+    fn frame(&mut self, frame: &[u8]) {
+        self.stats.frames_received += 1;
+        let now = self.clock.now();
+        if frame.starts_with(&seal::MAGIC) {
+            // Sealed: the address is inside, authenticated with the packet.
+            let Ok(plain) = self.seal.open(frame, MAX_STREAM + MAX_PREFIX) else { return };
+            match split_address(&plain) {
+                Some((from, packet)) => {
+                    let _ = self.node.handle_stream(now, from, packet);
+                }
+                None => self.stats.frames_malformed += 1,
+            }
+            return;
+        }
+        // Plaintext: the address, then a plaintext packet, which the seal
+        // judges (refused and counted in sealed mode).
+        let Some((from, packet)) = split_address(frame) else {
+            self.stats.frames_malformed += 1;
+            return;
+        };
+        if let Ok(plain) = self.seal.open(packet, MAX_STREAM) {
+            let _ = self.node.handle_stream(now, from, &plain);
+        }
+    }
+
+    fn command(&mut self, cmd: Command) {
+        let now = self.clock.now();
+        match cmd {
+            Command::Members(tx) => {
+                let _ = tx.send(self.node.members().collect());
+            }
+            Command::Level(name, tx) => {
+                let _ = tx.send(self.node.level(&name, now));
+            }
+            Command::TimeToSuspect(name, tx) => {
+                let at = self.node.reaches_suspect_level_at(&name);
+                let _ = tx.send(at.map(|t| t.saturating_duration_since(now)));
+            }
+            Command::Watch(name) => self.node.watch(now, &name),
+            Command::Unwatch(name) => self.node.unwatch(now, &name),
+            Command::Stats(tx) => {
+                let mut net = self.stats;
+                net.connections_refused = self.shared.connections_refused.load(Ordering::Relaxed);
+                net.frames_dropped = self.shared.frames_dropped.load(Ordering::Relaxed);
+                let _ = tx.send(ClusterStats { node: self.node.stats().clone(), seal: self.seal.stats(), net });
+            }
+            Command::Keys(tx) => {
+                let _ = tx.send(self.seal.keyring().map(|k| k.list()).unwrap_or_default());
+            }
+            Command::InstallKey(key, tx) => {
+                let r = match self.seal.keyring_mut() {
+                    Some(k) => k.install(key),
+                    None => Err(KeyringError::Unknown(KeyId(0))),
+                };
+                let _ = tx.send(r);
+            }
+            Command::UseKey(id, tx) => {
+                let r = self.seal.keyring_mut().map_or(Err(KeyringError::Unknown(id)), |k| k.use_key(id));
+                let _ = tx.send(r);
+            }
+            Command::RemoveKey(id, tx) => {
+                let r = self.seal.keyring_mut().map_or(Err(KeyringError::Unknown(id)), |k| k.remove(id));
+                let _ = tx.send(r);
+            }
+            Command::Leave(_) | Command::Shutdown => {}
+        }
+    }
+
+    /// Sends what the node queued and publishes its events.
+    async fn flush(&mut self, errors: &mpsc::Sender<SocketAddr>) {
+        while let Some(t) = self.node.poll_transmit() {
+            if t.stream {
+                // Sealed or not, the sender's address travels with the packet.
+                let sealed = self.seal.seal(&with_address(self.advertise, &t.bytes));
+                self.stats.frames_sent += 1;
+                tokio::spawn(send_frame(t.to, sealed, self.net.clone(), errors.clone()));
+            } else {
+                let sealed = self.seal.seal(&t.bytes);
+                match self.udp.send_to(&sealed, t.to).await {
+                    Ok(_) => {
+                        self.stats.datagrams_sent += 1;
+                        self.stats.datagram_bytes_sent += sealed.len() as u64;
+                    }
+                    Err(_) => {
+                        self.stats.send_errors += 1;
+                        self.node.handle_send_error(self.clock.now(), t.to);
+                    }
+                }
+            }
+        }
+        while let Some(e) = self.node.poll_event() {
+            let unix_ms = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            // Nobody listening is not an error.
+            let _ = self.events.send(ClusterEvent { unix_ms, event: e });
+        }
+    }
+}
+
+/// Sends one frame on a connection of its own; a failure is reported back.
+async fn send_frame(to: SocketAddr, frame: Vec<u8>, net: NetConfig, errors: mpsc::Sender<SocketAddr>) {
+    let sent = async {
+        let mut conn = tokio::time::timeout(net.connect_timeout, TcpStream::connect(to)).await.ok()?.ok()?;
+        let len = u32::try_from(frame.len()).ok()?;
+        let write = async {
+            conn.write_all(&len.to_be_bytes()).await?;
+            conn.write_all(&frame).await?;
+            conn.shutdown().await
+        };
+        tokio::time::timeout(net.io_timeout, write).await.ok()?.ok()
+    };
+    if sent.await.is_none() {
+        let _ = errors.send(to).await;
+    }
+}
+
+/// Accepts stream connections, at most `max_connections` at once, and
+/// reads one frame from each.
+async fn listen(tcp: TcpListener, frames: mpsc::Sender<Vec<u8>>, shared: Arc<Shared>, net: NetConfig) {
+    let slots = Arc::new(Semaphore::new(net.max_connections));
+    loop {
+        let Ok((conn, _)) = tcp.accept().await else { continue };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            shared.connections_refused.fetch_add(1, Ordering::Relaxed);
+            drop(conn);
+            continue;
+        };
+        let frames = frames.clone();
+        let shared = shared.clone();
+        let timeout = net.io_timeout;
+        tokio::spawn(async move {
+            let _permit = permit;
+            match tokio::time::timeout(timeout, read_frame(conn)).await {
+                Ok(Some(frame)) => {
+                    let _ = frames.send(frame).await;
+                }
+                _ => {
+                    shared.frames_dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+    }
+}
+
+/// One frame: the length, checked before anything is allocated, then the
+/// body.
+async fn read_frame(mut conn: TcpStream) -> Option<Vec<u8>> {
+    let mut len = [0u8; 4];
+    conn.read_exact(&mut len).await.ok()?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return None;
+    }
+    let mut body = vec![0u8; len];
+    conn.read_exact(&mut body).await.ok()?;
+    Some(body)
+}

@@ -1,0 +1,77 @@
+//! Generations that only grow, across restarts.
+//!
+//! A member's generation tells its peers that a restarted process is a new
+//! life of the same name: its old rumours, and the accusations against the
+//! old process, no longer apply. So a restart must always come back with a
+//! higher generation. With a data directory the last generation used is
+//! recorded there, and the next start takes one more than it (or the wall
+//! clock in milliseconds, if that is higher): a wall clock that stepped back
+//! cannot make a generation go down. Without one, the wall clock alone is
+//! used, which a clock stepped back by more than a restart takes can defeat.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The file in the data directory.
+pub const FILE: &str = "generation";
+
+fn wall_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The generation for this start, recorded in `dir` (created if needed)
+/// before it is returned.
+///
+/// # Errors
+///
+/// The directory or the file cannot be read or written, or the file does
+/// not hold a number (it is not overwritten then: someone should look).
+pub fn next_generation(dir: Option<&Path>) -> io::Result<u64> {
+    let Some(dir) = dir else { return Ok(wall_ms().max(1)) };
+    fs::create_dir_all(dir)?;
+    let path = dir.join(FILE);
+    let last = match fs::read_to_string(&path) {
+        Ok(text) => Some(text.trim().parse::<u64>().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: not a generation number: {:?}", path.display(), text.chars().take(40).collect::<String>()),
+            )
+        })?),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    let next = last.map_or(0, |g| g.saturating_add(1)).max(wall_ms()).max(1);
+    // Whole or not at all: a temporary beside it, synced, renamed.
+    let tmp = dir.join(format!(".{FILE}.tmp-{}", std::process::id()));
+    let mut f = fs::File::create(&tmp)?;
+    f.write_all(format!("{next}\n").as_bytes())?;
+    f.sync_all()?;
+    fs::rename(&tmp, &path)?;
+    Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restart_always_comes_back_higher_even_when_the_clock_steps_back() {
+        let dir = std::env::temp_dir().join(format!("vigil-generation-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let first = next_generation(Some(&dir)).unwrap();
+        let second = next_generation(Some(&dir)).unwrap();
+        assert!(second > first);
+        // A generation recorded far in the future (a clock that was ahead,
+        // then stepped back): the next is still higher.
+        let future = wall_ms() + 86_400_000;
+        fs::write(dir.join(FILE), format!("{future}\n")).unwrap();
+        assert_eq!(next_generation(Some(&dir)).unwrap(), future + 1);
+        // A file that is not a number is an error and is left alone.
+        fs::write(dir.join(FILE), "garbage").unwrap();
+        assert!(next_generation(Some(&dir)).is_err());
+        assert_eq!(fs::read_to_string(dir.join(FILE)).unwrap(), "garbage");
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
