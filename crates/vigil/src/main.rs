@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod agent;
 mod demo;
 mod input;
 mod json;
@@ -43,6 +44,9 @@ enum Command {
     /// The membership protocol on a simulated cluster: fault scenarios,
     /// checkers, metrics, and scale runs.
     Sim(sim::SimArgs),
+    /// Run one member of a cluster: events on stdout as JSON lines; SIGTERM
+    /// or SIGINT leaves.
+    Agent(Box<agent::AgentArgs>),
 }
 
 /// What the exit status means, for scripts.
@@ -121,6 +125,7 @@ fn main() -> ExitCode {
         Command::Policies(args) => policies::run(&args, &mut out),
         Command::Lab(args) => lab::run(&args, &mut out),
         Command::Sim(args) => sim::run(&args, &mut out),
+        Command::Agent(args) => agent::run(&args, &mut out),
     };
     let flushed = out.flush();
     match result.and_then(|()| flushed.map_err(anyhow::Error::from)) {

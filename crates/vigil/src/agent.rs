@@ -1,0 +1,342 @@
+//! `vigil agent`: one member of a cluster as a process.
+//!
+//! Settings come from flags and, optionally, a TOML file with the same
+//! names (`--config FILE`); a flag overrides the file. Events go to stdout
+//! as JSON lines, one per event; logs go to stderr. SIGTERM and SIGINT
+//! make the member leave (announced) and the process exit 0 within 3 s.
+//! A bad setting exits 2, naming it.
+
+use std::io::Write;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use serde::Deserialize;
+use serde_json::json;
+use vigil_membership::keyring::Keyring;
+use vigil_membership::seal::Mode;
+use vigil_membership::{Config, Event};
+use vigil_net::{Cluster, DEFAULT_CLUSTER};
+
+use crate::UsageError;
+use crate::input::read_text;
+
+/// Arguments of `vigil agent`.
+#[derive(Debug, Args)]
+pub(crate) struct AgentArgs {
+    /// This member's name (1 to 64 bytes).
+    #[arg(long)]
+    name: Option<String>,
+    /// Address to listen on, UDP and TCP (default 0.0.0.0:7946).
+    #[arg(long, value_name = "IP:PORT")]
+    bind: Option<String>,
+    /// Address the others reach this member at (default: the bound one).
+    #[arg(long, value_name = "IP:PORT")]
+    advertise: Option<String>,
+    /// Members to join through: `IP:PORT[,IP:PORT...]` (repeatable).
+    #[arg(long, value_name = "IP:PORT[,...]")]
+    join: Vec<String>,
+    /// Keys: one 32-byte key per line, 64 hex digits or base64; the first is
+    /// the primary. With keys, every packet is sealed.
+    #[arg(long, value_name = "FILE")]
+    key_file: Option<PathBuf>,
+    /// With keys: `sealed` (default), or `staged` (sealed out, plaintext
+    /// still in: the step that turns encryption on in a running cluster),
+    /// or `plaintext` (plaintext out; sealed in too).
+    #[arg(long, value_enum)]
+    seal_mode: Option<SealModeArg>,
+    /// The protocol's preset: lan (default), wan or classic (memberlist's
+    /// LAN constants).
+    #[arg(long, value_enum)]
+    preset: Option<PresetArg>,
+    /// Cluster id: members of other clusters are ignored (default 0x76696769).
+    #[arg(long)]
+    cluster: Option<u64>,
+    /// Where the generation is recorded, so a restart always comes back
+    /// with a higher one.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// A TOML file with the same settings (`name`, `bind`, `advertise`,
+    /// `join`, `key_file`, `seal_mode`, `preset`, `cluster`, `data_dir`);
+    /// flags override it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum PresetArg {
+    Lan,
+    Wan,
+    Classic,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum SealModeArg {
+    Plaintext,
+    Staged,
+    Sealed,
+}
+
+/// The settings file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSettings {
+    name: Option<String>,
+    bind: Option<String>,
+    advertise: Option<String>,
+    #[serde(default)]
+    join: Vec<String>,
+    key_file: Option<PathBuf>,
+    seal_mode: Option<SealModeArg>,
+    preset: Option<PresetArg>,
+    cluster: Option<u64>,
+    data_dir: Option<PathBuf>,
+}
+
+/// Where a setting came from, for errors.
+fn origin(flag: bool, name: &str, file: Option<&Path>) -> String {
+    match (flag, file) {
+        (true, _) | (false, None) => format!("--{}", name.replace('_', "-")),
+        (false, Some(f)) => format!("{}: {name}", f.display()),
+    }
+}
+
+fn address(what: &str, text: &str) -> Result<SocketAddr> {
+    text.to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or_else(|| {
+        UsageError(format!("{what}: {} is not an address (IP:PORT)", vigil_lab::millis::quoted(text))).into()
+    })
+}
+
+/// Reads a key file: one key per line, 64 hex digits or base64.
+fn keys(path: &Path, what: &str) -> Result<Keyring> {
+    let text = read_text(path, "key file", 64 * 1024, "")?;
+    let mut ring: Option<Keyring> = None;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let key = parse_key(line).ok_or_else(|| {
+            UsageError(format!("{what}: line {}: not a 32-byte key (64 hex digits, or 44 characters of base64)", i + 1))
+        })?;
+        match &mut ring {
+            None => ring = Some(Keyring::new(key)),
+            Some(r) => {
+                r.install(key).map_err(|e| UsageError(format!("{what}: line {}: {e}", i + 1)))?;
+            }
+        }
+    }
+    ring.ok_or_else(|| UsageError(format!("{what}: no key in {}", path.display())).into())
+}
+
+fn parse_key(text: &str) -> Option<[u8; 32]> {
+    let bytes = if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        (0..32).map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()).collect::<Option<Vec<u8>>>()?
+    } else {
+        base64(text)?
+    };
+    bytes.try_into().ok()
+}
+
+/// Standard base64 (with or without padding).
+fn base64(text: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let digits: Vec<u8> = text.trim_end_matches('=').bytes().collect();
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let mut acc = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            acc |= value(c)? << (18 - 6 * i);
+        }
+        let n = match chunk.len() {
+            4 => 3,
+            3 => 2,
+            2 => 1,
+            _ => return None,
+        };
+        out.extend_from_slice(&acc.to_be_bytes()[1..1 + n]);
+    }
+    Some(out)
+}
+
+/// An event as a JSON line; `None` for events of this node's own health.
+fn event_json(node: &str, unix_ms: u64, e: &Event) -> Option<serde_json::Value> {
+    let v = match e {
+        Event::Up { id, addr } => {
+            json!({"event": "up", "member": id.name, "generation": id.generation, "addr": addr.to_string()})
+        }
+        Event::Suspected { id, by, level } => {
+            json!({"event": "suspected", "member": id.name, "generation": id.generation, "by": by.name, "phi": level})
+        }
+        Event::Refuted { id, incarnation } => {
+            json!({"event": "refuted", "member": id.name, "generation": id.generation, "incarnation": incarnation})
+        }
+        Event::Dead { id, by } => {
+            json!({"event": "dead", "member": id.name, "generation": id.generation, "by": by.name})
+        }
+        Event::Left { id } => json!({"event": "left", "member": id.name, "generation": id.generation}),
+        Event::PathProblem { id, level, indirect } => {
+            json!({"event": "path_problem", "member": id.name, "generation": id.generation, "phi": level, "indirect": indirect})
+        }
+        Event::SelfRefuted { incarnation } => {
+            json!({"event": "self_refuted", "member": node, "incarnation": incarnation})
+        }
+        Event::Renewed { id } => json!({"event": "renewed", "member": id.name, "generation": id.generation}),
+        Event::LocalStall { late } => {
+            json!({"event": "local_stall", "member": node, "late_ms": late.as_secs_f64() * 1e3})
+        }
+        _ => return None,
+    };
+    let mut v = v;
+    let obj = v.as_object_mut()?;
+    obj.insert("ts_ms".into(), json!(unix_ms));
+    obj.insert("node".into(), json!(node));
+    Some(v)
+}
+
+/// Runs `vigil agent` until SIGTERM or SIGINT.
+pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
+    let file_path = a.config.as_deref();
+    let file: FileSettings = match file_path {
+        Some(p) => {
+            let text = read_text(p, "config file", 1024 * 1024, "")?;
+            toml::from_str(&text).map_err(|e| UsageError(format!("{}: {e}", p.display())))?
+        }
+        None => FileSettings::default(),
+    };
+    let pick = |flag: &Option<String>, file: &Option<String>, name: &str| -> Option<(String, String)> {
+        match (flag, file) {
+            (Some(v), _) => Some((v.clone(), origin(true, name, file_path))),
+            (None, Some(v)) => Some((v.clone(), origin(false, name, file_path))),
+            _ => None,
+        }
+    };
+    let (name, name_from) =
+        pick(&a.name, &file.name, "name").ok_or_else(|| UsageError("--name: every member needs a name".into()))?;
+    let bind = match pick(&a.bind, &file.bind, "bind") {
+        Some((v, from)) => address(&from, &v)?,
+        None => SocketAddr::from(([0, 0, 0, 0], 7946)),
+    };
+    let advertise = pick(&a.advertise, &file.advertise, "advertise").map(|(v, from)| address(&from, &v)).transpose()?;
+    let (join_texts, join_from) = if a.join.is_empty() {
+        (file.join.clone(), origin(false, "join", file_path))
+    } else {
+        (a.join.clone(), origin(true, "join", file_path))
+    };
+    let mut seeds = Vec::new();
+    for t in join_texts.iter().flat_map(|t| t.split(',')).map(str::trim).filter(|t| !t.is_empty()) {
+        seeds.push(address(&join_from, t)?);
+    }
+    let cluster = a.cluster.or(file.cluster).unwrap_or(DEFAULT_CLUSTER);
+    let preset = a.preset.or(file.preset).unwrap_or(PresetArg::Lan);
+    let config = match preset {
+        PresetArg::Lan => Config::lan(cluster),
+        PresetArg::Wan => Config::wan(cluster),
+        PresetArg::Classic => Config::classic_lan(cluster),
+    };
+    let key_file = a
+        .key_file
+        .clone()
+        .map(|p| (p, origin(true, "key_file", file_path)))
+        .or_else(|| file.key_file.clone().map(|p| (p, origin(false, "key_file", file_path))));
+    let keyring = key_file.map(|(p, from)| keys(&p, &from)).transpose()?;
+    let mode = match (a.seal_mode.or(file.seal_mode), &keyring) {
+        (Some(SealModeArg::Plaintext), _) => Mode::Plaintext,
+        (Some(SealModeArg::Staged), _) => Mode::Staged,
+        (Some(SealModeArg::Sealed), _) | (None, Some(_)) => Mode::Sealed,
+        (None, None) => Mode::Plaintext,
+    };
+    if mode != Mode::Plaintext && keyring.is_none() {
+        return Err(UsageError("--seal-mode: sealing needs keys (--key-file)".into()).into());
+    }
+    let data_dir = a.data_dir.clone().or(file.data_dir.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
+    runtime.block_on(async move {
+        let mut builder = Cluster::builder(&name).bind(bind).seeds(seeds).config(config);
+        if let Some(addr) = advertise {
+            builder = builder.advertise(addr);
+        }
+        if let Some(ring) = keyring {
+            builder = builder.keys(ring, mode);
+        }
+        if let Some(dir) = &data_dir {
+            builder = builder.data_dir(dir);
+        }
+        let member = builder.start().await.map_err(|e| {
+            let text = e.to_string();
+            // A bad name is the user's setting; other failures name theirs.
+            if text.contains("name") { UsageError(format!("{name_from}: {text}")) } else { UsageError(text) }
+        })?;
+        eprintln!(
+            "vigil agent: {} (generation {}) on {}, advertising {}{}",
+            member.id().name,
+            member.id().generation,
+            member.local_addr(),
+            member.advertise_addr(),
+            if mode == Mode::Plaintext { ", plaintext" } else { ", sealed" }
+        );
+        let mut events = member.events();
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        loop {
+            tokio::select! {
+                e = events.next() => {
+                    let Some(e) = e else { break };
+                    if let Some(line) = event_json(&member.id().name, e.unix_ms, &e.event) {
+                        writeln!(out, "{line}")?;
+                        out.flush()?;
+                    }
+                }
+                _ = term.recv() => break,
+                _ = tokio::signal::ctrl_c() => break,
+            }
+        }
+        eprintln!("vigil agent: leaving");
+        // Leaving is announced and bounded; the process ends within 3 s.
+        let _ = tokio::time::timeout(Duration::from_millis(2500), member.leave()).await;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_in_hex_and_base64_are_the_same_key() {
+        let hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+        let b64 = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+        let want: [u8; 32] = std::array::from_fn(|i| i as u8);
+        assert_eq!(parse_key(hex), Some(want));
+        assert_eq!(parse_key(b64), Some(want));
+        assert_eq!(parse_key(b64.trim_end_matches('=')), Some(want));
+        for bad in ["00", "zz", &hex[..62], "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=AA", "not base64!"] {
+            assert_eq!(parse_key(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn events_become_json_lines_with_their_fields() {
+        let id = vigil_membership::NodeId::new("b", 7);
+        let by = vigil_membership::NodeId::new("c", 1);
+        let v = event_json("a", 1000, &Event::Suspected { id: id.clone(), by, level: Some(8.5) }).unwrap();
+        assert_eq!(v["event"], "suspected");
+        assert_eq!((v["member"].as_str(), v["by"].as_str(), v["phi"].as_f64()), (Some("b"), Some("c"), Some(8.5)));
+        assert_eq!((v["node"].as_str(), v["ts_ms"].as_u64()), (Some("a"), Some(1000)));
+        let v = event_json("a", 1, &Event::Left { id }).unwrap();
+        assert_eq!((v["event"].as_str(), v["generation"].as_u64()), (Some("left"), Some(7)));
+    }
+}
