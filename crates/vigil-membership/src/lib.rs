@@ -65,6 +65,7 @@ mod rejected;
 pub mod replay;
 pub mod seal;
 mod stats;
+mod subscription;
 mod suspicion;
 mod timer;
 mod transmit;

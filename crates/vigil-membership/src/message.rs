@@ -110,6 +110,13 @@ pub enum Message {
     },
     /// Nothing but the piggybacked rumours (a gossip round).
     Gossip,
+    /// "Send me your heartbeats too, for `lease_ms`": an application watch
+    /// of a member that does not heartbeat this node by the ring. Renewed
+    /// before the lease ends; a lease of 0 cancels.
+    Subscribe {
+        /// How long the subscription lasts, in ms (capped by the receiver).
+        lease_ms: u32,
+    },
     /// Anti-entropy: the sender's full membership view. `reply` asks the
     /// receiver to answer with its own. Carried as a stream message (may
     /// exceed a datagram).
@@ -132,6 +139,7 @@ impl Message {
             Message::Nack { .. } => MessageKind::Nack,
             Message::Gossip => MessageKind::Gossip,
             Message::PushPull { .. } => MessageKind::PushPull,
+            Message::Subscribe { .. } => MessageKind::Subscribe,
         }
     }
 }
@@ -155,11 +163,13 @@ pub enum MessageKind {
     Gossip,
     /// [`Message::PushPull`].
     PushPull,
+    /// [`Message::Subscribe`].
+    Subscribe,
 }
 
 impl MessageKind {
     /// Every kind, in wire order.
-    pub const ALL: [MessageKind; 7] = [
+    pub const ALL: [MessageKind; 8] = [
         MessageKind::Heartbeat,
         MessageKind::Ping,
         MessageKind::PingReq,
@@ -167,13 +177,14 @@ impl MessageKind {
         MessageKind::Nack,
         MessageKind::Gossip,
         MessageKind::PushPull,
+        MessageKind::Subscribe,
     ];
 
     /// The number of kinds.
     pub const COUNT: usize = MessageKind::ALL.len();
 
     /// A short name: `heartbeat`, `ping`, `ping-req`, `ack`, `nack`,
-    /// `gossip`, `push-pull`.
+    /// `gossip`, `push-pull`, `subscribe`.
     pub fn name(self) -> &'static str {
         match self {
             MessageKind::Heartbeat => "heartbeat",
@@ -183,6 +194,7 @@ impl MessageKind {
             MessageKind::Nack => "nack",
             MessageKind::Gossip => "gossip",
             MessageKind::PushPull => "push-pull",
+            MessageKind::Subscribe => "subscribe",
         }
     }
 
@@ -196,6 +208,7 @@ impl MessageKind {
             MessageKind::Nack => 4,
             MessageKind::Gossip => 5,
             MessageKind::PushPull => 6,
+            MessageKind::Subscribe => 7,
         }
     }
 

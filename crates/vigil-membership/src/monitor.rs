@@ -134,6 +134,17 @@ impl Monitor {
         }
     }
 
+    /// Members watched for the application only (not on the ring): they
+    /// heartbeat this node only if it subscribes.
+    pub(crate) fn app_only(&self) -> Vec<Arc<str>> {
+        self.watched.iter().filter(|(_, w)| w.by_app && !w.on_ring).map(|(n, _)| n.clone()).collect()
+    }
+
+    /// Whether `name` is watched because the ring says so.
+    pub(crate) fn on_ring(&self, name: &str) -> bool {
+        self.watched.get(name).is_some_and(|w| w.on_ring)
+    }
+
     /// Starts watching `name` for the application.
     pub(crate) fn watch(&mut self, name: Arc<str>, generation: u64, now: Instant) {
         self.add(name, generation, now, false);

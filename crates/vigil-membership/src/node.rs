@@ -44,6 +44,7 @@ use crate::probe::{Answered, Probe, ProbeOrder, Probes, Purpose, Stage};
 use crate::rejected::Rejected;
 use crate::stats::Stats;
 use crate::suspicion::{Bounds, Confirmed, Suspicions};
+use crate::subscription::{self, Subscribers};
 use crate::timer::{Timer, Timers};
 use crate::transmit::Transmit;
 use crate::view::MemberView;
@@ -88,6 +89,7 @@ pub struct Node {
     probes: Probes,
     order: ProbeOrder,
     monitor: Monitor,
+    subscribers: Subscribers,
     health: LocalHealth,
     timers: Timers,
     transmits: VecDeque<Transmit>,
@@ -153,6 +155,7 @@ impl Node {
             probes: Probes::new(MAX_RELAYS),
             order: ProbeOrder::default(),
             monitor,
+            subscribers: Subscribers::default(),
             timers,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
@@ -308,15 +311,28 @@ impl Node {
     pub fn watch(&mut self, now: Instant, name: &str) {
         let now = self.enter(now);
         if let Some(m) = self.members.get(name) {
-            self.monitor.watch(m.name.clone(), m.generation, now);
+            let (key, generation, addr) = (m.name.clone(), m.generation, m.addr);
+            self.monitor.watch(key, generation, now);
+            // Off the ring, its heartbeats must be asked for.
+            if self.config.mode == Mode::Phi && !self.monitor.on_ring(name) && self.status == Status::Alive {
+                self.send(addr, Message::Subscribe { lease_ms: subscription::LEASE.as_millis() as u32 });
+                if self.timers.get(Timer::Subscribe).is_none() {
+                    self.timers.set(Timer::Subscribe, Some(now.saturating_add(subscription::RENEW)));
+                }
+            }
         }
         self.settle(now);
     }
 
-    /// Stops the application's watch of `name`.
+    /// Stops the application's watch of `name` (and its heartbeat
+    /// subscription, if it had one).
     pub fn unwatch(&mut self, now: Instant, name: &str) {
         let now = self.enter(now);
+        let was_app_only = self.monitor.app_only().iter().any(|n| &**n == name);
         self.monitor.unwatch(name, now);
+        if was_app_only && let Some(addr) = self.members.get(name).map(|m| m.addr) {
+            self.send(addr, Message::Subscribe { lease_ms: 0 });
+        }
         self.settle(now);
     }
 
@@ -420,6 +436,13 @@ impl Node {
             },
             Message::Nack { seq } => self.probes.nack(seq),
             Message::Gossip => {}
+            Message::Subscribe { lease_ms } => {
+                // Only a member this node knows alive may subscribe.
+                let known = self.members.get(&packet.from.name).is_some_and(|m| m.is(&packet.from) && m.is_live());
+                if known && let Some(name) = self.members.get(&packet.from.name).map(|m| m.name.clone()) {
+                    self.subscribers.request(name, lease_ms, now);
+                }
+            }
             Message::PushPull { reply, members } => {
                 // A short push-pull is a re-announcement: answer with the
                 // full view and ask for the sender's.
@@ -499,7 +522,24 @@ impl Node {
             self.timers.advance(Timer::Collect, COLLECT_INTERVAL, now);
             self.collect_tombstones(now);
         }
+        if self.timers.is_due(Timer::Subscribe, now) {
+            self.renew_subscriptions(now);
+        }
         self.settle(now);
+    }
+
+    /// Renews the heartbeat subscriptions of application watches off the
+    /// ring; the timer stops when there are none.
+    fn renew_subscriptions(&mut self, now: Instant) {
+        let lease_ms = subscription::LEASE.as_millis() as u32;
+        let mut any = false;
+        for name in self.monitor.app_only() {
+            if let Some(addr) = self.members.get(&name).filter(|m| m.is_live()).map(|m| m.addr) {
+                self.send(addr, Message::Subscribe { lease_ms });
+                any = true;
+            }
+        }
+        self.timers.set(Timer::Subscribe, any.then(|| now.saturating_add(subscription::RENEW)));
     }
 
     // ---- poll ----
@@ -561,8 +601,16 @@ impl Node {
     }
 
     fn heartbeat(&mut self) {
-        for name in self.members.successors(&self.me.name, self.config.observers) {
-            if let Some(addr) = self.members.get(&name).map(|m| m.addr) {
+        let mut targets = self.members.successors(&self.me.name, self.config.observers);
+        // Subscribers off the ring too, once each.
+        self.subscribers.prune(self.now);
+        for name in self.subscribers.current(self.now) {
+            if !targets.contains(name) {
+                targets.push(name.clone());
+            }
+        }
+        for name in targets {
+            if let Some(addr) = self.members.get(&name).filter(|m| m.is_live()).map(|m| m.addr) {
                 self.send(addr, Message::Heartbeat);
             }
         }

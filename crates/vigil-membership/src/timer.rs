@@ -33,10 +33,12 @@ pub(crate) enum Timer {
     Suspicions,
     /// Monitoring's next decision.
     Monitor,
+    /// Renew the heartbeat subscriptions of application watches.
+    Subscribe,
 }
 
 impl Timer {
-    const COUNT: usize = 9;
+    const COUNT: usize = 10;
 
     fn index(self) -> usize {
         match self {
@@ -49,6 +51,7 @@ impl Timer {
             Timer::Probes => 6,
             Timer::Suspicions => 7,
             Timer::Monitor => 8,
+            Timer::Subscribe => 9,
         }
     }
 }

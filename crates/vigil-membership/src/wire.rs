@@ -33,6 +33,7 @@
 //! | 5 | [`Message::Nack`] | seq (varint, u32) |
 //! | 6 | [`Message::Gossip`] | empty (the updates are the point) |
 //! | 7 | [`Message::PushPull`] | reply (bool) · member count (u16, at most [`MAX_MEMBERS`]) · members (updates) |
+//! | 8 | [`Message::Subscribe`] | lease in ms (varint, u32) |
 //!
 //! A push-pull carries its members in its body and may still carry
 //! piggybacked updates after it, like every other message.
@@ -163,6 +164,7 @@ fn kind_byte(kind: MessageKind) -> u8 {
         MessageKind::Nack => 5,
         MessageKind::Gossip => 6,
         MessageKind::PushPull => 7,
+        MessageKind::Subscribe => 8,
     }
 }
 
@@ -454,6 +456,7 @@ fn body_len(message: &Message) -> usize {
             varint_len(u64::from(*seq)) + node_len(target) + addr_len(target_addr) + 1
         }
         Message::Ack { seq } | Message::Nack { seq } => varint_len(u64::from(*seq)),
+        Message::Subscribe { lease_ms } => varint_len(u64::from(*lease_ms)),
         Message::PushPull { reply: _, members } => 1 + 2 + members.iter().map(update_len).sum::<usize>(),
     }
 }
@@ -490,6 +493,7 @@ fn write_packet(packet: &Packet, out: &mut Vec<u8>) -> Result<(), WireError> {
             out.push(u8::from(*nack));
         }
         Message::Ack { seq } | Message::Nack { seq } => write_varint(u64::from(*seq), out),
+        Message::Subscribe { lease_ms } => write_varint(u64::from(*lease_ms), out),
         Message::PushPull { reply, members } => {
             out.push(u8::from(*reply));
             let n = u16::try_from(members.len()).map_err(|_| WireError::TooManyMembers { n: members.len() })?;
@@ -727,6 +731,7 @@ impl<'a> Reader<'a> {
             MessageKind::Ack => Message::Ack { seq: self.varint_u32("sequence number")? },
             MessageKind::Nack => Message::Nack { seq: self.varint_u32("sequence number")? },
             MessageKind::Gossip => Message::Gossip,
+            MessageKind::Subscribe => Message::Subscribe { lease_ms: self.varint_u32("lease")? },
             MessageKind::PushPull => {
                 let reply = self.bool("reply flag")?;
                 let count = usize::from(self.u16("member count")?);

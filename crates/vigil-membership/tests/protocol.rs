@@ -260,6 +260,71 @@ fn a_watched_member_never_heard_from_is_probed_after_the_first_heartbeat_timeout
     }
 }
 
+/// Runs every node, delivering every transmit at once, until `until`.
+fn run_all(nodes: &mut [Node], from: Instant, until: Instant) -> Instant {
+    let by_addr: std::collections::HashMap<SocketAddr, usize> = (0..nodes.len()).map(|i| (addr(i), i)).collect();
+    let mut now = from;
+    while now < until {
+        now = nodes.iter().filter_map(Node::poll_timeout).min().unwrap_or(until).min(until);
+        for n in nodes.iter_mut() {
+            if n.poll_timeout().is_some_and(|t| t <= now) {
+                n.handle_timeout(now);
+            }
+        }
+        // Deliver until quiet.
+        loop {
+            let mut out = Vec::new();
+            for (i, n) in nodes.iter_mut().enumerate() {
+                while let Some(t) = n.poll_transmit() {
+                    out.push((i, t));
+                }
+            }
+            if out.is_empty() {
+                break;
+            }
+            for (from, t) in out {
+                if let Some(&to) = by_addr.get(&t.to) {
+                    let _ = deliver(&mut nodes[to], now, addr(from), &t);
+                }
+            }
+        }
+        if now >= until {
+            break;
+        }
+    }
+    now
+}
+
+#[test]
+fn a_watch_off_the_ring_subscribes_to_the_members_heartbeats() {
+    let mut nodes = cluster(8, Config::lan(CLUSTER));
+    let t0 = Instant::from_secs(1);
+    let ring: Vec<String> = nodes[0].watching().map(str::to_string).collect();
+    let off = (1..8).map(|i| format!("n{i}")).find(|n| !ring.contains(n)).expect("a member off n0's ring");
+    let now = run_all(&mut nodes, t0, t0 + Duration::from_secs(5));
+    nodes[0].watch(now, &off);
+    let now = run_all(&mut nodes, now, now + Duration::from_secs(20));
+    // Its heartbeats arrive, so its level stays low; the subscription lives
+    // across renewals (its lease is 30 s, renewed every 10 s).
+    let level = nodes[0].level(&off, now).expect("watched");
+    assert!(level < 1.0, "the watched member's level is {level}: no heartbeats?");
+    let j: usize = off[1..].parse().unwrap();
+    let sent_before = nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat];
+    let now = run_all(&mut nodes, now, now + Duration::from_secs(40));
+    assert!(nodes[0].level(&off, now).unwrap() < 1.0, "still fed after the first lease would have ended");
+    let sent = nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat] - sent_before;
+    // Two ring observers and the subscriber, one heartbeat each a second
+    // (the LAN preset's interval is 1.05 s).
+    assert!((100..=120).contains(&sent), "{sent} heartbeats in 40 s");
+    // Unwatching cancels: the member heartbeats its two observers only.
+    nodes[0].unwatch(now, &off);
+    let now = run_all(&mut nodes, now, now + Duration::from_secs(1));
+    let before = nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat];
+    run_all(&mut nodes, now, now + Duration::from_secs(21));
+    let sent = nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat] - before;
+    assert!((38..=42).contains(&sent), "{sent} heartbeats in 21 s after the unwatch");
+}
+
 #[test]
 fn a_ping_that_cannot_be_sent_fails_its_probe_at_once() {
     // Classic SWIM pings first and asks for indirect probes only after the

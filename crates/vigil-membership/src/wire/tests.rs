@@ -105,6 +105,7 @@ fn message() -> impl Strategy<Value = Message> {
         seq().prop_map(|seq| Message::Ack { seq }),
         seq().prop_map(|seq| Message::Nack { seq }),
         Just(Message::Gossip),
+        any::<u32>().prop_map(|lease_ms| Message::Subscribe { lease_ms }),
         (any::<bool>(), prop::collection::vec(any_update(), 0..24))
             .prop_map(|(reply, members)| Message::PushPull { reply, members }),
     ]
@@ -288,6 +289,8 @@ fn every_message_kind_round_trips_at_the_extremes() {
         Message::Ack { seq: 0 },
         Message::Nack { seq: u32::MAX },
         Message::Gossip,
+        Message::Subscribe { lease_ms: u32::MAX },
+        Message::Subscribe { lease_ms: 0 },
         Message::PushPull { reply: true, members: Vec::new() },
         Message::PushPull { reply: false, members },
     ] {
@@ -453,7 +456,7 @@ fn another_version_is_rejected_before_the_rest_is_read() {
 
 #[test]
 fn unknown_message_kinds_are_rejected() {
-    for kind in [0, 8, 255] {
+    for kind in [0, 9, 255] {
         let mut bytes = valid_ack();
         bytes[3] = kind;
         assert_eq!(decode(&bytes, MAX_DATAGRAM), Err(WireError::UnknownMessage(kind)));
