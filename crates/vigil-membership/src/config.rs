@@ -116,6 +116,13 @@ pub struct Config {
     /// Start the periodic timers at random offsets (default), or all at
     /// once (for analyses that assume synchronised rounds).
     pub stagger_timers: bool,
+    /// φ mode: graded policies the application sets on the members it
+    /// watches ([`Node::watch`](crate::Node::watch)), judged by the same
+    /// detectors as monitoring: each reports [`Event::Policy`](crate::Event::Policy)
+    /// when a member's level has stayed at or above its threshold for its
+    /// dwell, and again when the member recovers. Names must be distinct and
+    /// not `probe` (monitoring's own). Default: none.
+    pub policies: Vec<vigil_detector::Policy>,
     /// The most tombstones (dead or left members) kept. LAN 10,000.
     pub max_tombstones: usize,
     /// Lifeguard's local health: the highest awareness score (probe timeouts
@@ -177,6 +184,7 @@ impl Config {
             reannounce_interval: Duration::from_secs(5),
             random_probe_targets: false,
             stagger_timers: true,
+            policies: Vec::new(),
             max_tombstones: 10_000,
             max_awareness: 7,
             local_stall: Duration::from_millis(200),
@@ -315,6 +323,18 @@ impl Config {
             ));
         }
         self.detector.validate().map_err(ConfigError::Detector)?;
+        let mut names: Vec<&str> = vec!["probe"];
+        for p in &self.policies {
+            p.validate().map_err(ConfigError::Detector)?;
+            if names.contains(&p.name.as_str()) {
+                return Err(ConfigError::out_of_range(
+                    "policies",
+                    format!("{:?}", p.name),
+                    "distinct names other than \"probe\"",
+                ));
+            }
+            names.push(&p.name);
+        }
         Ok(())
     }
 }

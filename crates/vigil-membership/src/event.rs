@@ -72,6 +72,19 @@ pub enum Event {
         /// The new identity.
         id: NodeId,
     },
+    /// A graded policy of the application ([`Config::policies`](crate::Config::policies))
+    /// fired for a watched member, or the member recovered for it.
+    Policy {
+        /// The member.
+        id: NodeId,
+        /// The policy's name.
+        policy: String,
+        /// Whether it fired (`true`) or the member recovered (`false`).
+        fired: bool,
+        /// The member's level: when it crossed, or just after the heartbeat
+        /// that recovered it; `None` for a member never heard from.
+        level: Option<f64>,
+    },
     /// This node noticed that it had stalled (its timers ran late): it
     /// raised its awareness and makes no accusation for a while.
     LocalStall {

@@ -61,9 +61,21 @@ pub(crate) struct Silent {
     pub(crate) level: Option<f64>,
 }
 
+/// An application policy's verdict about a watched member.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Verdict {
+    pub(crate) name: Arc<str>,
+    pub(crate) generation: u64,
+    pub(crate) policy: String,
+    pub(crate) fired: bool,
+    pub(crate) level: Option<f64>,
+}
+
 /// Monitoring state. See the module documentation.
 #[derive(Debug, Clone)]
 pub(crate) struct Monitor {
+    /// Application policies' verdicts, waiting to become events.
+    verdicts: Vec<Verdict>,
     registry: Registry<Arc<str>, AnyDetector>,
     watched: HashMap<Arc<str>, Watch>,
     checks: BTreeSet<(Instant, Arc<str>)>,
@@ -75,6 +87,10 @@ pub(crate) struct Monitor {
 impl Monitor {
     pub(crate) fn new(config: &Config) -> Result<Monitor, ConfigError> {
         let policy = Policy::new("probe", config.suspect_level);
+        // The application's graded policies judge the same detectors; only
+        // members it watches report them.
+        let mut policies = vec![policy];
+        policies.extend(config.policies.iter().cloned());
         let registry_config = RegistryConfig {
             unknown_peers: UnknownPeers::Reject,
             max_peers: MAX_MEMBERS,
@@ -87,11 +103,12 @@ impl Monitor {
                 max_lateness: config.local_stall.max(Duration::from_millis(1)),
                 quiet: config.probe_timeout,
             }),
-            ..RegistryConfig::new(vec![policy])
+            ..RegistryConfig::new(policies)
         };
         let prototype = config.detector.build().map_err(ConfigError::Detector)?;
         let registry = Registry::new(prototype, registry_config).map_err(ConfigError::Detector)?;
         Ok(Monitor {
+            verdicts: Vec::new(),
             registry,
             watched: HashMap::new(),
             checks: BTreeSet::new(),
@@ -237,6 +254,16 @@ impl Monitor {
     pub(crate) fn poll(&mut self, now: Instant, multiplier: u32) -> Vec<Silent> {
         for event in self.registry.poll(now) {
             match event {
+                RegistryEvent::Suspected { peer, policy, cause, .. } if policy.0 > 0 => {
+                    let level = match cause {
+                        Cause::Level(l) => Some(l),
+                        _ => None,
+                    };
+                    self.verdict(&peer, policy.0, true, level);
+                }
+                RegistryEvent::Recovered { peer, policy, level, .. } if policy.0 > 0 => {
+                    self.verdict(&peer, policy.0, false, Some(level));
+                }
                 RegistryEvent::Suspected { peer, at, cause, .. } => {
                     if let Some(w) = self.watched.get_mut(&peer) {
                         w.silent = true;
@@ -288,6 +315,19 @@ impl Monitor {
             }
         }
         out
+    }
+
+    /// Records an application policy's verdict, for members the application
+    /// watches.
+    fn verdict(&mut self, peer: &Arc<str>, policy: u16, fired: bool, level: Option<f64>) {
+        let Some(w) = self.watched.get(peer).filter(|w| w.by_app) else { return };
+        let name = self.registry.policy(vigil_detector::PolicyId(policy)).name.clone();
+        self.verdicts.push(Verdict { name: peer.clone(), generation: w.generation, policy: name, fired, level });
+    }
+
+    /// The application policies' verdicts since the last call.
+    pub(crate) fn take_verdicts(&mut self) -> Vec<Verdict> {
+        std::mem::take(&mut self.verdicts)
     }
 
     /// Looks at `name` again at `at` if it is still silent then (after a

@@ -43,8 +43,8 @@ use crate::monitor::Monitor;
 use crate::probe::{Answered, Probe, ProbeOrder, Probes, Purpose, Stage};
 use crate::rejected::Rejected;
 use crate::stats::Stats;
-use crate::suspicion::{Bounds, Confirmed, Suspicions};
 use crate::subscription::{self, Subscribers};
+use crate::suspicion::{Bounds, Confirmed, Suspicions};
 use crate::timer::{Timer, Timers};
 use crate::transmit::Transmit;
 use crate::view::MemberView;
@@ -403,6 +403,11 @@ impl Node {
                 // watch list before the heartbeat is matched against it.
                 self.monitor.sync(&self.members, &self.me.name, now);
                 self.monitor.heartbeat(&packet.from.name, packet.from.generation, now);
+                // A recovery for an application policy is reported now,
+                // not at the next timer.
+                if !self.config.policies.is_empty() {
+                    self.check_silent(now);
+                }
             }
             Message::Ping { seq, target } => {
                 if target == self.me {

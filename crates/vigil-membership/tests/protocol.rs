@@ -262,12 +262,26 @@ fn a_watched_member_never_heard_from_is_probed_after_the_first_heartbeat_timeout
 
 /// Runs every node, delivering every transmit at once, until `until`.
 fn run_all(nodes: &mut [Node], from: Instant, until: Instant) -> Instant {
-    let by_addr: std::collections::HashMap<SocketAddr, usize> = (0..nodes.len()).map(|i| (addr(i), i)).collect();
+    run_all_but(nodes, &[], from, until)
+}
+
+/// As [`run_all`], with the nodes in `down` crashed: they neither run nor
+/// receive.
+fn run_all_but(nodes: &mut [Node], down: &[usize], from: Instant, until: Instant) -> Instant {
+    let by_addr: std::collections::HashMap<SocketAddr, usize> =
+        (0..nodes.len()).filter(|i| !down.contains(i)).map(|i| (addr(i), i)).collect();
     let mut now = from;
     while now < until {
-        now = nodes.iter().filter_map(Node::poll_timeout).min().unwrap_or(until).min(until);
-        for n in nodes.iter_mut() {
-            if n.poll_timeout().is_some_and(|t| t <= now) {
+        now = nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !down.contains(i))
+            .filter_map(|(_, n)| n.poll_timeout())
+            .min()
+            .unwrap_or(until)
+            .min(until);
+        for (i, n) in nodes.iter_mut().enumerate() {
+            if !down.contains(&i) && n.poll_timeout().is_some_and(|t| t <= now) {
                 n.handle_timeout(now);
             }
         }
@@ -276,7 +290,9 @@ fn run_all(nodes: &mut [Node], from: Instant, until: Instant) -> Instant {
             let mut out = Vec::new();
             for (i, n) in nodes.iter_mut().enumerate() {
                 while let Some(t) = n.poll_transmit() {
-                    out.push((i, t));
+                    if !down.contains(&i) {
+                        out.push((i, t));
+                    }
                 }
             }
             if out.is_empty() {
@@ -323,6 +339,58 @@ fn a_watch_off_the_ring_subscribes_to_the_members_heartbeats() {
     run_all(&mut nodes, now, now + Duration::from_secs(21));
     let sent = nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat] - before;
     assert!((38..=42).contains(&sent), "{sent} heartbeats in 21 s after the unwatch");
+}
+
+#[test]
+fn graded_policies_on_a_watched_member_fire_in_order_and_recover() {
+    // Seed 004's task queue: stop assigning at φ 2, reassign at 5, remove
+    // at 8 after 2 s there.
+    let mut config = Config::lan(CLUSTER);
+    config.policies = vec![
+        vigil_detector::Policy::new("stop-assigning", 2.0),
+        vigil_detector::Policy::new("reassign", 5.0),
+        vigil_detector::Policy::new("remove", 8.0).dwell(Duration::from_secs(2)),
+    ];
+    let mut nodes = cluster(8, config);
+    let t0 = Instant::from_secs(1);
+    let ring: Vec<String> = nodes[0].watching().map(str::to_string).collect();
+    let off = (1..8).map(|i| format!("n{i}")).find(|n| !ring.contains(n)).unwrap();
+    let j: usize = off[1..].parse().unwrap();
+    let now = run_all(&mut nodes, t0, t0 + Duration::from_secs(5));
+    nodes[0].watch(now, &off);
+    let now = run_all(&mut nodes, now, now + Duration::from_secs(30));
+    let quiet: Vec<Event> = events(&mut nodes[0]).into_iter().filter(|e| matches!(e, Event::Policy { .. })).collect();
+    assert!(quiet.is_empty(), "no verdict while it heartbeats: {quiet:?}");
+    // It stops: the three policies fire, in order of their thresholds.
+    let stopped = now;
+    let now = run_all_but(&mut nodes, &[j], now, now + Duration::from_secs(10));
+    let fired: Vec<(String, Option<f64>)> = events(&mut nodes[0])
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Policy { id, policy, fired: true, level } if id.name == off => Some((policy, level)),
+            _ => None,
+        })
+        .collect();
+    let names: Vec<&str> = fired.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(names, ["stop-assigning", "reassign", "remove"], "{fired:?}");
+    assert!(fired[0].1.is_some_and(|l| l >= 2.0) && fired[1].1.is_some_and(|l| l >= 5.0));
+    // Only application watches report: no other node (the ring's observers
+    // of n{j} among them) says anything of policies.
+    for (i, n) in nodes.iter_mut().enumerate().skip(1) {
+        let policies: Vec<Event> = events(n).into_iter().filter(|e| matches!(e, Event::Policy { .. })).collect();
+        assert!(policies.is_empty(), "n{i}: {policies:?}");
+    }
+    assert!(now >= stopped + Duration::from_secs(10));
+    // It comes back: each policy reports the recovery.
+    run_all(&mut nodes, now, now + Duration::from_secs(5));
+    let recovered: Vec<String> = events(&mut nodes[0])
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Policy { id, policy, fired: false, .. } if id.name == off => Some(policy),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recovered.len(), 3, "{recovered:?}");
 }
 
 #[test]

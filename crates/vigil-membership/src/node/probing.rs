@@ -19,6 +19,10 @@ impl Node {
                 self.monitor.recheck(&silent.name, at);
             }
         }
+        for v in self.monitor.take_verdicts() {
+            let id = NodeId::new(&*v.name, v.generation);
+            self.emit(Event::Policy { id, policy: v.policy, fired: v.fired, level: v.level });
+        }
     }
 
     /// Starts a probe of `name`: a direct ping, and, for a silent watched
