@@ -3,10 +3,12 @@
 //! packets and events.
 //!
 //! Stream messages get tasks of their own: one per outbound frame (connect,
-//! write, close, each under a timeout), and one per inbound connection
-//! (read one frame, under a timeout, at most `max_connections` at once).
-//! Their results come back to the driver over channels; only the driver
-//! touches the node.
+//! write, then read the answer if one comes, each under a timeout), and one
+//! per inbound connection (read one frame, hand it to the driver, write back
+//! the answer the node gives, at most `max_connections` at once). An answer
+//! (a push-pull's reply) so travels on the connection that asked for it, as
+//! memberlist's does: one connection per exchange, not two. Results come
+//! back to the driver over channels; only the driver touches the node.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -66,6 +68,9 @@ pub struct NetStats {
     pub frames_malformed: u64,
 }
 
+/// An inbound frame, and where to write the answer to it, if any.
+type Inbound = (Vec<u8>, oneshot::Sender<Vec<u8>>);
+
 /// Counters the listener tasks update.
 #[derive(Debug, Default)]
 struct Shared {
@@ -85,6 +90,8 @@ pub(crate) struct Driver {
     events: broadcast::Sender<ClusterEvent>,
     stats: NetStats,
     shared: Arc<Shared>,
+    /// Connections waiting for the node's answer, by the sender's address.
+    answers: std::collections::HashMap<SocketAddr, oneshot::Sender<Vec<u8>>>,
 }
 
 /// Datagrams read at most per wake, so timers and commands are never
@@ -116,20 +123,21 @@ impl Driver {
             events,
             stats: NetStats::default(),
             shared: Arc::new(Shared::default()),
+            answers: std::collections::HashMap::new(),
         }
     }
 
     pub(crate) async fn run(mut self) {
-        let (frames_tx, mut frames_rx) = mpsc::channel::<Vec<u8>>(256);
+        let (frames_tx, mut frames_rx) = mpsc::channel::<Inbound>(256);
         let (errors_tx, mut errors_rx) = mpsc::channel::<SocketAddr>(256);
         let listener = self.tcp.take().map(|tcp| {
             let shared = self.shared.clone();
             let net = self.net.clone();
-            tokio::spawn(listen(tcp, frames_tx, shared, net))
+            tokio::spawn(listen(tcp, frames_tx.clone(), shared, net))
         });
         let mut buf = vec![0u8; MAX_DATAGRAM + OVERHEAD + 1];
         let mut leaving: Option<tokio::time::Instant> = None;
-        self.flush(&errors_tx).await;
+        self.flush(&errors_tx, &frames_tx).await;
         loop {
             let deadline = match (self.node.poll_timeout(), leaving) {
                 (_, Some(until)) => until,
@@ -149,7 +157,7 @@ impl Driver {
                         }
                     }
                 }
-                Some(frame) = frames_rx.recv() => self.frame(&frame),
+                Some((frame, answer)) = frames_rx.recv() => self.frame(&frame, answer),
                 Some(to) = errors_rx.recv() => {
                     self.stats.send_errors += 1;
                     self.node.handle_send_error(self.clock.now(), to);
@@ -169,7 +177,7 @@ impl Driver {
                     Some(cmd) => self.command(cmd),
                 },
             }
-            self.flush(&errors_tx).await;
+            self.flush(&errors_tx, &frames_tx).await;
         }
         if let Some(l) = listener {
             l.abort();
@@ -185,29 +193,36 @@ impl Driver {
         }
     }
 
-    fn frame(&mut self, frame: &[u8]) {
+    /// A frame arrived; the node's answer to its sender, if it gives one
+    /// in this turn, goes back through `answer`.
+    fn frame(&mut self, frame: &[u8], answer: oneshot::Sender<Vec<u8>>) {
         self.stats.frames_received += 1;
         let now = self.clock.now();
-        if frame.starts_with(&seal::MAGIC) {
+        let from = if frame.starts_with(&seal::MAGIC) {
             // Sealed: the address is inside, authenticated with the packet.
             let Ok(plain) = self.seal.open(frame, MAX_STREAM + MAX_PREFIX) else { return };
             match split_address(&plain) {
                 Some((from, packet)) => {
                     let _ = self.node.handle_stream(now, from, packet);
+                    from
                 }
-                None => self.stats.frames_malformed += 1,
+                None => {
+                    self.stats.frames_malformed += 1;
+                    return;
+                }
             }
-            return;
-        }
-        // Plaintext: the address, then a plaintext packet, which the seal
-        // judges (refused and counted in sealed mode).
-        let Some((from, packet)) = split_address(frame) else {
-            self.stats.frames_malformed += 1;
-            return;
-        };
-        if let Ok(plain) = self.seal.open(packet, MAX_STREAM) {
+        } else {
+            // Plaintext: the address, then a plaintext packet, which the
+            // seal judges (refused and counted in sealed mode).
+            let Some((from, packet)) = split_address(frame) else {
+                self.stats.frames_malformed += 1;
+                return;
+            };
+            let Ok(plain) = self.seal.open(packet, MAX_STREAM) else { return };
             let _ = self.node.handle_stream(now, from, &plain);
-        }
+            from
+        };
+        self.answers.insert(from, answer);
     }
 
     fn command(&mut self, cmd: Command) {
@@ -254,13 +269,22 @@ impl Driver {
     }
 
     /// Sends what the node queued and publishes its events.
-    async fn flush(&mut self, errors: &mpsc::Sender<SocketAddr>) {
+    async fn flush(&mut self, errors: &mpsc::Sender<SocketAddr>, inbound: &mpsc::Sender<Inbound>) {
         while let Some(t) = self.node.poll_transmit() {
             if t.stream {
                 // Sealed or not, the sender's address travels with the packet.
                 let sealed = self.seal.seal(&with_address(self.advertise, &t.bytes));
                 self.stats.frames_sent += 1;
-                tokio::spawn(send_frame(t.to, sealed, self.net.clone(), errors.clone()));
+                // An answer goes back on the connection that asked; if that
+                // connection is gone, on a new one.
+                let sealed = match self.answers.remove(&t.to) {
+                    Some(answer) => answer.send(sealed).err(),
+                    None => Some(sealed),
+                };
+                if let Some(sealed) = sealed {
+                    let task = send_frame(t.to, sealed, self.net.clone(), errors.clone(), inbound.clone());
+                    tokio::spawn(task);
+                }
             } else {
                 let sealed = self.seal.seal(&t.bytes);
                 match self.udp.send_to(&sealed, t.to).await {
@@ -275,6 +299,8 @@ impl Driver {
                 }
             }
         }
+        // Connections the node did not answer are closed.
+        self.answers.clear();
         while let Some(e) = self.node.poll_event() {
             let unix_ms = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -285,26 +311,38 @@ impl Driver {
     }
 }
 
-/// Sends one frame on a connection of its own; a failure is reported back.
-async fn send_frame(to: SocketAddr, frame: Vec<u8>, net: NetConfig, errors: mpsc::Sender<SocketAddr>) {
+/// Sends one frame on a connection of its own, then reads the answer if
+/// the peer writes one back before closing; a failed send is reported.
+async fn send_frame(
+    to: SocketAddr,
+    frame: Vec<u8>,
+    net: NetConfig,
+    errors: mpsc::Sender<SocketAddr>,
+    inbound: mpsc::Sender<Inbound>,
+) {
     let sent = async {
         let mut conn = tokio::time::timeout(net.connect_timeout, TcpStream::connect(to)).await.ok()?.ok()?;
-        let len = u32::try_from(frame.len()).ok()?;
-        let write = async {
-            conn.write_all(&len.to_be_bytes()).await?;
-            conn.write_all(&frame).await?;
-            conn.shutdown().await
-        };
-        tokio::time::timeout(net.io_timeout, write).await.ok()?.ok()
+        let framed = with_length(&frame)?;
+        // One write: the length and the body in one segment where they fit.
+        let write = conn.write_all(&framed);
+        tokio::time::timeout(net.io_timeout, write).await.ok()?.ok()?;
+        Some(conn)
     };
-    if sent.await.is_none() {
+    let Some(conn) = sent.await else {
         let _ = errors.send(to).await;
+        return;
+    };
+    // The answer, if any: the peer closes without one otherwise.
+    if let Ok(Some(answer)) = tokio::time::timeout(net.io_timeout, read_frame(conn)).await {
+        // An answer to an answer is not expected: nowhere to write it.
+        let (nowhere, _) = oneshot::channel();
+        let _ = inbound.send((answer, nowhere)).await;
     }
 }
 
 /// Accepts stream connections, at most `max_connections` at once, and
 /// reads one frame from each.
-async fn listen(tcp: TcpListener, frames: mpsc::Sender<Vec<u8>>, shared: Arc<Shared>, net: NetConfig) {
+async fn listen(tcp: TcpListener, frames: mpsc::Sender<Inbound>, shared: Arc<Shared>, net: NetConfig) {
     let slots = Arc::new(Semaphore::new(net.max_connections));
     loop {
         let Ok((conn, _)) = tcp.accept().await else { continue };
@@ -318,9 +356,23 @@ async fn listen(tcp: TcpListener, frames: mpsc::Sender<Vec<u8>>, shared: Arc<Sha
         let timeout = net.io_timeout;
         tokio::spawn(async move {
             let _permit = permit;
-            match tokio::time::timeout(timeout, read_frame(conn)).await {
+            let mut conn = conn;
+            match tokio::time::timeout(timeout, read_frame(&mut conn)).await {
                 Ok(Some(frame)) => {
-                    let _ = frames.send(frame).await;
+                    let (tx, rx) = oneshot::channel();
+                    if frames.send((frame, tx)).await.is_err() {
+                        return;
+                    }
+                    // The node's answer, written back on this connection.
+                    if let Ok(Ok(answer)) = tokio::time::timeout(timeout, rx).await
+                        && let Some(framed) = with_length(&answer)
+                    {
+                        let write = async {
+                            conn.write_all(&framed).await?;
+                            conn.shutdown().await
+                        };
+                        let _ = tokio::time::timeout(timeout, write).await;
+                    }
                 }
                 _ => {
                     shared.frames_dropped.fetch_add(1, Ordering::Relaxed);
@@ -330,9 +382,18 @@ async fn listen(tcp: TcpListener, frames: mpsc::Sender<Vec<u8>>, shared: Arc<Sha
     }
 }
 
+/// A frame's bytes on the wire: its length, then its body.
+fn with_length(body: &[u8]) -> Option<Vec<u8>> {
+    let len = u32::try_from(body.len()).ok()?;
+    let mut out = Vec::with_capacity(4 + body.len());
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(body);
+    Some(out)
+}
+
 /// One frame: the length, checked before anything is allocated, then the
 /// body.
-async fn read_frame(mut conn: TcpStream) -> Option<Vec<u8>> {
+async fn read_frame<R: tokio::io::AsyncRead + Unpin>(mut conn: R) -> Option<Vec<u8>> {
     let mut len = [0u8; 4];
     conn.read_exact(&mut len).await.ok()?;
     let len = u32::from_be_bytes(len) as usize;
