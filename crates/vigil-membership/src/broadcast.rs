@@ -105,6 +105,7 @@ mod tests {
             incarnation,
             status,
             from: NodeId::new(from, 1),
+            tags: None,
         }
     }
 

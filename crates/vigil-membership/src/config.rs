@@ -133,6 +133,15 @@ pub struct Config {
     /// stalled: it raises its awareness and makes no accusation for as long
     /// as it was stalled (at least a probe timeout). LAN 200 ms.
     pub local_stall: Duration,
+    /// The largest datagram this node sends, in bytes, before any seal: its
+    /// messages and piggybacked rumours fit in it. Lower it so that the seal
+    /// (39 bytes) and the IP and UDP headers fit under the path MTU (1,400
+    /// leaves room for both under 1,500; 1,193 fits IPv6's minimum MTU of
+    /// 1,280). Every node accepts datagrams up to
+    /// [`MAX_DATAGRAM_ACCEPTED`](crate::wire::MAX_DATAGRAM_ACCEPTED), so
+    /// members with different budgets interoperate. 1,024 to 65,000; default
+    /// [`MAX_DATAGRAM`](crate::wire::MAX_DATAGRAM) (1,400).
+    pub datagram_budget: usize,
 }
 
 /// The LAN preset's heartbeat interval: every φ timing of the preset is
@@ -188,6 +197,7 @@ impl Config {
             max_tombstones: 10_000,
             max_awareness: 7,
             local_stall: Duration::from_millis(200),
+            datagram_budget: crate::wire::MAX_DATAGRAM,
         }
     }
 
@@ -299,6 +309,7 @@ impl Config {
             ("indirect_checks", self.indirect_checks, 0, 16, "0 to 16"),
             ("gossip_nodes", self.gossip_nodes, 1, 16, "1 to 16"),
             ("max_tombstones", self.max_tombstones, 0, crate::message::MAX_MEMBERS, "0 to 65535"),
+            ("datagram_budget", self.datagram_budget, 1024, crate::wire::MAX_DATAGRAM_ACCEPTED, "1024 to 65000"),
         ] {
             if !(lo..=hi).contains(&v) {
                 return Err(ConfigError::out_of_range(field, v.to_string(), allowed));

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::message::NodeId;
+use crate::tags::Tags;
 
 /// Something the node observed. Drain with
 /// [`Node::poll_event`](crate::Node::poll_event).
@@ -59,6 +60,14 @@ pub enum Event {
         level: Option<f64>,
         /// Whether only an indirect probe got an answer.
         indirect: bool,
+    },
+    /// A member's tags changed (a rumour at a newer incarnation carried
+    /// others), or arrived for a member first known without them.
+    TagsUpdated {
+        /// Who.
+        id: NodeId,
+        /// Its tags now.
+        tags: Tags,
     },
     /// This node was accused and refuted it.
     SelfRefuted {

@@ -67,6 +67,7 @@ pub mod seal;
 mod stats;
 mod subscription;
 mod suspicion;
+pub mod tags;
 mod timer;
 mod transmit;
 mod view;
@@ -78,5 +79,6 @@ pub use message::{MAX_MEMBERS, Message, MessageKind, NodeId, Packet, Status, Upd
 pub use node::Node;
 pub use rejected::Rejected;
 pub use stats::{KindCounts, Stats};
+pub use tags::{Tags, TagsError};
 pub use transmit::Transmit;
 pub use view::MemberView;

@@ -28,6 +28,7 @@ use rand_chacha::ChaCha8Rng;
 use vigil_detector::Instant;
 
 use crate::message::{MAX_MEMBERS, NodeId, Status, Update};
+use crate::tags::Tags;
 
 /// What this node knows of one member. Kept small: a node of a large
 /// cluster holds one per member.
@@ -40,6 +41,10 @@ pub(crate) struct Member {
     pub(crate) status: Status,
     /// When the status last changed.
     pub(crate) since: Instant,
+    /// Its tags, once a rumour carried them, and the incarnation they were
+    /// carried at.
+    pub(crate) tags: Option<Tags>,
+    pub(crate) tags_at: u64,
     /// Position in the live list, or `NOT_LIVE`.
     live_at: u32,
 }
@@ -62,8 +67,10 @@ impl Member {
 
     /// The rumour that states what this node believes, with `from` as its
     /// source.
+    /// Tags go with it while the member is live.
     pub(crate) fn update(&self, from: NodeId) -> Update {
-        Update { id: self.id(), addr: self.addr, incarnation: self.incarnation, status: self.status, from }
+        let tags = self.tags.clone().filter(|_| self.is_live());
+        Update { id: self.id(), addr: self.addr, incarnation: self.incarnation, status: self.status, from, tags }
     }
 }
 
@@ -175,8 +182,17 @@ impl MemberTable {
         if self.index.contains_key(&*name) || self.is_full() {
             return false;
         }
-        let member =
-            Member { name: name.clone(), generation, addr, incarnation, status, since: now, live_at: NOT_LIVE };
+        let member = Member {
+            name: name.clone(),
+            generation,
+            addr,
+            incarnation,
+            status,
+            since: now,
+            tags: None,
+            tags_at: incarnation,
+            live_at: NOT_LIVE,
+        };
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Some(member);
@@ -214,6 +230,23 @@ impl MemberTable {
         }
         self.reindex(slot, Some(before));
         Some(before.0)
+    }
+
+    /// Records the tags a rumour carried about a known member at
+    /// `incarnation`, if they are newer than what the table holds (or the
+    /// table holds none yet at that incarnation). Returns whether the
+    /// member's tags changed. Tags are not indexed: nothing to reindex.
+    pub(crate) fn set_tags(&mut self, name: &str, incarnation: u64, tags: &Tags) -> bool {
+        let Some(slot) = self.index.get(name) else { return false };
+        let Some(m) = self.slots.get_mut(*slot as usize).and_then(Option::as_mut) else { return false };
+        let newer = incarnation > m.tags_at || (m.tags.is_none() && incarnation == m.tags_at);
+        if !newer {
+            return false;
+        }
+        let changed = m.tags.as_ref().unwrap_or(&Tags::default()) != tags;
+        m.tags = Some(tags.clone());
+        m.tags_at = incarnation;
+        changed
     }
 
     /// Forgets a member.

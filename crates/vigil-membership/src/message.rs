@@ -5,6 +5,8 @@
 
 use std::net::SocketAddr;
 
+use crate::tags::Tags;
+
 /// A member's identity: a stable name plus the generation of the process
 /// that carries it. A restarted process takes a new (higher) generation, and
 /// a higher generation supersedes everything said about an older one.
@@ -67,6 +69,10 @@ pub struct Update {
     /// Who said it: the accuser of a suspicion, the declarer of a death (the
     /// member itself for alive and left).
     pub from: NodeId,
+    /// The member's tags at this incarnation, when the rumour carries them
+    /// (`None`: it says nothing about tags). A member that never set tags
+    /// sends none, so tags cost nothing until they are used.
+    pub tags: Option<Tags>,
 }
 
 /// The body of a packet.

@@ -45,10 +45,11 @@ use crate::rejected::Rejected;
 use crate::stats::Stats;
 use crate::subscription::{self, Subscribers};
 use crate::suspicion::{Bounds, Confirmed, Suspicions};
+use crate::tags::Tags;
 use crate::timer::{Timer, Timers};
 use crate::transmit::Transmit;
 use crate::view::MemberView;
-use crate::wire::{self, MAX_DATAGRAM, MAX_STREAM};
+use crate::wire::{self, MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
 
 mod dissemination;
 mod probing;
@@ -74,6 +75,8 @@ pub struct Node {
     me: NodeId,
     addr: SocketAddr,
     incarnation: u64,
+    /// This node's tags, once set ([`Node::set_tags`]).
+    tags: Option<Tags>,
     /// Alive, or Left after [`Node::leave`].
     status: Status,
     rng: ChaCha8Rng,
@@ -144,6 +147,7 @@ impl Node {
             me: id,
             addr,
             incarnation: 0,
+            tags: None,
             status: Status::Alive,
             rng,
             now,
@@ -282,6 +286,27 @@ impl Node {
         self.settle(now);
     }
 
+    /// Sets this node's tags and announces them: they take a new
+    /// incarnation, so they replace the old ones everywhere (a member that
+    /// first heard of this node without tags records them too, and every
+    /// member reports [`Event::TagsUpdated`]). Setting the tags it already
+    /// has does nothing. Call it before [`Node::join`] to join with them.
+    pub fn set_tags(&mut self, now: Instant, tags: Tags) {
+        self.enter(now);
+        if self.tags.as_ref() == Some(&tags) || self.status != Status::Alive {
+            return;
+        }
+        self.tags = Some(tags);
+        self.renew(self.incarnation);
+        self.broadcast(self.self_update(Status::Alive));
+        self.settle(now);
+    }
+
+    /// This node's tags.
+    pub fn tags(&self) -> Tags {
+        self.tags.clone().unwrap_or_default()
+    }
+
     /// Announces a voluntary leave. The node stops heartbeating and probing,
     /// and ignores everything afterwards.
     pub fn leave(&mut self, now: Instant) {
@@ -363,7 +388,7 @@ impl Node {
         if self.status == Status::Left {
             return Ok(());
         }
-        let max = if stream { MAX_STREAM } else { MAX_DATAGRAM };
+        let max = if stream { MAX_STREAM } else { MAX_DATAGRAM_ACCEPTED };
         let packet = match wire::decode(bytes, max) {
             Ok(p) => p,
             Err(e) => {
@@ -621,8 +646,18 @@ impl Node {
         }
     }
 
+    /// What this node says about itself; its tags go with it while it is
+    /// alive, once it has set any.
     fn self_update(&self, status: Status) -> Update {
-        Update { id: self.me.clone(), addr: self.addr, incarnation: self.incarnation, status, from: self.me.clone() }
+        let tags = self.tags.clone().filter(|_| matches!(status, Status::Alive | Status::Suspect));
+        Update {
+            id: self.me.clone(),
+            addr: self.addr,
+            incarnation: self.incarnation,
+            status,
+            from: self.me.clone(),
+            tags,
+        }
     }
 
     /// memberlist's estimate of the cluster's size: every member known,
@@ -652,10 +687,10 @@ impl Node {
             message,
             updates: Vec::new(),
         };
-        let max = if stream { MAX_STREAM } else { MAX_DATAGRAM };
+        let max = if stream { MAX_STREAM } else { self.config.datagram_budget };
         packet.updates.extend(first);
         if !stream {
-            let room = MAX_DATAGRAM.saturating_sub(wire::encoded_len(&packet));
+            let room = max.saturating_sub(wire::encoded_len(&packet));
             self.broadcasts.fill(room, &mut packet.updates);
         }
         match wire::encode(&packet, max) {
@@ -678,5 +713,12 @@ impl Node {
 }
 
 fn view(m: &Member) -> MemberView {
-    MemberView { id: m.id(), addr: m.addr, incarnation: m.incarnation, status: m.status, since: m.since }
+    MemberView {
+        id: m.id(),
+        addr: m.addr,
+        incarnation: m.incarnation,
+        status: m.status,
+        since: m.since,
+        tags: m.tags.clone().unwrap_or_default(),
+    }
 }

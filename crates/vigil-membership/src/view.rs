@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use vigil_detector::Instant;
 
 use crate::message::{NodeId, Status};
+use crate::tags::Tags;
 
 /// One member as this node sees it.
 ///
@@ -26,6 +27,9 @@ pub struct MemberView {
     pub status: Status,
     /// When this node last saw its status change.
     pub since: Instant,
+    /// Its tags, as far as this node has heard (empty until a rumour
+    /// carries them).
+    pub tags: Tags,
 }
 
 impl MemberView {

@@ -6,7 +6,8 @@
 //! (cluster id, generation, incarnation, sequence numbers) are unsigned
 //! LEB128 varints; the size of an encoding is still computed exactly without
 //! encoding anything ([`encoded_len`], [`update_len`]), so a sender can put as
-//! many piggybacked updates in a datagram as fit under [`MAX_DATAGRAM`].
+//! many piggybacked updates in a datagram as fit under its budget
+//! ([`MAX_DATAGRAM`] by default).
 //!
 //! # Packet
 //!
@@ -20,7 +21,7 @@
 //! | incarnation | 1 to 10 | varint |
 //! | message body | 0 or more | see [Messages](#messages) |
 //! | update count | 1 | u8, at most [`MAX_UPDATES`] |
-//! | updates | 12 to 180 each | that many updates, back to back |
+//! | updates | 12 to 694 each | that many updates, back to back |
 //!
 //! # Messages
 //!
@@ -45,8 +46,9 @@
 //! | varint | 1 to 10 | unsigned LEB128, 7 bits a byte, low bits first; the shortest form only |
 //! | node id | 1 + n + 1 to 10 | name length n (u8, 1 to [`MAX_NAME_LEN`]) · name (n bytes of UTF-8) · generation (varint) |
 //! | address | 7 or 19 | family (4 or 6) · IP address (4 or 16 bytes) · port (u16, big-endian) |
-//! | update | 12 to 180 | id (node id) · address · incarnation (varint) · status · from (node id, only if the status byte says so) |
-//! | status | 1 | 1 alive, 2 suspect, 3 dead, 4 left; plus 16 when a `from` different from the id follows |
+//! | update | 12 to 694 | id (node id) · address · incarnation (varint) · status · from (node id, only if the status byte says so) · tags (only if the status byte says so) |
+//! | status | 1 | 1 alive, 2 suspect, 3 dead, 4 left; plus 16 when a `from` different from the id follows, plus 32 when tags follow |
+//! | tags | 1 + n | length n (varint, at most [`MAX_TAGS_LEN`](crate::tags::MAX_TAGS_LEN)) · pairs of key and value, each a length (u8) and UTF-8; keys non-empty and strictly ascending |
 //! | bool | 1 | 0 false, 1 true |
 //!
 //! An update's `from` is the member itself for most rumours (alive, left),
@@ -119,6 +121,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 use crate::message::{MAX_MEMBERS, MAX_NAME_LEN, Message, MessageKind, NodeId, Packet, Status, Update};
+use crate::tags::{MAX_TAGS_LEN, Tags};
 
 /// The first two bytes of every packet.
 pub const MAGIC: [u8; 2] = *b"VG";
@@ -126,24 +129,34 @@ pub const MAGIC: [u8; 2] = *b"VG";
 /// The version of the layout this module reads and writes.
 pub const VERSION: u8 = 2;
 
-/// The largest datagram, in bytes: pass it as `max` for every message except
-/// push-pull so that datagrams never exceed it.
+/// The default datagram budget, in bytes
+/// ([`Config::datagram_budget`](crate::Config::datagram_budget)): with
+/// vigil's seal (39 bytes) and IPv4/UDP headers (28) a datagram stays under
+/// a 1,500-byte MTU.
 pub const MAX_DATAGRAM: usize = 1400;
 
 /// The most piggybacked updates in one packet (the count is one byte).
 pub const MAX_UPDATES: usize = 255;
 
 /// The longest encoding of one update: two 64-byte names with the largest
-/// generations, an IPv6 address and the largest incarnation.
-pub const MAX_UPDATE_LEN: usize = 2 * MAX_NODE_LEN + 19 + MAX_VARINT_LEN + 1;
+/// generations, an IPv6 address, the largest incarnation and the longest
+/// tags.
+pub const MAX_UPDATE_LEN: usize = 2 * MAX_NODE_LEN + 19 + MAX_VARINT_LEN + 1 + TAGS_LEN_LEN + MAX_TAGS_LEN;
 
 /// The largest stream message ([`Message::PushPull`]), in bytes: enough for a
-/// view of [`MAX_MEMBERS`] members of the longest kind, so a node's own view
-/// always fits.
-pub const MAX_STREAM: usize = 12 * 1024 * 1024;
+/// view of [`MAX_MEMBERS`] members of the longest kind (tags included), so a
+/// node's own view always fits.
+pub const MAX_STREAM: usize = 46 * 1024 * 1024;
+
+/// The largest datagram a node accepts, in bytes, whatever its own
+/// [`Config::datagram_budget`](crate::Config::datagram_budget): members with
+/// different budgets still understand each other.
+pub const MAX_DATAGRAM_ACCEPTED: usize = 65_000;
 
 /// The longest varint (a u64 needs ten 7-bit groups).
 const MAX_VARINT_LEN: usize = 10;
+/// The varint length of the longest tags.
+const TAGS_LEN_LEN: usize = 2;
 /// The longest node id.
 const MAX_NODE_LEN: usize = 1 + MAX_NAME_LEN + MAX_VARINT_LEN;
 /// Magic, version and message kind.
@@ -178,6 +191,8 @@ const STATUS_DEAD: u8 = 3;
 const STATUS_LEFT: u8 = 4;
 /// Set in the status byte when the update's `from` follows.
 const FROM_FOLLOWS: u8 = 16;
+/// Set in the status byte when the update's tags follow (after `from`).
+const TAGS_FOLLOW: u8 = 32;
 
 const FAMILY_V4: u8 = 4;
 const FAMILY_V6: u8 = 6;
@@ -246,6 +261,12 @@ pub enum WireError {
         /// The number of members.
         n: usize,
     },
+    /// Tags that break their format: longer than [`MAX_TAGS_LEN`], a key or
+    /// value cut short, not UTF-8, keys empty or not strictly ascending.
+    BadTags {
+        /// What is wrong with them.
+        reason: &'static str,
+    },
     /// Bytes left over after a complete packet.
     TrailingBytes {
         /// How many.
@@ -279,6 +300,7 @@ impl fmt::Display for WireError {
                 write!(f, "{n} piggybacked updates exceed the maximum of {MAX_UPDATES}")
             }
             WireError::TooManyMembers { n } => write!(f, "{n} push-pull members exceed the maximum of {MAX_MEMBERS}"),
+            WireError::BadTags { reason } => write!(f, "bad tags: {reason}"),
             WireError::TrailingBytes { n } => write!(f, "{n} trailing bytes after the packet"),
             WireError::Bug(what) => write!(f, "bug in the wire codec: {what}"),
         }
@@ -384,10 +406,14 @@ pub fn encoded_len(packet: &Packet) -> usize {
 /// piggybacked update or as a push-pull member.
 ///
 /// Between 12 bytes (a one-byte name, small numbers, IPv4, from the member
-/// itself) and [`MAX_UPDATE_LEN`] (180).
+/// itself) and [`MAX_UPDATE_LEN`] (694, tags included).
 pub fn update_len(update: &Update) -> usize {
     let from = if update.from == update.id { 0 } else { node_len(&update.from) };
-    node_len(&update.id) + addr_len(&update.addr) + varint_len(update.incarnation) + 1 + from
+    let tags = update.tags.as_ref().map_or(0, |t| {
+        let len = t.encoded_len();
+        varint_len(u64::try_from(len).unwrap_or(u64::MAX)) + len
+    });
+    node_len(&update.id) + addr_len(&update.addr) + varint_len(update.incarnation) + 1 + from + tags
 }
 
 /// Decodes a packet from a whole buffer.
@@ -551,13 +577,32 @@ fn write_update(update: &Update, out: &mut Vec<u8>) -> Result<(), WireError> {
         Status::Dead => STATUS_DEAD,
         Status::Left => STATUS_LEFT,
     };
+    let tags = if update.tags.is_some() { TAGS_FOLLOW } else { 0 };
     if update.from == update.id {
-        out.push(status);
-        Ok(())
+        out.push(status | tags);
     } else {
-        out.push(status | FROM_FOLLOWS);
-        write_node(&update.from, out)
+        out.push(status | tags | FROM_FOLLOWS);
+        write_node(&update.from, out)?;
     }
+    if let Some(tags) = &update.tags {
+        write_tags(tags, out)?;
+    }
+    Ok(())
+}
+
+fn write_tags(tags: &Tags, out: &mut Vec<u8>) -> Result<(), WireError> {
+    let len = tags.encoded_len();
+    if len > MAX_TAGS_LEN {
+        return Err(WireError::BadTags { reason: "longer than the maximum" });
+    }
+    write_varint(u64::try_from(len).map_err(|_| WireError::BadTags { reason: "longer than the maximum" })?, out);
+    for (k, v) in tags.iter() {
+        for part in [k, v] {
+            out.push(u8::try_from(part.len()).map_err(|_| WireError::BadTags { reason: "a key or value too long" })?);
+            out.extend_from_slice(part.as_bytes());
+        }
+    }
+    Ok(())
 }
 
 /// A cursor over untrusted input: every read is bounds-checked and reports
@@ -669,24 +714,55 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// The status byte: the status, and whether a `from` follows.
-    fn status(&mut self) -> Result<(Status, bool), WireError> {
+    /// The status byte: the status, whether a `from` follows, and whether
+    /// tags do.
+    fn status(&mut self) -> Result<(Status, bool, bool), WireError> {
         let byte = self.u8("status")?;
-        let status = match byte & !FROM_FOLLOWS {
+        let status = match byte & !(FROM_FOLLOWS | TAGS_FOLLOW) {
             STATUS_ALIVE => Status::Alive,
             STATUS_SUSPECT => Status::Suspect,
             STATUS_DEAD => Status::Dead,
             STATUS_LEFT => Status::Left,
             _ => return Err(WireError::UnknownStatus(byte)),
         };
-        Ok((status, byte & FROM_FOLLOWS != 0))
+        Ok((status, byte & FROM_FOLLOWS != 0, byte & TAGS_FOLLOW != 0))
+    }
+
+    /// Tags: a varint length, then pairs of (length, key) and (length,
+    /// value), keys non-empty and strictly ascending.
+    fn tags(&mut self) -> Result<Tags, WireError> {
+        let len = self.varint("tags length")?;
+        if len > u64::try_from(MAX_TAGS_LEN).unwrap_or(u64::MAX) {
+            return Err(WireError::BadTags { reason: "longer than the maximum" });
+        }
+        let bytes = self.take(usize::try_from(len).unwrap_or(usize::MAX), "tags")?;
+        let mut r = Reader { rest: bytes };
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        let bad = |reason| WireError::BadTags { reason };
+        while !r.rest.is_empty() {
+            let mut part = || -> Result<String, WireError> {
+                let n = usize::from(r.u8("tag length").map_err(|_| bad("a pair cut short"))?);
+                let raw = r.take(n, "tag").map_err(|_| bad("a pair cut short"))?;
+                std::str::from_utf8(raw).map(str::to_owned).map_err(|_| bad("not utf-8"))
+            };
+            let key = part()?;
+            let value = part()?;
+            if key.is_empty() {
+                return Err(bad("an empty key"));
+            }
+            if pairs.last().is_some_and(|(last, _)| *last >= key) {
+                return Err(bad("keys not strictly ascending"));
+            }
+            pairs.push((key, value));
+        }
+        Ok(Tags::from_sorted(pairs))
     }
 
     fn update(&mut self) -> Result<Update, WireError> {
         let id = self.node("update id")?;
         let addr = self.addr()?;
         let incarnation = self.varint("update incarnation")?;
-        let (status, from_follows) = self.status()?;
+        let (status, from_follows, tags_follow) = self.status()?;
         let from = if from_follows {
             let from = self.node("update source")?;
             if from == id {
@@ -696,7 +772,8 @@ impl<'a> Reader<'a> {
         } else {
             id.clone()
         };
-        Ok(Update { id, addr, incarnation, status, from })
+        let tags = if tags_follow { Some(self.tags()?) } else { None };
+        Ok(Update { id, addr, incarnation, status, from, tags })
     }
 
     /// `count` updates, after checking that the remaining input could hold

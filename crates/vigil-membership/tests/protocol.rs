@@ -53,16 +53,17 @@ fn events(node: &mut Node) -> Vec<Event> {
 fn an_accused_node_refutes_with_a_higher_incarnation() {
     let mut nodes = cluster(3, Config::lan(CLUSTER));
     let now = Instant::from_secs(2);
-    let accusation = Update { id: id(0), addr: addr(0), incarnation: 0, status: Status::Suspect, from: id(1) };
+    let accusation =
+        Update { id: id(0), addr: addr(0), incarnation: 0, status: Status::Suspect, from: id(1), tags: None };
     nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation])).unwrap();
     assert_eq!(nodes[0].incarnation(), 1);
     assert!(events(&mut nodes[0]).contains(&Event::SelfRefuted { incarnation: 1 }));
     assert_eq!(nodes[0].stats().self_refutations, 1);
     // Node 2 suspected node 0, then hears the refutation.
-    let s = Update { id: id(0), addr: addr(0), incarnation: 0, status: Status::Suspect, from: id(1) };
+    let s = Update { id: id(0), addr: addr(0), incarnation: 0, status: Status::Suspect, from: id(1), tags: None };
     nodes[2].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![s])).unwrap();
     assert_eq!(status(&nodes[2], "n0"), Status::Suspect);
-    let alive = Update { id: id(0), addr: addr(0), incarnation: 1, status: Status::Alive, from: id(0) };
+    let alive = Update { id: id(0), addr: addr(0), incarnation: 1, status: Status::Alive, from: id(0), tags: None };
     nodes[2].handle_datagram(now, addr(0), &packet(0, Message::Gossip, vec![alive])).unwrap();
     let n0 = nodes[2].member("n0").unwrap();
     assert_eq!((n0.id, n0.incarnation, n0.status), (id(0), 1, Status::Alive));
@@ -73,7 +74,7 @@ fn an_accused_node_refutes_with_a_higher_incarnation() {
 fn a_new_generation_supersedes_every_rumour_about_the_old_one() {
     let mut nodes = cluster(3, Config::lan(CLUSTER));
     let now = Instant::from_secs(2);
-    let dead = Update { id: id(2), addr: addr(2), incarnation: 5, status: Status::Dead, from: id(1) };
+    let dead = Update { id: id(2), addr: addr(2), incarnation: 5, status: Status::Dead, from: id(1), tags: None };
     nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![dead.clone()])).unwrap();
     assert_eq!(status(&nodes[0], "n2"), Status::Dead);
     // The restarted process, generation 2, incarnation 0.
@@ -114,8 +115,14 @@ fn suspicion_timeouts_follow_lifeguard_and_memberlist() {
     // max − ln 2 / ln 3 × (max − min) = 22.76 s.
     let mut nodes = cluster(100, Config::classic_lan(CLUSTER));
     let t = Instant::from_secs(2);
-    let accuse =
-        |from: usize| Update { id: id(5), addr: addr(5), incarnation: 0, status: Status::Suspect, from: id(from) };
+    let accuse = |from: usize| Update {
+        id: id(5),
+        addr: addr(5),
+        incarnation: 0,
+        status: Status::Suspect,
+        from: id(from),
+        tags: None,
+    };
     nodes[0].handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![accuse(1)])).unwrap();
     let fires_at = |node: &mut Node| {
         // Step until node 5 is declared dead.
@@ -173,7 +180,7 @@ fn an_accusation_at_the_largest_incarnation_is_refuted_with_a_new_generation() {
     let mut nodes = cluster(3, Config::lan(CLUSTER));
     let now = Instant::from_secs(2);
     for status in [Status::Suspect, Status::Dead] {
-        let accusation = Update { id: id(0), addr: addr(0), incarnation: u64::MAX, status, from: id(1) };
+        let accusation = Update { id: id(0), addr: addr(0), incarnation: u64::MAX, status, from: id(1), tags: None };
         nodes[2].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation.clone()])).unwrap();
         if status == Status::Suspect {
             nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation])).unwrap();
@@ -200,10 +207,17 @@ fn an_accusation_at_the_largest_incarnation_is_refuted_with_a_new_generation() {
 fn input_is_size_checked_before_decoding_and_transports_are_not_mixed() {
     let mut nodes = cluster(2, Config::lan(CLUSTER));
     let now = Instant::from_secs(2);
-    let huge = vec![0u8; MAX_DATAGRAM + 1];
+    // Datagrams are accepted up to the protocol's limit, whatever this
+    // node's own budget, and refused by size beyond it.
+    let limit = wire::MAX_DATAGRAM_ACCEPTED;
+    let huge = vec![0u8; limit + 1];
     assert_eq!(
         nodes[0].handle_datagram(now, addr(1), &huge),
-        Err(Rejected::Malformed(wire::WireError::TooLarge { len: MAX_DATAGRAM + 1, max: MAX_DATAGRAM }))
+        Err(Rejected::Malformed(wire::WireError::TooLarge { len: limit + 1, max: limit }))
+    );
+    assert_eq!(
+        nodes[0].handle_datagram(now, addr(1), &vec![0u8; MAX_DATAGRAM + 1]),
+        Err(Rejected::Malformed(wire::WireError::BadMagic))
     );
     let pp = packet(1, Message::PushPull { reply: false, members: vec![] }, vec![]);
     assert_eq!(
@@ -438,7 +452,7 @@ proptest! {
     fn accusations_with_any_incarnation_are_survived(inc in any::<u64>()) {
         let mut nodes = cluster(2, Config::lan(CLUSTER));
         let now = Instant::from_secs(2);
-        let accusation = Update { id: id(0), addr: addr(0), incarnation: inc, status: Status::Dead, from: id(1) };
+        let accusation = Update { id: id(0), addr: addr(0), incarnation: inc, status: Status::Dead, from: id(1), tags: None };
         nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation])).unwrap();
         prop_assert!(nodes[0].incarnation() >= inc.min(u64::MAX - 1));
     }
@@ -561,7 +575,7 @@ proptest! {
                     let _ = if stream { node.handle_stream(now, addr(1), &bytes) } else { node.handle_datagram(now, addr(1), &bytes) };
                 }
                 Op::Rumour { who, from, incarnation, status } => {
-                    let u = Update { id: id(who), addr: addr(who), incarnation, status: statuses[status as usize], from: id(from) };
+                    let u = Update { id: id(who), addr: addr(who), incarnation, status: statuses[status as usize], from: id(from), tags: None };
                     let sender = if from == 0 { 1 } else { from };
                     let _ = node.handle_datagram(now, addr(sender), &packet(sender, Message::Gossip, vec![u]));
                 }
@@ -631,7 +645,8 @@ fn a_member_that_only_heard_of_a_suspicion_checks_the_suspect_before_declaring_i
     let watched: Vec<String> = nodes[0].watching().map(str::to_string).collect();
     let v = (2..6).find(|i| !watched.contains(&format!("n{i}"))).unwrap();
     let name = format!("n{v}");
-    let accusation = Update { id: id(v), addr: addr(v), incarnation: 0, status: Status::Suspect, from: id(1) };
+    let accusation =
+        Update { id: id(v), addr: addr(v), incarnation: 0, status: Status::Suspect, from: id(1), tags: None };
     let mut quiet = nodes[0].clone();
     for node in [&mut nodes[0], &mut quiet] {
         node.handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![accusation.clone()])).unwrap();
@@ -667,4 +682,114 @@ fn a_member_that_only_heard_of_a_suspicion_checks_the_suspect_before_declaring_i
     assert_eq!((m.status, m.incarnation), (Status::Alive, 1));
     run_alone(&mut quiet, t + backstop + Duration::from_secs(5));
     assert_eq!(status(&quiet, &name), Status::Alive, "never declared dead");
+}
+
+/// Tags set on one member reach every other, replace the old ones live, and
+/// are reported once per change; a cluster that sets none sends none.
+#[test]
+fn tags_propagate_and_update_live() {
+    use vigil_membership::Tags;
+    let mut nodes = cluster(6, Config::lan(CLUSTER));
+    let t0 = Instant::from_secs(1);
+    let mut now = run_all(&mut nodes, t0, t0 + Duration::from_secs(5));
+    for n in nodes.iter_mut() {
+        assert!(events(n).iter().all(|e| !matches!(e, Event::TagsUpdated { .. })));
+    }
+    let zone_a = Tags::new([("zone", "a"), ("role", "queue")]).unwrap();
+    nodes[2].set_tags(now, zone_a.clone());
+    assert_eq!(nodes[2].tags(), zone_a);
+    now = run_all(&mut nodes, now, now + Duration::from_secs(5));
+    let zone_b = Tags::new([("zone", "b")]).unwrap();
+    for (i, n) in nodes.iter_mut().enumerate().filter(|(i, _)| *i != 2) {
+        let seen: Vec<Tags> = events(n)
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::TagsUpdated { id, tags } if id.name == "n2" => Some(tags),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(seen, std::slice::from_ref(&zone_a), "n{i}");
+        let view = n.member("n2").unwrap();
+        assert_eq!((view.tags.get("zone"), view.status, view.incarnation), (Some("a"), Status::Alive, 1), "n{i}");
+    }
+    nodes[2].set_tags(now, zone_b.clone());
+    now = run_all(&mut nodes, now, now + Duration::from_secs(5));
+    for (i, n) in nodes.iter_mut().enumerate().filter(|(i, _)| *i != 2) {
+        let view = n.member("n2").unwrap();
+        assert_eq!((&view.tags, view.incarnation), (&zone_b, 2), "n{i}");
+        let updates = events(n).into_iter().filter(|e| matches!(e, Event::TagsUpdated { .. })).count();
+        assert_eq!(updates, 1, "n{i}");
+    }
+    // Setting the same tags again announces nothing.
+    nodes[2].set_tags(now, zone_b.clone());
+    run_all(&mut nodes, now, now + Duration::from_secs(5));
+    assert!(nodes.iter_mut().all(|n| events(n).iter().all(|e| !matches!(e, Event::TagsUpdated { .. }))));
+}
+
+/// A member that joins later learns everyone's tags from the push-pull that
+/// admits it; with a small datagram budget, every datagram stays within it
+/// while many members announce the longest tags at once.
+#[test]
+fn tags_reach_a_late_joiner_within_the_datagram_budget() {
+    use vigil_membership::Tags;
+    let mut config = Config::lan(CLUSTER);
+    config.datagram_budget = 1024;
+    let n = 20;
+    let mut nodes = cluster(n, config.clone());
+    let t0 = Instant::from_secs(1);
+    let mut now = run_all(&mut nodes, t0, t0 + Duration::from_secs(3));
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let tags = Tags::new([("i", i.to_string()), ("pad", "x".repeat(250)), ("q", "y".repeat(245))]).unwrap();
+        node.set_tags(now, tags);
+    }
+    // Every datagram within the budget, while the rumours drain.
+    let mut largest = 0;
+    let stop = now + Duration::from_secs(20);
+    while now < stop {
+        let next = now + Duration::from_millis(100);
+        for node in nodes.iter_mut() {
+            node.handle_timeout(next);
+        }
+        loop {
+            let mut out = Vec::new();
+            for (i, node) in nodes.iter_mut().enumerate() {
+                while let Some(t) = node.poll_transmit() {
+                    if !t.stream {
+                        largest = largest.max(t.bytes.len());
+                    }
+                    out.push((i, t));
+                }
+            }
+            if out.is_empty() {
+                break;
+            }
+            for (from, t) in out {
+                if let Some(to) = (0..n).find(|&j| addr(j) == t.to) {
+                    let _ = deliver(&mut nodes[to], next, addr(from), &t);
+                }
+            }
+        }
+        now = next;
+    }
+    // Each rumour is about 530 bytes: one fits beside a message, two do not.
+    assert!((530..=1024).contains(&largest), "largest datagram {largest} bytes against a budget of 1024");
+    for (i, node) in nodes.iter().enumerate() {
+        for j in (0..n).filter(|&j| j != i) {
+            assert_eq!(
+                node.member(&format!("n{j}")).unwrap().tags.get("i"),
+                Some(j.to_string().as_str()),
+                "n{i} on n{j}"
+            );
+        }
+    }
+    // A newcomer joins through one member and learns all the tags.
+    let mut late = Node::new(NodeId::new("late", 1), addr(n), config, 99, now).unwrap();
+    late.join(now, &[addr(0)]);
+    let mut all: Vec<Node> = nodes;
+    all.push(late);
+    run_all(&mut all, now, now + Duration::from_secs(2));
+    let late = all.last().unwrap();
+    for j in 0..n {
+        assert_eq!(late.member(&format!("n{j}")).unwrap().tags.get("i"), Some(j.to_string().as_str()), "n{j}");
+    }
 }

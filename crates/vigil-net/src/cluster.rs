@@ -9,7 +9,7 @@ use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use vigil_membership::keyring::{KeyId, KeyInfo, Keyring, KeyringError};
 use vigil_membership::seal::{Mode, Seal, SealStats};
-use vigil_membership::{Config, Event, MemberView, Node, NodeId, Stats};
+use vigil_membership::{Config, Event, MemberView, Node, NodeId, Stats, Tags};
 
 use crate::clock::Clock;
 use crate::driver::{Command, Driver, NetStats};
@@ -60,6 +60,7 @@ pub struct Builder {
     mode: Mode,
     data_dir: Option<PathBuf>,
     net: NetConfig,
+    tags: Tags,
 }
 
 /// The cluster id when none is given: `"vigi"`.
@@ -79,6 +80,7 @@ impl Builder {
             mode: Mode::Plaintext,
             data_dir: None,
             net: NetConfig::default(),
+            tags: Tags::default(),
         }
     }
 
@@ -122,6 +124,12 @@ impl Builder {
         self
     }
 
+    /// This member's tags when it joins (see [`Cluster::set_tags`]).
+    pub fn tags(mut self, tags: Tags) -> Builder {
+        self.tags = tags;
+        self
+    }
+
     /// The runtime's own settings.
     pub fn net(mut self, net: NetConfig) -> Builder {
         self.net = net;
@@ -162,6 +170,9 @@ impl Builder {
         let now = clock.now();
         let mut node =
             Node::new(id.clone(), advertise, self.config.clone(), rand::random(), now).map_err(StartError::Config)?;
+        if !self.tags.is_empty() {
+            node.set_tags(now, self.tags.clone());
+        }
         if !self.seeds.is_empty() {
             node.join(now, &self.seeds);
         }
@@ -334,6 +345,13 @@ impl Cluster {
     /// Stops monitoring `name` for the application.
     pub async fn unwatch(&self, name: &str) {
         let _ = self.cmd.send(Command::Unwatch(name.to_owned())).await;
+    }
+
+    /// Replaces this member's tags and announces them: every other member
+    /// sees them in its [`MemberView::tags`] and reports
+    /// [`Event::TagsUpdated`] (usually within a second or two).
+    pub async fn set_tags(&self, tags: Tags) {
+        let _ = self.cmd.send(Command::SetTags(tags)).await;
     }
 
     /// Counters.

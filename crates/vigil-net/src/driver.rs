@@ -20,8 +20,8 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{Semaphore, broadcast, mpsc, oneshot};
 use vigil_membership::keyring::{KeyId, KeyInfo, KeyringError};
 use vigil_membership::seal::{self, OVERHEAD, Seal};
-use vigil_membership::wire::{MAX_DATAGRAM, MAX_STREAM};
-use vigil_membership::{MemberView, Node};
+use vigil_membership::wire::{MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
+use vigil_membership::{MemberView, Node, Tags};
 
 use crate::clock::Clock;
 use crate::cluster::{ClusterEvent, ClusterStats, NetConfig};
@@ -35,6 +35,7 @@ pub(crate) enum Command {
     TimeToSuspect(String, oneshot::Sender<Option<Duration>>),
     Watch(String),
     Unwatch(String),
+    SetTags(Tags),
     Stats(oneshot::Sender<ClusterStats>),
     Keys(oneshot::Sender<Vec<KeyInfo>>),
     InstallKey([u8; 32], oneshot::Sender<Result<KeyId, KeyringError>>),
@@ -135,7 +136,7 @@ impl Driver {
             let net = self.net.clone();
             tokio::spawn(listen(tcp, frames_tx.clone(), shared, net))
         });
-        let mut buf = vec![0u8; MAX_DATAGRAM + OVERHEAD + 1];
+        let mut buf = vec![0u8; MAX_DATAGRAM_ACCEPTED + OVERHEAD + 1];
         let mut leaving: Option<tokio::time::Instant> = None;
         self.flush(&errors_tx, &frames_tx).await;
         loop {
@@ -188,7 +189,7 @@ impl Driver {
         self.stats.datagrams_received += 1;
         // A packet that does not open is counted by the seal, and never
         // reaches the protocol.
-        if let Ok(plain) = self.seal.open(bytes, MAX_DATAGRAM) {
+        if let Ok(plain) = self.seal.open(bytes, MAX_DATAGRAM_ACCEPTED) {
             let _ = self.node.handle_datagram(self.clock.now(), from, &plain);
         }
     }
@@ -240,6 +241,7 @@ impl Driver {
             }
             Command::Watch(name) => self.node.watch(now, &name),
             Command::Unwatch(name) => self.node.unwatch(now, &name),
+            Command::SetTags(tags) => self.node.set_tags(now, tags),
             Command::Stats(tx) => {
                 let mut net = self.stats;
                 net.connections_refused = self.shared.connections_refused.load(Ordering::Relaxed);
@@ -391,8 +393,10 @@ fn with_length(body: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// One frame: the length, checked before anything is allocated, then the
-/// body.
+/// One frame: the length, checked against the limit before anything is
+/// allocated, then the body. The buffer grows with the bytes that actually
+/// arrive, so a peer that announces a large frame and sends little holds
+/// little memory (until the I/O timeout closes it).
 async fn read_frame<R: tokio::io::AsyncRead + Unpin>(mut conn: R) -> Option<Vec<u8>> {
     let mut len = [0u8; 4];
     conn.read_exact(&mut len).await.ok()?;
@@ -400,7 +404,7 @@ async fn read_frame<R: tokio::io::AsyncRead + Unpin>(mut conn: R) -> Option<Vec<
     if len > MAX_FRAME {
         return None;
     }
-    let mut body = vec![0u8; len];
-    conn.read_exact(&mut body).await.ok()?;
-    Some(body)
+    let mut body = Vec::with_capacity(len.min(64 * 1024));
+    (&mut conn).take(len as u64).read_to_end(&mut body).await.ok()?;
+    (body.len() == len).then_some(body)
 }

@@ -178,3 +178,37 @@ async fn a_sealed_cluster_refuses_bad_packets_and_rotates_its_key_without_a_susp
         assert!(suspected.is_none(), "m{i} suspected someone during the attack or the rotation: {suspected:?}");
     }
 }
+
+/// Tags given at start reach every member with the join; tags set later
+/// replace them live and are reported as an event. Bounds: 5 s, where an
+/// idle machine takes well under one (gossip every 200 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tags_propagate_and_update_live() {
+    use vigil_membership::Tags;
+    let zone = Tags::new([("zone", "a"), ("role", "queue")]).unwrap();
+    let first = Cluster::builder("t0").bind(LOCAL.parse().unwrap()).tags(zone.clone()).start().await.unwrap();
+    let seed = first.local_addr();
+    let mut all = vec![first];
+    for i in 1..8 {
+        all.push(start(&format!("t{i}"), &[seed], None).await);
+    }
+    let has = |views: &[vigil_membership::MemberView], name: &str, tags: &Tags| {
+        views.iter().any(|v| v.id.name == name && v.tags == *tags)
+    };
+    assert!(
+        until_all(&all[1..], Duration::from_secs(5), |v| has(v, "t0", &zone)).await,
+        "every member sees t0's tags within 5 s"
+    );
+    let mut watchers: Vec<Events> = all.iter().skip(1).map(Cluster::events).collect();
+    let moved = Tags::new([("zone", "b")]).unwrap();
+    all[0].set_tags(moved.clone()).await;
+    assert!(until_all(&all[1..], Duration::from_secs(5), |v| has(v, "t0", &moved)).await, "the change within 5 s");
+    for (i, w) in watchers.iter_mut().enumerate() {
+        let e =
+            event(w, Duration::from_secs(1), |e| matches!(e, Event::TagsUpdated { id, .. } if id.name == "t0")).await;
+        assert!(matches!(e, Some(Event::TagsUpdated { tags, .. }) if tags == moved), "t{} reported the change", i + 1);
+    }
+    for m in all {
+        m.shutdown().await;
+    }
+}

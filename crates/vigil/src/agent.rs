@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 use vigil_membership::keyring::Keyring;
 use vigil_membership::seal::Mode;
-use vigil_membership::{Config, Event};
+use vigil_membership::{Config, Event, Tags};
 use vigil_net::{Cluster, DEFAULT_CLUSTER};
 
 use crate::UsageError;
@@ -58,9 +58,20 @@ pub(crate) struct AgentArgs {
     /// with a higher one.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// A tag: `KEY=VALUE` (repeatable), carried to every member; all of a
+    /// member's tags take at most 512 bytes (each pair its key and value
+    /// plus 2).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    tags: Vec<String>,
+    /// The largest datagram sent, in bytes before sealing (1024 to 65000;
+    /// default 1400): lower it when the seal (39 bytes) and the headers must
+    /// fit a smaller path MTU.
+    #[arg(long, value_name = "BYTES")]
+    datagram_budget: Option<usize>,
     /// A TOML file with the same settings (`name`, `bind`, `advertise`,
-    /// `join`, `key_file`, `seal_mode`, `preset`, `cluster`, `data_dir`);
-    /// flags override it.
+    /// `join`, `key_file`, `seal_mode`, `preset`, `cluster`, `data_dir`,
+    /// `datagram_budget`, and a `[tags]` table); flags override it, tag by
+    /// tag.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 }
@@ -95,6 +106,9 @@ struct FileSettings {
     preset: Option<PresetArg>,
     cluster: Option<u64>,
     data_dir: Option<PathBuf>,
+    datagram_budget: Option<usize>,
+    #[serde(default)]
+    tags: std::collections::BTreeMap<String, String>,
 }
 
 /// Where a setting came from, for errors.
@@ -172,12 +186,48 @@ fn base64(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Tags as a JSON object.
+fn tags_json(tags: &Tags) -> serde_json::Value {
+    tags.iter().map(|(k, v)| (k.to_owned(), json!(v))).collect::<serde_json::Map<_, _>>().into()
+}
+
+/// The tags: the file's `[tags]`, then each `--tag KEY=VALUE` over them.
+fn tags(flags: &[String], file: &std::collections::BTreeMap<String, String>, path: Option<&Path>) -> Result<Tags> {
+    let mut all = file.clone();
+    for t in flags {
+        let (k, v) = t
+            .split_once('=')
+            .ok_or_else(|| UsageError(format!("--tag {}: expected KEY=VALUE", vigil_lab::millis::quoted(t))))?;
+        all.insert(k.to_owned(), v.to_owned());
+    }
+    Tags::new(all).map_err(|e| {
+        let from = if flags.is_empty() { origin(false, "tags", path) } else { "--tag".to_owned() };
+        UsageError(format!("{from}: {e}")).into()
+    })
+}
+
 /// An event as a JSON line; `None` for events of this node's own health.
-fn event_json(node: &str, unix_ms: u64, e: &Event) -> Option<serde_json::Value> {
+/// `up` carries the member's tags as this node knows them (`tags`).
+fn event_json(node: &str, unix_ms: u64, e: &Event, tags: Option<&Tags>) -> Option<serde_json::Value> {
     let v = match e {
-        Event::Up { id, addr } => {
-            json!({"event": "up", "member": id.name, "generation": id.generation, "addr": addr.to_string()})
+        Event::Up { id, addr } => json!({
+            "event": "up",
+            "member": id.name,
+            "generation": id.generation,
+            "addr": addr.to_string(),
+            "tags": tags_json(tags.unwrap_or(&Tags::default())),
+        }),
+        Event::TagsUpdated { id, tags } => {
+            json!({"event": "tags", "member": id.name, "generation": id.generation, "tags": tags_json(tags)})
         }
+        Event::Policy { id, policy, fired, level } => json!({
+            "event": "policy",
+            "member": id.name,
+            "generation": id.generation,
+            "policy": policy,
+            "fired": fired,
+            "phi": level,
+        }),
         Event::Suspected { id, by, level } => {
             json!({"event": "suspected", "member": id.name, "generation": id.generation, "by": by.name, "phi": level})
         }
@@ -263,9 +313,17 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
         return Err(UsageError("--seal-mode: sealing needs keys (--key-file)".into()).into());
     }
     let data_dir = a.data_dir.clone().or(file.data_dir.clone());
+    let tags = tags(&a.tags, &file.tags, file_path)?;
+    let mut config = config;
+    if let Some(budget) = a.datagram_budget.or(file.datagram_budget) {
+        config.datagram_budget = budget;
+        config.validate().map_err(|e| {
+            UsageError(format!("{}: {e}", origin(a.datagram_budget.is_some(), "datagram_budget", file_path)))
+        })?;
+    }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
     runtime.block_on(async move {
-        let mut builder = Cluster::builder(&name).bind(bind).seeds(seeds).config(config);
+        let mut builder = Cluster::builder(&name).bind(bind).seeds(seeds).config(config).tags(tags);
         if let Some(addr) = advertise {
             builder = builder.advertise(addr);
         }
@@ -295,7 +353,11 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
             tokio::select! {
                 e = events.next() => {
                     let Some(e) = e else { break };
-                    if let Some(line) = event_json(&member.id().name, e.unix_ms, &e.event) {
+                    let tags = match &e.event {
+                        Event::Up { id, .. } => member.members().await.into_iter().find(|v| v.id == *id).map(|v| v.tags),
+                        _ => None,
+                    };
+                    if let Some(line) = event_json(&member.id().name, e.unix_ms, &e.event, tags.as_ref()) {
                         writeln!(out, "{line}")?;
                         out.flush()?;
                     }
@@ -332,11 +394,17 @@ mod tests {
     fn events_become_json_lines_with_their_fields() {
         let id = vigil_membership::NodeId::new("b", 7);
         let by = vigil_membership::NodeId::new("c", 1);
-        let v = event_json("a", 1000, &Event::Suspected { id: id.clone(), by, level: Some(8.5) }).unwrap();
+        let v = event_json("a", 1000, &Event::Suspected { id: id.clone(), by, level: Some(8.5) }, None).unwrap();
         assert_eq!(v["event"], "suspected");
         assert_eq!((v["member"].as_str(), v["by"].as_str(), v["phi"].as_f64()), (Some("b"), Some("c"), Some(8.5)));
         assert_eq!((v["node"].as_str(), v["ts_ms"].as_u64()), (Some("a"), Some(1000)));
-        let v = event_json("a", 1, &Event::Left { id }).unwrap();
+        let v = event_json("a", 1, &Event::Left { id: id.clone() }, None).unwrap();
         assert_eq!((v["event"].as_str(), v["generation"].as_u64()), (Some("left"), Some(7)));
+        let zone = Tags::new([("zone", "a")]).unwrap();
+        let v = event_json("a", 1, &Event::TagsUpdated { id: id.clone(), tags: zone.clone() }, None).unwrap();
+        assert_eq!((v["event"].as_str(), v["tags"]["zone"].as_str()), (Some("tags"), Some("a")));
+        let addr = "10.0.0.1:7946".parse().unwrap();
+        let v = event_json("a", 1, &Event::Up { id, addr }, Some(&zone)).unwrap();
+        assert_eq!((v["event"].as_str(), v["tags"]["zone"].as_str()), (Some("up"), Some("a")));
     }
 }

@@ -172,6 +172,25 @@ fn sigterm_leaves_and_exits_0_within_3_s() {
     }
 }
 
+/// Tags given with `--tag` reach another agent: with the member's `up`, or
+/// in a `tags` event just after it.
+#[test]
+fn tags_arrive_with_up() {
+    let first = Agent::start("t0", None, &["--tag", "zone=a", "--tag", "role=queue"]);
+    let other = Agent::start("t1", Some(&first.addr.clone()), &[]);
+    let (up, seen) = other.wait_for("up", "t0", Duration::from_secs(10));
+    let up = up.unwrap_or_else(|| panic!("t1 never saw t0 up: {seen:?}"));
+    // The first contact may come before the tags (a packet from t0 says
+    // nothing of them): then a "tags" event follows.
+    let tags = if up["tags"]["zone"].is_null() {
+        let (t, seen) = other.wait_for("tags", "t0", Duration::from_secs(5));
+        t.unwrap_or_else(|| panic!("no tags event after a tagless up: {seen:?}"))["tags"].clone()
+    } else {
+        up["tags"].clone()
+    };
+    assert_eq!((tags["zone"].as_str(), tags["role"].as_str()), (Some("a"), Some("queue")), "{tags}");
+}
+
 #[test]
 fn bad_settings_exit_2_naming_the_setting() {
     let dir = std::env::temp_dir().join(format!("vigil-agent-{}", std::process::id()));
@@ -180,12 +199,19 @@ fn bad_settings_exit_2_naming_the_setting() {
     std::fs::write(&keys, "not a key\n").unwrap();
     let config = dir.join("agent.toml");
     std::fs::write(&config, "name = \"x\"\nbind = \"nowhere\"\n").unwrap();
-    let cases: [(Vec<&str>, &str); 5] = [
+    let long = format!("k={}", "v".repeat(300));
+    let tagged = dir.join("tagged.toml");
+    std::fs::write(&tagged, format!("name = \"x\"\n[tags]\nk = \"{}\"\n", "v".repeat(300))).unwrap();
+    let cases: [(Vec<&str>, &str); 9] = [
         (vec!["agent"], "--name: every member needs a name"),
         (vec!["agent", "--name", "x", "--bind", "1.2.3"], "--bind: '1.2.3' is not an address"),
         (vec!["agent", "--name", "x", "--key-file", keys.to_str().unwrap()], "--key-file: line 1: not a 32-byte key"),
         (vec!["agent", "--config", config.to_str().unwrap()], "agent.toml: bind: 'nowhere' is not an address"),
         (vec!["agent", "--name", "x", "--seal-mode", "sealed"], "--seal-mode: sealing needs keys"),
+        (vec!["agent", "--name", "x", "--tag", "zone"], "--tag 'zone': expected KEY=VALUE"),
+        (vec!["agent", "--name", "x", "--tag", &long], "--tag: tag \"k\": 300 bytes"),
+        (vec!["agent", "--config", tagged.to_str().unwrap()], "tagged.toml: tags: tag \"k\": 300 bytes"),
+        (vec!["agent", "--name", "x", "--datagram-budget", "100"], "datagram_budget is 100, expected 1024 to 65000"),
     ];
     for (args, says) in cases {
         let o = Command::new(env!("CARGO_BIN_EXE_vigil")).args(&args).output().unwrap();

@@ -28,7 +28,9 @@ impl Node {
                 m.generation == id.generation && m.status == Status::Suspect && incarnation > m.incarnation
             });
         if unknown || refutes {
-            let alive = Update { id: id.clone(), addr, incarnation, status: Status::Alive, from: id.clone() };
+            // The packet says nothing of the sender's tags.
+            let alive =
+                Update { id: id.clone(), addr, incarnation, status: Status::Alive, from: id.clone(), tags: None };
             self.apply(now, alive, None);
         }
     }
@@ -43,6 +45,14 @@ impl Node {
             self.apply_new(now, u, level);
             return;
         };
+        // Tags travel with the incarnation they were set at, whatever the
+        // rumour's status says about the member.
+        if let Some(tags) = u.tags.as_ref().filter(|_| m.generation == u.id.generation)
+            && self.members.set_tags(&u.id.name, u.incarnation, tags)
+        {
+            self.emit(Event::TagsUpdated { id: u.id.clone(), tags: tags.clone() });
+        }
+        let Some(m) = self.members.get(&u.id.name) else { return };
         // The common case in anti-entropy: nothing new.
         if m.generation == u.id.generation
             && u.incarnation <= m.incarnation
@@ -136,6 +146,9 @@ impl Node {
         match u.status {
             Status::Alive | Status::Suspect => {
                 self.members.insert(&u.id, u.addr, u.incarnation, Status::Alive, now);
+                if let Some(tags) = &u.tags {
+                    self.members.set_tags(&u.id.name, u.incarnation, tags);
+                }
                 self.emit(Event::Up { id: u.id.clone(), addr: u.addr });
                 self.broadcast(Update { status: Status::Alive, from: u.id.clone(), ..u.clone() });
                 if u.status == Status::Suspect {

@@ -12,13 +12,20 @@ fn v6(a: [u8; 16], port: u16) -> SocketAddr {
 /// A suspicion of `name` (generation 11) by another process of the same name
 /// (generation 12), so its `from` is written out.
 fn update(name: &str, addr: SocketAddr) -> Update {
-    Update { id: NodeId::new(name, 11), addr, incarnation: 5, status: Status::Suspect, from: NodeId::new(name, 12) }
+    Update {
+        id: NodeId::new(name, 11),
+        addr,
+        incarnation: 5,
+        status: Status::Suspect,
+        from: NodeId::new(name, 12),
+        tags: None,
+    }
 }
 
 /// An alive rumour from the member itself: its `from` is left out.
 fn alive(name: &str, addr: SocketAddr) -> Update {
     let id = NodeId::new(name, 11);
-    Update { id: id.clone(), addr, incarnation: 5, status: Status::Alive, from: id }
+    Update { id: id.clone(), addr, incarnation: 5, status: Status::Alive, from: id, tags: None }
 }
 
 fn packet(message: Message, updates: Vec<Update>) -> Packet {
@@ -78,12 +85,19 @@ fn status() -> impl Strategy<Value = Status> {
     prop_oneof![Just(Status::Alive), Just(Status::Suspect), Just(Status::Dead), Just(Status::Left)]
 }
 
-/// Updates from the member itself and from others, in equal measure.
+/// Tags or none: short and long keys and values, empty tags too.
+fn any_tags() -> impl Strategy<Value = Option<Tags>> {
+    prop::option::of(prop::collection::btree_map("[a-zé]{1,12}", "[ -~é]{0,40}", 0..6))
+        .prop_map(|pairs| pairs.map(|p| Tags::new(p).expect("within the limits")))
+}
+
+/// Updates from the member itself and from others, in equal measure, with
+/// and without tags.
 fn any_update() -> impl Strategy<Value = Update> {
-    (node_id(), addr(), number(), status(), prop::option::of(node_id())).prop_map(
-        |(id, addr, incarnation, status, from)| {
+    (node_id(), addr(), number(), status(), prop::option::of(node_id()), any_tags()).prop_map(
+        |(id, addr, incarnation, status, from, tags)| {
             let from = from.unwrap_or_else(|| id.clone());
-            Update { id, addr, incarnation, status, from }
+            Update { id, addr, incarnation, status, from, tags }
         },
     )
 }
@@ -222,6 +236,7 @@ fn a_ping_req_with_one_update_has_this_exact_encoding() {
                 incarnation: 6,
                 status: Status::Dead,
                 from: NodeId::new("ab", 9),
+                tags: None,
             },
             Update {
                 id: NodeId::new("d", 300),
@@ -229,6 +244,7 @@ fn a_ping_req_with_one_update_has_this_exact_encoding() {
                 incarnation: 0,
                 status: Status::Alive,
                 from: NodeId::new("d", 300),
+                tags: None,
             },
         ],
     };
@@ -301,10 +317,24 @@ fn every_message_kind_round_trips_at_the_extremes() {
     }
 }
 
+/// The longest tags: two pairs of a one-byte key and a 253-byte value.
+fn longest_tags() -> Tags {
+    let tags = Tags::new([("a", "v".repeat(253)), ("b", "w".repeat(253))]).unwrap();
+    assert_eq!(tags.encoded_len(), MAX_TAGS_LEN);
+    tags
+}
+
 #[test]
-fn update_len_spans_12_to_180_bytes() {
+fn update_len_spans_12_to_694_bytes() {
     let id = NodeId::new("a", 0);
-    let least = Update { id: id.clone(), addr: v4([1, 2, 3, 4], 5), incarnation: 0, status: Status::Alive, from: id };
+    let least = Update {
+        id: id.clone(),
+        addr: v4([1, 2, 3, 4], 5),
+        incarnation: 0,
+        status: Status::Alive,
+        from: id,
+        tags: None,
+    };
     assert_eq!(update_len(&least), MIN_UPDATE_LEN);
     assert_eq!(MIN_UPDATE_LEN, 12);
     let most = Update {
@@ -313,9 +343,12 @@ fn update_len_spans_12_to_180_bytes() {
         incarnation: u64::MAX,
         status: Status::Suspect,
         from: NodeId::new("b".repeat(MAX_NAME_LEN), u64::MAX),
+        tags: Some(Tags::new([("k", "v".repeat(255)), ("l", "w".repeat(251))]).unwrap()),
     };
     assert_eq!(update_len(&most), MAX_UPDATE_LEN);
-    assert_eq!(MAX_UPDATE_LEN, 180);
+    assert_eq!(MAX_UPDATE_LEN, 694);
+    let bytes = encode(&ping(1, vec![most]), MAX_STREAM).unwrap();
+    assert_eq!(bytes.len() - encoded_len(&ping(1, Vec::new())), 694);
 }
 
 /// One limit: a view of [`MAX_MEMBERS`] members, each as long as an update
@@ -328,6 +361,7 @@ fn the_largest_view_fits_in_a_stream_message() {
         incarnation: u64::MAX,
         status: Status::Suspect,
         from: NodeId::new("b".repeat(MAX_NAME_LEN), u64::MAX),
+        tags: Some(longest_tags()),
     };
     let members: Vec<Update> = (0..MAX_MEMBERS).map(most).collect();
     let p = Packet {
@@ -478,7 +512,7 @@ fn unknown_statuses_are_rejected() {
     let (bytes, start) = heartbeat_with_update();
     let at = start + 3 + 7 + 1;
     assert_eq!(bytes[at], STATUS_SUSPECT | FROM_FOLLOWS);
-    for status in [0, 5, 16, 21, 32 | STATUS_ALIVE, 200] {
+    for status in [0, 5, 16, 21, 32, 48, 64 | STATUS_ALIVE, 200] {
         let mut bad = bytes.clone();
         bad[at] = status;
         assert_eq!(decode(&bad, MAX_DATAGRAM), Err(WireError::UnknownStatus(status)));
@@ -684,4 +718,48 @@ fn messages_are_lowercase_without_a_trailing_period_and_name_the_value() {
 fn errors_are_send_sync_and_static() {
     fn check<E: std::error::Error + Send + Sync + 'static>() {}
     check::<WireError>();
+}
+
+/// Tags are checked as strictly as the rest: each malformed form is refused
+/// by name, and the well-formed one decodes to what was sent.
+#[test]
+fn malformed_tags_are_refused() {
+    let id = NodeId::new("a", 1);
+    let with = |tags: Option<Tags>| Update {
+        id: id.clone(),
+        addr: v4([1, 2, 3, 4], 5),
+        incarnation: 0,
+        status: Status::Alive,
+        from: id.clone(),
+        tags,
+    };
+    let good = ping(1, vec![with(Some(Tags::new([("k", "v"), ("l", "")]).unwrap()))]);
+    let bytes = encode(&good, MAX_DATAGRAM).unwrap();
+    assert_eq!(decode(&bytes, MAX_DATAGRAM).unwrap(), good);
+    // The tags are the last 8 bytes: length 7, "k" "v", "l" "".
+    let tail = bytes.len() - 8;
+    assert_eq!(&bytes[tail..], &[7, 1, b'k', 1, b'v', 1, b'l', 0]);
+    let with_tail = |t: &[u8]| [&bytes[..tail], t].concat();
+    let cases: [(&[u8], &str); 5] = [
+        (&[5, 1, b'l', 0, 1, b'k'], "a pair cut short"),
+        (&[6, 1, b'l', 0, 1, b'k', 0], "keys not strictly ascending"),
+        (&[6, 1, b'k', 0, 1, b'k', 0], "keys not strictly ascending"),
+        (&[3, 0, 1, b'v'], "an empty key"),
+        (&[3, 1, 0xff, 0], "not utf-8"),
+    ];
+    for (t, reason) in cases {
+        assert_eq!(decode(&with_tail(t), MAX_DATAGRAM), Err(WireError::BadTags { reason }), "{t:?}");
+    }
+    // A length over the limit is refused before the bytes are looked at.
+    let mut long = bytes[..tail].to_vec();
+    write_varint(513, &mut long);
+    long.extend(std::iter::repeat_n(1, 513));
+    assert_eq!(decode(&long, MAX_STREAM), Err(WireError::BadTags { reason: "longer than the maximum" }));
+    // A length beyond the input is a truncation.
+    assert_eq!(decode(&with_tail(&[9, 1, b'k']), MAX_DATAGRAM), Err(WireError::Truncated { what: "tags" }));
+    // No tags and empty tags are different statements, both exact.
+    for tags in [None, Some(Tags::default())] {
+        let p = ping(1, vec![with(tags)]);
+        assert_eq!(decode(&encode(&p, MAX_DATAGRAM).unwrap(), MAX_DATAGRAM).unwrap(), p);
+    }
 }
