@@ -212,3 +212,56 @@ async fn tags_propagate_and_update_live() {
         m.shutdown().await;
     }
 }
+
+/// Stream frames and datagrams that break the rules, at a sealed member:
+/// a length beyond the largest frame, a frame cut short, a frame whose
+/// address prefix is junk, a plaintext frame, a frame sealed with another
+/// key, and a datagram larger than any member accepts. Each is refused and
+/// counted by its reason; the cluster notices nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_frames_and_oversized_datagrams_are_refused_and_counted() {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpStream;
+    let all = cluster(3, Some([7; 32])).await;
+    assert!(until_all(&all, Duration::from_secs(10), |v| alive(v) == 2).await, "3 sealed members converge");
+    let mut watch: Vec<Events> = all.iter().map(Cluster::events).collect();
+    let target = all[0].local_addr();
+    let before = all[0].stats().await.unwrap();
+    let mut other =
+        vigil_membership::seal::Seal::new(vigil_net::DEFAULT_CLUSTER, Mode::Sealed, Some(Keyring::new([9; 32])), 1)
+            .unwrap();
+    let framed = |body: &[u8]| [&u32::try_from(body.len()).unwrap().to_be_bytes()[..], body].concat();
+    let mut plaintext = vec![4, 127, 0, 0, 1, 0x1f, 0x40];
+    plaintext.extend_from_slice(b"VG\x02plaintext push-pull");
+    let sends: Vec<Vec<u8>> = vec![
+        u32::MAX.to_be_bytes().to_vec(),                    // longer than any frame
+        [&100u32.to_be_bytes()[..], b"cut short"].concat(), // ends early
+        framed(&[0u8; 20]),                                 // no address family
+        framed(&plaintext),                                 // plaintext at a sealed member
+        framed(&other.seal(b"\x04\x7f\x00\x00\x01\x1f\x40VG\x02other key")),
+    ];
+    for bytes in &sends {
+        let mut conn = TcpStream::connect(target).await.unwrap();
+        // The member may close first (the first case): not an error here.
+        let _ = conn.write_all(bytes).await;
+        let _ = conn.shutdown().await;
+    }
+    let udp = UdpSocket::bind(LOCAL).await.unwrap();
+    let mut huge = b"VS".to_vec();
+    huge.resize(65_100, 0x55);
+    udp.send_to(&huge, target).await.unwrap();
+    sleep(Duration::from_millis(500)).await;
+    let after = all[0].stats().await.unwrap();
+    assert_eq!(after.net.frames_dropped - before.net.frames_dropped, 2, "too long and cut short");
+    assert_eq!(after.net.frames_malformed - before.net.frames_malformed, 1, "no address family");
+    let got = |s: &vigil_net::ClusterStats, e: OpenError| s.seal.rejected[e.index()];
+    let other_key = OpenError::UnknownKey(vigil_membership::keyring::key_id(&[9; 32]));
+    for reason in [OpenError::Plaintext, other_key, OpenError::Oversized] {
+        assert_eq!(got(&after, reason) - got(&before, reason), 1, "{reason}");
+    }
+    assert!(until_all(&all, Duration::from_secs(3), |v| alive(v) == 2).await, "still one healthy cluster");
+    for (i, w) in watch.iter_mut().enumerate() {
+        let suspected = event(w, Duration::from_millis(10), |e| matches!(e, Event::Suspected { .. })).await;
+        assert!(suspected.is_none(), "m{i} suspected someone: {suspected:?}");
+    }
+}
