@@ -160,6 +160,7 @@ impl Driver {
                 }
                 Some((frame, answer)) = frames_rx.recv() => self.frame(&frame, answer),
                 Some(to) = errors_rx.recv() => {
+                    tracing::debug!(%to, "stream send failed: counted as a failed probe");
                     self.stats.send_errors += 1;
                     self.node.handle_send_error(self.clock.now(), to);
                 }
@@ -189,8 +190,13 @@ impl Driver {
         self.stats.datagrams_received += 1;
         // A packet that does not open is counted by the seal, and never
         // reaches the protocol.
-        if let Ok(plain) = self.seal.open(bytes, MAX_DATAGRAM_ACCEPTED) {
-            let _ = self.node.handle_datagram(self.clock.now(), from, &plain);
+        match self.seal.open(bytes, MAX_DATAGRAM_ACCEPTED) {
+            Ok(plain) => {
+                if let Err(e) = self.node.handle_datagram(self.clock.now(), from, &plain) {
+                    tracing::debug!(%from, "datagram dropped: {e}");
+                }
+            }
+            Err(e) => tracing::debug!(%from, "datagram refused: {e}"),
         }
     }
 
@@ -295,6 +301,7 @@ impl Driver {
                         self.stats.datagram_bytes_sent += sealed.len() as u64;
                     }
                     Err(_) => {
+                        tracing::debug!(to = %t.to, "datagram send failed: counted as a failed probe");
                         self.stats.send_errors += 1;
                         self.node.handle_send_error(self.clock.now(), t.to);
                     }

@@ -68,10 +68,15 @@ pub(crate) struct AgentArgs {
     /// fit a smaller path MTU.
     #[arg(long, value_name = "BYTES")]
     datagram_budget: Option<usize>,
+    /// How much to log on stderr: error, warn, info (default: starts,
+    /// verdicts, stalls, leaving), debug (also refused packets and failed
+    /// sends) or trace.
+    #[arg(long, value_enum)]
+    log_level: Option<LogLevel>,
     /// A TOML file with the same settings (`name`, `bind`, `advertise`,
     /// `join`, `key_file`, `seal_mode`, `preset`, `cluster`, `data_dir`,
-    /// `datagram_budget`, and a `[tags]` table); flags override it, tag by
-    /// tag.
+    /// `datagram_budget`, `log_level`, and a `[tags]` table); flags override
+    /// it, tag by tag.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 }
@@ -82,6 +87,28 @@ enum PresetArg {
     Lan,
     Wan,
     Classic,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+impl LogLevel {
+    fn filter(self) -> tracing::Level {
+        match self {
+            LogLevel::Error => tracing::Level::ERROR,
+            LogLevel::Warn => tracing::Level::WARN,
+            LogLevel::Info => tracing::Level::INFO,
+            LogLevel::Debug => tracing::Level::DEBUG,
+            LogLevel::Trace => tracing::Level::TRACE,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
@@ -107,6 +134,7 @@ struct FileSettings {
     cluster: Option<u64>,
     data_dir: Option<PathBuf>,
     datagram_budget: Option<usize>,
+    log_level: Option<LogLevel>,
     #[serde(default)]
     tags: std::collections::BTreeMap<String, String>,
 }
@@ -257,6 +285,30 @@ fn event_json(node: &str, unix_ms: u64, e: &Event, tags: Option<&Tags>) -> Optio
     Some(v)
 }
 
+/// The log line of an event: verdicts and warnings about this member itself.
+fn log_event(e: &Event) {
+    match e {
+        Event::Suspected { id, by, level } => match level {
+            Some(phi) => tracing::info!("{id} suspected by {} (φ {phi:.2})", by.name),
+            None => tracing::info!("{id} suspected by {}", by.name),
+        },
+        Event::Dead { id, by } => tracing::info!("{id} declared dead by {}", by.name),
+        Event::Left { id } => tracing::info!("{id} left"),
+        Event::PathProblem { id, indirect, .. } => {
+            tracing::info!(
+                "{id}: path problem ({})",
+                if *indirect { "only an indirect probe answered" } else { "heartbeats lost, probe answered" }
+            )
+        }
+        Event::SelfRefuted { incarnation } => {
+            tracing::warn!("this member was accused and refuted it (incarnation {incarnation})")
+        }
+        Event::LocalStall { late } => tracing::warn!("this member stalled: timers ran {} ms late", late.as_millis()),
+        Event::Renewed { id } => tracing::warn!("incarnations exhausted: now {id}"),
+        _ => tracing::debug!("{e:?}"),
+    }
+}
+
 /// Runs `vigil agent` until SIGTERM or SIGINT.
 pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
     let file_path = a.config.as_deref();
@@ -321,6 +373,9 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
             UsageError(format!("{}: {e}", origin(a.datagram_budget.is_some(), "datagram_budget", file_path)))
         })?;
     }
+    let level = a.log_level.or(file.log_level).unwrap_or(LogLevel::Info);
+    // Logs go to stderr, plain text; stdout is for events.
+    let _ = tracing_subscriber::fmt().with_max_level(level.filter()).with_writer(std::io::stderr).try_init();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
     runtime.block_on(async move {
         let mut builder = Cluster::builder(&name).bind(bind).seeds(seeds).config(config).tags(tags);
@@ -338,8 +393,8 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
             // A bad name is the user's setting; other failures name theirs.
             if text.contains("name") { UsageError(format!("{name_from}: {text}")) } else { UsageError(text) }
         })?;
-        eprintln!(
-            "vigil agent: {} (generation {}) on {}, advertising {}{}",
+        tracing::info!(
+            "started {} (generation {}) on {}, advertising {}{}",
             member.id().name,
             member.id().generation,
             member.local_addr(),
@@ -357,6 +412,7 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
                         Event::Up { id, .. } => member.members().await.into_iter().find(|v| v.id == *id).map(|v| v.tags),
                         _ => None,
                     };
+                    log_event(&e.event);
                     if let Some(line) = event_json(&member.id().name, e.unix_ms, &e.event, tags.as_ref()) {
                         writeln!(out, "{line}")?;
                         out.flush()?;
@@ -366,7 +422,7 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
                 _ = tokio::signal::ctrl_c() => break,
             }
         }
-        eprintln!("vigil agent: leaving");
+        tracing::info!("leaving");
         // Leaving is announced and bounded; the process ends within 3 s.
         let _ = tokio::time::timeout(Duration::from_millis(2500), member.leave()).await;
         Ok(())
