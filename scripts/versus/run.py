@@ -4,9 +4,11 @@
 The same scenarios at the same N, one process per member for both (a
 `vigil agent`, or `mlpeer`: memberlist 0.2.2's DefaultLANConfig, the Go
 program beside this script), encrypted on both sides (vigil's
-XChaCha20-Poly1305 seal, memberlist's AES-256-GCM), on 127.0.0.1. Faults
-come from signals and nftables rules on the loopback interface; traffic is
-counted by nftables on the wire, the same way for both.
+XChaCha20-Poly1305 seal, memberlist's AES-256-GCM), on 127.0.0.1 or, with
+--netns, one network namespace per member on a bridge (10.78.0.0/16, the
+bridge in a namespace of its own, nothing changed in the host's). Faults
+come from signals and nftables rules; traffic is counted by nftables on the
+wire, the same way for both.
 
 Per implementation and scenario it reports: detection of a crash (first,
 median and last survivor), accusations and false deaths, packets and bytes
@@ -18,6 +20,7 @@ installs them) and a release build of vigil. Run from the repository root:
 
     sudo scripts/versus/setup.sh
     scripts/versus/run.py --nodes 20 > versus.md
+    scripts/versus/run.py --nodes 20 --netns > versus-netns.md
 """
 
 import argparse
@@ -93,20 +96,21 @@ class Member:
         self.proc.wait()
 
 
-def start(impl, n, base, bins, tmp):
+def start(impl, n, topo, bins):
     members = []
     for i in range(n):
-        port = base + i
+        ip, port = topo.addr(impl, i)
+        seed_ip, seed_port = topo.addr(impl, 0)
         name = f"{impl[0]}{i}"
         if impl == "vigil":
-            argv = [bins["vigil"], "agent", "--name", name, "--bind", f"127.0.0.1:{port}", "--key-file", bins["keyfile"]]
+            argv = [bins["vigil"], "agent", "--name", name, "--bind", f"{ip}:{port}", "--key-file", bins["keyfile"]]
             if i:
-                argv += ["--join", f"127.0.0.1:{base}"]
+                argv += ["--join", f"{seed_ip}:{seed_port}"]
         else:
-            argv = [bins["mlpeer"], "-name", name, "-port", str(port), "-key", KEY_HEX]
+            argv = [bins["mlpeer"], "-name", name, "-addr", ip, "-port", str(port), "-key", KEY_HEX]
             if i:
-                argv += ["-join", f"127.0.0.1:{base}"]
-        members.append(Member(impl, name, argv))
+                argv += ["-join", f"{seed_ip}:{seed_port}"]
+        members.append(Member(impl, name, topo.prefix(i) + argv))
         time.sleep(0.05 if i else 0.3)
     return members
 
@@ -120,14 +124,13 @@ def converged(members):
     return True
 
 
-def counters(lo, hi):
-    """(packets, bytes) on the wire from and to the range, by protocol."""
-    out = subprocess.run(["nft", "-j", "list", "table", "inet", TABLE], capture_output=True, check=True).stdout
+def sum_counters(out, tag):
+    """(packets, bytes) by protocol from `nft -j` output, rules commented `tag proto`."""
     c = {"udp": [0, 0], "tcp": [0, 0]}
     for item in json.loads(out)["nftables"]:
         rule = item.get("rule")
         comment = (rule or {}).get("comment", "")
-        if not comment.startswith(f"count {lo}-{hi} "):
+        if not comment.startswith(f"{tag} "):
             continue
         proto = comment.rsplit(" ", 1)[1]
         for e in rule["expr"]:
@@ -137,58 +140,176 @@ def counters(lo, hi):
     return c
 
 
-def setup_nft(ranges):
-    rules = [f"table inet {TABLE} {{", "  chain out { type filter hook output priority 0; policy accept;"]
-    for lo, hi in ranges:
-        # Datagrams leave from the members' ports; a stream connection's
-        # client side has an ephemeral port, so TCP is counted both ways.
-        rules.append(f'    udp sport {lo}-{hi} counter comment "count {lo}-{hi} udp"')
-        rules.append(f'    tcp sport {lo}-{hi} counter comment "count {lo}-{hi} tcp"')
-        rules.append(f'    tcp dport {lo}-{hi} counter comment "count {lo}-{hi} tcp"')
-    rules += ["  }", "  chain in { type filter hook input priority 0; policy accept; }", "}"]
-    subprocess.run(["nft", "delete", "table", "inet", TABLE], stderr=subprocess.DEVNULL)
-    nft("\n".join(rules))
+class Loopback:
+    """Every member on 127.0.0.1, vigil from port 20000, memberlist from 21000."""
+
+    def __init__(self, n):
+        self.n = n
+        rules = [f"table inet {TABLE} {{", "  chain out { type filter hook output priority 0; policy accept;"]
+        for impl in ("vigil", "memberlist"):
+            lo, hi = self.range(impl)
+            # Datagrams leave from the members' ports; a stream connection's
+            # client side has an ephemeral port, so TCP is counted both ways.
+            rules.append(f'    udp sport {lo}-{hi} counter comment "{impl} udp"')
+            rules.append(f'    tcp sport {lo}-{hi} counter comment "{impl} tcp"')
+            rules.append(f'    tcp dport {lo}-{hi} counter comment "{impl} tcp"')
+        rules += ["  }", "  chain in { type filter hook input priority 0; policy accept; }", "}"]
+        subprocess.run(["nft", "delete", "table", "inet", TABLE], stderr=subprocess.DEVNULL)
+        nft("\n".join(rules))
+
+    def range(self, impl):
+        base = 20000 if impl == "vigil" else 21000
+        return base, base + self.n - 1
+
+    def addr(self, impl, i):
+        return "127.0.0.1", self.range(impl)[0] + i
+
+    def prefix(self, i):
+        return []
+
+    def counters(self, impl):
+        out = subprocess.run(["nft", "-j", "list", "table", "inet", TABLE], capture_output=True, check=True).stdout
+        return sum_counters(out, impl)
+
+    def fault(self, impl, kind, victim, peer):
+        lo, hi = self.range(impl)
+        if kind.startswith("loss"):
+            per_mille = int(kind[4:]) * 10
+            nft(f"add rule inet {TABLE} in th dport {lo}-{hi} numgen random mod 1000 < {per_mille} drop")
+        elif kind == "oneway":
+            nft(f"add rule inet {TABLE} in udp sport {lo + victim} udp dport {lo + peer} drop")
+
+    def clear(self):
+        subprocess.run(["nft", "flush", "chain", "inet", TABLE, "in"], stderr=subprocess.DEVNULL)
+
+    def close(self):
+        subprocess.run(["nft", "delete", "table", "inet", TABLE], stderr=subprocess.DEVNULL)
 
 
-def fault_rules(kind, lo, hi, victim_port, peer_port):
-    """nft rules for a network fault, in the input chain."""
-    if kind.startswith("loss"):
-        per_mille = int(kind[4:]) * 10
-        return [f"th dport {lo}-{hi} numgen random mod 1000 < {per_mille} drop"]
-    if kind == "oneway":
-        return [f"udp sport {victim_port} udp dport {peer_port} drop"]
-    return []
+class Namespaces:
+    """One network namespace per member on a bridge; port 7946 everywhere."""
+
+    PORT = 7946
+
+    def __init__(self, n):
+        self.n = n
+        self.sw = "vsw"
+        self.hosts = [f"vs{i}" for i in range(n)]
+        self.close()
+        sh("ip", "netns", "add", self.sw)
+        sh("ip", "-n", self.sw, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", self.sw, "link", "set", "br0", "up")
+        for i, h in enumerate(self.hosts):
+            sh("ip", "netns", "add", h)
+            sh("ip", "-n", self.sw, "link", "add", f"v{i}", "type", "veth", "peer", "name", "eth0", "netns", h)
+            sh("ip", "-n", self.sw, "link", "set", f"v{i}", "master", "br0", "up")
+            sh("ip", "-n", h, "link", "set", "lo", "up")
+            sh("ip", "-n", h, "addr", "add", f"{self.ip(i)}/16", "dev", "eth0")
+            sh("ip", "-n", h, "link", "set", "eth0", "up")
+            p = self.PORT
+            self.nft(
+                h,
+                f"""table inet {TABLE} {{
+  chain out {{ type filter hook output priority 0; policy accept;
+    udp sport {p} counter comment "all udp"
+    tcp sport {p} counter comment "all tcp"
+    tcp dport {p} counter comment "all tcp"
+  }}
+}}
+table inet {TABLE}_fault {{
+  chain in {{ type filter hook input priority 0; policy accept; }}
+  chain out {{ type filter hook output priority 0; policy accept; }}
+}}""",
+            )
+
+    @staticmethod
+    def ip(i):
+        return f"10.78.{i // 250}.{i % 250 + 1}"
+
+    @staticmethod
+    def nft(ns, script):
+        subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=script.encode(), check=True)
+
+    def addr(self, impl, i):
+        return self.ip(i), self.PORT
+
+    def prefix(self, i):
+        return ["ip", "netns", "exec", self.hosts[i]]
+
+    def counters(self, impl):
+        c = {"udp": [0, 0], "tcp": [0, 0]}
+        for h in self.hosts:
+            out = subprocess.run(
+                ["ip", "netns", "exec", h, "nft", "-j", "list", "table", "inet", TABLE], capture_output=True, check=True
+            ).stdout
+            for proto, (p, b) in sum_counters(out, "all").items():
+                c[proto][0] += p
+                c[proto][1] += b
+        return c
+
+    def fault(self, impl, kind, victim, peer):
+        if kind.startswith("loss"):
+            per_mille = int(kind[4:]) * 10
+            for h in self.hosts:
+                self.nft(
+                    h,
+                    f"add rule inet {TABLE}_fault in meta l4proto {{ udp, tcp }} numgen random mod 1000 < {per_mille} drop",
+                )
+        elif kind == "oneway":
+            self.nft(
+                self.hosts[victim], f"add rule inet {TABLE}_fault out ip daddr {self.ip(peer)} udp dport {self.PORT} drop"
+            )
+
+    def clear(self):
+        for h in self.hosts:
+            for chain in ("in", "out"):
+                subprocess.run(["ip", "netns", "exec", h, "nft", "flush", "chain", "inet", f"{TABLE}_fault", chain])
+
+    def close(self):
+        for ns in self.hosts + [self.sw]:
+            subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
 
 
-def run(impl, scenario, args, bins, tmp):
-    n, base = args.nodes, (20000 if impl == "vigil" else 21000)
-    lo, hi = base, base + n - 1
-    members = start(impl, n, base, bins, tmp)
+def steady_state(members, n, topo, impl, args):
+    """Traffic, CPU and memory per member once every periodic task is in phase.
+
+    memberlist starts its push-pull timer after a random stagger of up to one
+    interval (30 s) and then waits a whole interval, so its first exchange
+    comes 30 to 60 s after start: the window opens after 65 s and spans a
+    whole number of push-pull intervals.
+    """
+    time.sleep(args.settle)
+    k0 = topo.counters(impl)
+    c0, t0 = sum(m.cpu_ticks() for m in members), time.time()
+    time.sleep(args.steady)
+    k1 = topo.counters(impl)
+    c1, t1 = sum(m.cpu_ticks() for m in members), time.time()
+    secs = t1 - t0
+    rate = lambda proto, i: (k1[proto][i] - k0[proto][i]) / n / secs  # noqa: E731
+    return {
+        "packets": rate("udp", 0) + rate("tcp", 0),
+        "bytes": rate("udp", 1) + rate("tcp", 1),
+        "udp_packets": rate("udp", 0),
+        "udp_bytes": rate("udp", 1),
+        "tcp_packets": rate("tcp", 0),
+        "tcp_bytes": rate("tcp", 1),
+        "cpu": (c1 - c0) / CLK_TCK / secs / n,
+        "rss_mb": statistics.mean(m.rss_kb() for m in members) / 1024,
+    }
+
+
+def run(impl, scenario, args, bins, topo):
+    n = args.nodes
+    members = start(impl, n, topo, bins)
     try:
         deadline = time.time() + 30
         while not converged(members) and time.time() < deadline:
             time.sleep(0.2)
         if not converged(members):
             raise RuntimeError(f"{impl}: {n} members did not converge in 30 s")
-        time.sleep(5)  # settle: joins' extra traffic ends
-        # The steady state: traffic, CPU, memory.
-        k0 = counters(lo, hi)
-        c0, t0 = sum(m.cpu_ticks() for m in members), time.time()
-        time.sleep(args.steady)
-        k1 = counters(lo, hi)
-        c1, t1 = sum(m.cpu_ticks() for m in members), time.time()
-        secs = t1 - t0
-        rate = lambda proto, i: (k1[proto][i] - k0[proto][i]) / n / secs  # noqa: E731
-        steady = {
-            "packets": rate("udp", 0) + rate("tcp", 0),
-            "bytes": rate("udp", 1) + rate("tcp", 1),
-            "udp_packets": rate("udp", 0),
-            "udp_bytes": rate("udp", 1),
-            "tcp_packets": rate("tcp", 0),
-            "tcp_bytes": rate("tcp", 1),
-            "cpu": (c1 - c0) / CLK_TCK / secs / n,
-            "rss_mb": statistics.mean(m.rss_kb() for m in members) / 1024,
-        }
+        if scenario == "steady":
+            return {"steady": steady_state(members, n, topo, impl, args)}
+        time.sleep(10)  # settle: joins' extra traffic ends
         victim = members[-1]
         others = members[:-1]
         mark = time.time()
@@ -202,11 +323,9 @@ def run(impl, scenario, args, bins, tmp):
             victim.signal(signal.SIGCONT)
             time.sleep(20)
         else:
-            rules = fault_rules(scenario, lo, hi, lo + n - 1, lo)
-            for r in rules:
-                nft(f"add rule inet {TABLE} in {r}")
+            topo.fault(impl, scenario, n - 1, 0)
             time.sleep(args.fault_secs)
-            subprocess.run(["nft", "flush", "chain", "inet", TABLE, "in"], check=True)
+            topo.clear()
             time.sleep(10)
         # What the others said after the mark.
         detect, false_deaths, accusations = [], 0, 0
@@ -227,7 +346,6 @@ def run(impl, scenario, args, bins, tmp):
                 if e.get("event") == "suspected" and e.get("by") == m.name and not (scenario == "crash" and e.get("member") == victim.name)
             )
         return {
-            "steady": steady,
             "detect": sorted(detect),
             "undetected": len(others) - len(detect) if scenario == "crash" else 0,
             "false_deaths": false_deaths,
@@ -240,7 +358,7 @@ def run(impl, scenario, args, bins, tmp):
             except ProcessLookupError:
                 pass
             m.stop()
-        subprocess.run(["nft", "flush", "chain", "inet", TABLE, "in"], stderr=subprocess.DEVNULL)
+        topo.clear()
 
 
 def build(tmp):
@@ -260,7 +378,10 @@ def build(tmp):
     keyfile = os.path.join(tmp, "keys")
     with open(keyfile, "w") as f:
         f.write(KEY_HEX + "\n")
-    return {"vigil": os.path.join(ROOT, "target", "release", "vigil"), "mlpeer": os.path.join(tmp, "mlpeer"), "keyfile": keyfile}
+    # A copy, so that rebuilding the tree during a run changes nothing.
+    vigil = os.path.join(tmp, "vigil")
+    shutil.copy(os.path.join(ROOT, "target", "release", "vigil"), vigil)
+    return {"vigil": vigil, "mlpeer": os.path.join(tmp, "mlpeer"), "keyfile": keyfile}
 
 
 def fmt_detect(r):
@@ -268,6 +389,9 @@ def fmt_detect(r):
     if not d:
         return "—"
     s = f"{d[0]:.1f} / {statistics.median(d):.1f} / {d[-1]:.1f} s"
+    medians = r.get("crash_medians", [])
+    if len(medians) > 1:
+        s += f" (medians of {len(medians)} crashes: " + ", ".join(f"{m:.1f}" for m in sorted(medians)) + ")"
     if r["undetected"]:
         s += f" ({r['undetected']} never)"
     return s
@@ -276,25 +400,44 @@ def fmt_detect(r):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=20)
-    ap.add_argument("--scenarios", default="crash,pause,loss10,loss40,oneway")
-    ap.add_argument("--steady", type=float, default=30, help="seconds of steady state measured")
-    ap.add_argument("--crash-wait", type=float, default=30)
+    ap.add_argument("--scenarios", default="steady,crash,pause,loss10,loss40,oneway")
+    ap.add_argument("--settle", type=float, default=65, help="seconds after convergence before the steady window")
+    ap.add_argument("--steady", type=float, default=120, help="seconds of steady state measured (a multiple of 30)")
+    ap.add_argument("--crash-wait", type=float, default=40)
+    ap.add_argument("--crash-repeat", type=int, default=5, help="crashes per implementation")
     ap.add_argument("--fault-secs", type=float, default=60)
+    ap.add_argument("--netns", action="store_true", help="one network namespace per member on a bridge")
+    ap.add_argument("--impls", default="vigil,memberlist", help="which implementations to run")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root (nftables)")
     tmp = tempfile.mkdtemp(prefix="vigil-versus-")
     bins = build(tmp)
-    setup_nft([(20000, 20000 + args.nodes - 1), (21000, 21000 + args.nodes - 1)])
+    topo = Namespaces(args.nodes) if args.netns else Loopback(args.nodes)
+    impls = args.impls.split(",")
     results = {}
     try:
         for scenario in args.scenarios.split(","):
-            for impl in ("vigil", "memberlist"):
-                log(f"{scenario}: {impl}, N = {args.nodes}")
-                results[(scenario, impl)] = run(impl, scenario, args, bins, tmp)
-                log(f"  {results[(scenario, impl)]}")
+            # One crash is one sample of the protocol's timers (every
+            # survivor hears the verdict within a fraction of a second), so
+            # crashes are repeated, the implementations taking turns.
+            reps = args.crash_repeat if scenario == "crash" else 1
+            for rep in range(reps):
+                for impl in impls:
+                    log(f"{scenario}: {impl}, N = {args.nodes}" + (f", crash {rep + 1} of {reps}" if reps > 1 else ""))
+                    r = run(impl, scenario, args, bins, topo)
+                    log(f"  {r}")
+                    if (scenario, impl) not in results:
+                        results[(scenario, impl)] = dict(r, crash_medians=[])
+                    else:
+                        acc = results[(scenario, impl)]
+                        acc["detect"] = sorted(acc["detect"] + r["detect"])
+                        for k in ("undetected", "false_deaths", "accusations"):
+                            acc[k] += r[k]
+                    if r.get("detect"):
+                        results[(scenario, impl)]["crash_medians"].append(statistics.median(r["detect"]))
     finally:
-        subprocess.run(["nft", "delete", "table", "inet", TABLE], stderr=subprocess.DEVNULL)
+        topo.close()
     names = {
         "crash": "crash (kill -9)",
         "pause": "3 s pause (SIGSTOP)",
@@ -302,18 +445,21 @@ def main():
         "loss40": f"40 % loss, UDP and TCP, {args.fault_secs:.0f} s",
         "oneway": f"one-way UDP block, {args.fault_secs:.0f} s",
     }
-    print(f"N = {args.nodes} on 127.0.0.1, one process per member, encrypted on both sides.\n")
-    print("| scenario | implementation | crash → dead: first / median / last | accusations | false deaths |")
+    where = "one network namespace per member on a bridge" if args.netns else "127.0.0.1"
+    print(f"N = {args.nodes} on {where}, one process per member, encrypted on both sides.\n")
+    print("| scenario | implementation | crash → dead at the survivors: first / median / last | accusations | false deaths |")
     print("|---|---|---|---|---|")
     for (scenario, impl), r in results.items():
+        if scenario == "steady":
+            continue
         print(f"| {names.get(scenario, scenario)} | {impl} | {fmt_detect(r) if scenario == 'crash' else '—'} | {r['accusations']} | {r['false_deaths']} |")
-    print("\nSteady state (before each fault, averaged over the runs), per member:\n")
+    print(f"\nSteady state per member, {args.steady:.0f} s measured from {args.settle:.0f} s after convergence:\n")
     print("| implementation | packets / s (UDP + TCP) | bytes / s on the wire (UDP + TCP) | CPU (cores) | resident memory |")
     print("|---|---|---|---|---|")
-    for impl in ("vigil", "memberlist"):
-        rs = [r["steady"] for (s, i), r in results.items() if i == impl]
-        if rs:
-            m = lambda k: statistics.mean(x[k] for x in rs)  # noqa: E731
+    for impl in impls:
+        r = results.get(("steady", impl))
+        if r:
+            m = lambda k: r["steady"][k]  # noqa: E731
             print(
                 f"| {impl} | {m('packets'):.2f} ({m('udp_packets'):.2f} + {m('tcp_packets'):.2f}) | "
                 f"{m('bytes'):.0f} ({m('udp_bytes'):.0f} + {m('tcp_bytes'):.0f}) | {m('cpu'):.4f} | {m('rss_mb'):.1f} MB |"

@@ -4,4 +4,4 @@
 set -euo pipefail
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-  golang-go golang-github-hashicorp-memberlist-dev golang-github-hashicorp-serf-dev nftables
+  golang-go golang-github-hashicorp-memberlist-dev golang-github-hashicorp-serf-dev nftables iproute2

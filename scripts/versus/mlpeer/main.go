@@ -8,8 +8,8 @@
 // "suspected" with "by" = this node when its own probe failed (an
 // accusation), like vigil's suspected events whose accuser is the node.
 //
-// Flags: -name, -port (binds 127.0.0.1), -join host:port[,...], -key (64 hex
-// digits: AES-256-GCM on every packet, as vigil seals every packet).
+// Flags: -name, -addr (default 127.0.0.1), -port, -join host:port[,...], -key
+// (64 hex digits: AES-256-GCM on every packet, as vigil seals every packet).
 package main
 
 import (
@@ -71,7 +71,8 @@ func logs(r io.Reader) {
 
 func main() {
 	flag.StringVar(&name, "name", "", "member name")
-	port := flag.Int("port", 7946, "port on 127.0.0.1")
+	addr := flag.String("addr", "127.0.0.1", "IP address to bind and advertise")
+	port := flag.Int("port", 7946, "port")
 	join := flag.String("join", "", "members to join through, host:port[,...]")
 	key := flag.String("key", "", "64 hex digits: AES-256-GCM")
 	flag.Parse()
@@ -81,7 +82,8 @@ func main() {
 	}
 	c := memberlist.DefaultLANConfig()
 	c.Name = name
-	c.BindAddr = "127.0.0.1"
+	c.BindAddr = *addr
+	c.AdvertiseAddr = *addr
 	c.BindPort = *port
 	c.AdvertisePort = *port
 	c.Events = events{}
@@ -101,7 +103,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "mlpeer:", err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "mlpeer: %s on 127.0.0.1:%d\n", name, *port)
+	fmt.Fprintf(os.Stderr, "mlpeer: %s on %s:%d\n", name, *addr, *port)
 	if *join != "" {
 		if _, err := m.Join(strings.Split(*join, ",")); err != nil {
 			fmt.Fprintln(os.Stderr, "mlpeer: join:", err)
