@@ -42,9 +42,8 @@ pub(crate) struct Member {
     /// When the status last changed.
     pub(crate) since: Instant,
     /// Its tags, once a rumour carried them, and the incarnation they were
-    /// carried at.
-    pub(crate) tags: Option<Tags>,
-    pub(crate) tags_at: u64,
+    /// carried at; boxed, so a member without tags costs one pointer.
+    tags: Option<Box<(Tags, u64)>>,
     /// Position in the live list, or `NOT_LIVE`.
     live_at: u32,
 }
@@ -65,11 +64,15 @@ impl Member {
         matches!(self.status, Status::Alive | Status::Suspect)
     }
 
+    /// Its tags, if a rumour carried them.
+    pub(crate) fn tags(&self) -> Option<&Tags> {
+        self.tags.as_deref().map(|(tags, _)| tags)
+    }
+
     /// The rumour that states what this node believes, with `from` as its
-    /// source.
-    /// Tags go with it while the member is live.
+    /// source; its tags go with it while the member is live.
     pub(crate) fn update(&self, from: NodeId) -> Update {
-        let tags = self.tags.clone().filter(|_| self.is_live());
+        let tags = self.tags().cloned().filter(|_| self.is_live());
         Update { id: self.id(), addr: self.addr, incarnation: self.incarnation, status: self.status, from, tags }
     }
 }
@@ -190,7 +193,6 @@ impl MemberTable {
             status,
             since: now,
             tags: None,
-            tags_at: incarnation,
             live_at: NOT_LIVE,
         };
         let slot = match self.free.pop() {
@@ -239,13 +241,17 @@ impl MemberTable {
     pub(crate) fn set_tags(&mut self, name: &str, incarnation: u64, tags: &Tags) -> bool {
         let Some(slot) = self.index.get(name) else { return false };
         let Some(m) = self.slots.get_mut(*slot as usize).and_then(Option::as_mut) else { return false };
-        let newer = incarnation > m.tags_at || (m.tags.is_none() && incarnation == m.tags_at);
+        // Tags carried at an incarnation older than the member's when the
+        // table learned it still say nothing newer than "no tags yet".
+        let newer = match m.tags.as_deref() {
+            Some((_, at)) => incarnation > *at,
+            None => incarnation >= m.incarnation,
+        };
         if !newer {
             return false;
         }
-        let changed = m.tags.as_ref().unwrap_or(&Tags::default()) != tags;
-        m.tags = Some(tags.clone());
-        m.tags_at = incarnation;
+        let changed = m.tags().unwrap_or(&Tags::default()) != tags;
+        m.tags = Some(Box::new((tags.clone(), incarnation)));
         changed
     }
 

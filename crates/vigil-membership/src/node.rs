@@ -719,6 +719,6 @@ fn view(m: &Member) -> MemberView {
         incarnation: m.incarnation,
         status: m.status,
         since: m.since,
-        tags: m.tags.clone().unwrap_or_default(),
+        tags: m.tags().cloned().unwrap_or_default(),
     }
 }

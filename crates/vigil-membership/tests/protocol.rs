@@ -231,7 +231,7 @@ fn input_is_size_checked_before_decoding_and_transports_are_not_mixed() {
     );
     nodes[0].handle_stream(now, addr(1), &pp).unwrap();
     let s = nodes[0].stats();
-    assert_eq!((s.rejected_malformed, s.rejected_transport), (1, 2));
+    assert_eq!((s.rejected_malformed, s.rejected_transport), (2, 2));
     assert_eq!((s.received[MessageKind::PushPull], s.received.total()), (1, 1));
 }
 
