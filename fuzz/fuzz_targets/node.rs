@@ -106,7 +106,19 @@ fuzz_target!(|data: &[u8]| {
             }
             _ => {
                 let name = format!("n{}", 2 + op % 6);
-                if op & 1 == 0 { node.watch(now, &name) } else { node.unwatch(now, &name) }
+                match op & 3 {
+                    0 => node.watch(now, &name),
+                    1 => node.unwatch(now, &name),
+                    // Tags from the input: a key, then a value of its bytes
+                    // (lossily UTF-8), whatever fits the limits.
+                    _ => {
+                        let key = format!("k{}", input.byte().unwrap_or(0) % 4);
+                        let value = String::from_utf8_lossy(input.bytes()).chars().take(200).collect::<String>();
+                        if let Ok(tags) = vigil_membership::Tags::new([(key, value)]) {
+                            node.set_tags(now, tags);
+                        }
+                    }
+                }
             }
         }
         let current = (node.id().generation, node.incarnation());
