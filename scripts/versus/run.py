@@ -104,6 +104,7 @@ def start(impl, n, topo, bins):
         name = f"{impl[0]}{i}"
         if impl == "vigil":
             argv = [bins["vigil"], "agent", "--name", name, "--bind", f"{ip}:{port}", "--key-file", bins["keyfile"]]
+            argv += ["--preset", bins["preset"]]
             if i:
                 argv += ["--join", f"{seed_ip}:{seed_port}"]
         else:
@@ -381,7 +382,7 @@ def build(tmp):
     # A copy, so that rebuilding the tree during a run changes nothing.
     vigil = os.path.join(tmp, "vigil")
     shutil.copy(os.path.join(ROOT, "target", "release", "vigil"), vigil)
-    return {"vigil": vigil, "mlpeer": os.path.join(tmp, "mlpeer"), "keyfile": keyfile}
+    return {"preset": "lan", "vigil": vigil, "mlpeer": os.path.join(tmp, "mlpeer"), "keyfile": keyfile}
 
 
 def fmt_detect(r):
@@ -408,11 +409,13 @@ def main():
     ap.add_argument("--fault-secs", type=float, default=60)
     ap.add_argument("--netns", action="store_true", help="one network namespace per member on a bridge")
     ap.add_argument("--impls", default="vigil,memberlist", help="which implementations to run")
+    ap.add_argument("--vigil-preset", default="lan", help="vigil agent --preset (lan, lan-fast, wan, classic)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root (nftables)")
     tmp = tempfile.mkdtemp(prefix="vigil-versus-")
     bins = build(tmp)
+    bins["preset"] = args.vigil_preset
     topo = Namespaces(args.nodes) if args.netns else Loopback(args.nodes)
     impls = args.impls.split(",")
     results = {}
@@ -446,7 +449,8 @@ def main():
         "oneway": f"one-way UDP block, {args.fault_secs:.0f} s",
     }
     where = "one network namespace per member on a bridge" if args.netns else "127.0.0.1"
-    print(f"N = {args.nodes} on {where}, one process per member, encrypted on both sides.\n")
+    preset = "" if args.vigil_preset == "lan" else f", vigil with --preset {args.vigil_preset}"
+    print(f"N = {args.nodes} on {where}, one process per member, encrypted on both sides{preset}.\n")
     print("| scenario | implementation | crash → dead at the survivors: first / median / last | accusations | false deaths |")
     print("|---|---|---|---|---|")
     for (scenario, impl), r in results.items():
