@@ -116,13 +116,20 @@ def start(impl, n, topo, bins):
     return members
 
 
-def converged(members):
+def unconverged(members):
+    """Who has not yet seen whom up: {member: missing names}."""
     names = {m.name for m in members}
+    out = {}
     for m in members:
         up = {e["member"] for e in m.seen() if e.get("event") == "up"}
-        if not names - {m.name} <= up:
-            return False
-    return True
+        missing = names - {m.name} - up
+        if missing:
+            out[m.name] = sorted(missing)
+    return out
+
+
+def converged(members):
+    return not unconverged(members)
 
 
 def sum_counters(out, tag):
@@ -197,6 +204,17 @@ class Namespaces:
         self.sw = "vsw"
         self.hosts = [f"vs{i}" for i in range(n)]
         self.close()
+        # The kernel's ARP table is shared by every namespace: N members
+        # resolving each other need about N² entries, beyond the default
+        # limit of 1,024 from N = 33 ("neighbor table overflow", and lost
+        # connections). Raised for the run, restored after.
+        self.neigh = {}
+        for k, v in (("gc_thresh1", 8192), ("gc_thresh2", 16384), ("gc_thresh3", 32768)):
+            path = f"/proc/sys/net/ipv4/neigh/default/{k}"
+            with open(path) as f:
+                self.neigh[path] = f.read().strip()
+            with open(path, "w") as f:
+                f.write(str(max(v, int(self.neigh[path]))))
         sh("ip", "netns", "add", self.sw)
         sh("ip", "-n", self.sw, "link", "add", "br0", "type", "bridge")
         sh("ip", "-n", self.sw, "link", "set", "br0", "up")
@@ -269,6 +287,9 @@ table inet {TABLE}_fault {{
     def close(self):
         for ns in self.hosts + [self.sw]:
             subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+        for path, value in getattr(self, "neigh", {}).items():
+            with open(path, "w") as f:
+                f.write(value)
 
 
 def steady_state(members, n, topo, impl, args):
@@ -307,7 +328,13 @@ def run(impl, scenario, args, bins, topo):
         while not converged(members) and time.time() < deadline:
             time.sleep(0.2)
         if not converged(members):
-            raise RuntimeError(f"{impl}: {n} members did not converge in 30 s")
+            missing = unconverged(members)
+            exited = [m.name for m in members if m.proc.poll() is not None]
+            sample = dict(list(missing.items())[:5])
+            raise RuntimeError(
+                f"{impl}: {n} members did not converge in 30 s: {len(missing)} still miss someone, "
+                f"for example {sample}; exited: {exited}"
+            )
         if scenario == "steady":
             return {"steady": steady_state(members, n, topo, impl, args)}
         time.sleep(10)  # settle: joins' extra traffic ends

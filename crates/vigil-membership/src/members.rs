@@ -360,6 +360,11 @@ impl MemberTable {
         out
     }
 
+    /// The number of alive and suspected members.
+    pub(crate) fn live_count(&self) -> usize {
+        self.live.len()
+    }
+
     /// A random live member.
     pub(crate) fn random_live(&self, rng: &mut ChaCha8Rng) -> Option<&Member> {
         if self.live.is_empty() {

@@ -64,6 +64,11 @@ const MAX_BROADCASTS: usize = 4_096;
 /// Indirect probes relayed at once, at most.
 const MAX_RELAYS: usize = 4_096;
 
+/// A join no member answered is sent again after this, then twice as
+/// long each time, up to [`JOIN_RETRY_MAX`].
+const JOIN_RETRY_FIRST: Duration = Duration::from_secs(1);
+const JOIN_RETRY_MAX: Duration = Duration::from_secs(30);
+
 /// How often old tombstones are collected.
 const COLLECT_INTERVAL: Duration = Duration::from_secs(5);
 
@@ -84,6 +89,10 @@ pub struct Node {
     now: Instant,
     /// The overdue deadline a stall was last noticed for.
     stall_seen: Option<Instant>,
+    /// The seeds of a join no member has answered yet, and the wait before
+    /// asking them again.
+    seeds: Vec<SocketAddr>,
+    join_backoff: Duration,
     /// Accusers told of this incarnation's refutation.
     refuted_to: std::collections::BTreeSet<Arc<str>>,
     members: MemberTable,
@@ -152,6 +161,8 @@ impl Node {
             rng,
             now,
             stall_seen: None,
+            seeds: Vec::new(),
+            join_backoff: JOIN_RETRY_FIRST,
             refuted_to: std::collections::BTreeSet::new(),
             members: MemberTable::new(),
             suspicions: Suspicions::default(),
@@ -274,16 +285,42 @@ impl Node {
         self.settle(now);
     }
 
-    /// Asks `seeds` for their view (push-pull), to join the cluster.
+    /// Asks `seeds` for their view (push-pull), to join the cluster. Until
+    /// some member is known, it asks them again after 1 s, then twice as
+    /// long each time up to 30 s (a seed restarting, or not up yet, does
+    /// not leave this node alone for good); [`Stats::join_retries`] counts
+    /// the retries. A node that left ignores it.
     pub fn join(&mut self, now: Instant, seeds: &[SocketAddr]) {
         let now = self.enter(now);
-        for &to in seeds {
-            if to != self.addr {
-                let members = self.view();
-                self.send(to, Message::PushPull { reply: true, members });
-            }
+        if self.status == Status::Left {
+            return;
         }
+        self.seeds = seeds.iter().copied().filter(|&s| s != self.addr).collect();
+        self.seeds.dedup();
+        self.join_backoff = JOIN_RETRY_FIRST;
+        self.ask_seeds();
+        self.timers.set(Timer::Rejoin, (!self.seeds.is_empty()).then(|| now.saturating_add(JOIN_RETRY_FIRST)));
         self.settle(now);
+    }
+
+    fn ask_seeds(&mut self) {
+        for to in self.seeds.clone() {
+            let members = self.view();
+            self.send(to, Message::PushPull { reply: true, members });
+        }
+    }
+
+    /// A join's retry: done once any member is known, else ask again.
+    fn rejoin(&mut self, now: Instant) {
+        if self.members.live_count() > 0 || self.seeds.is_empty() {
+            self.seeds.clear();
+            self.timers.set(Timer::Rejoin, None);
+            return;
+        }
+        self.stats.join_retries += 1;
+        self.ask_seeds();
+        self.join_backoff = self.join_backoff.saturating_mul(2).min(JOIN_RETRY_MAX);
+        self.timers.set(Timer::Rejoin, Some(now.saturating_add(self.join_backoff)));
     }
 
     /// Sets this node's tags and announces them: they take a new
@@ -554,6 +591,9 @@ impl Node {
         }
         if self.timers.is_due(Timer::Subscribe, now) {
             self.renew_subscriptions(now);
+        }
+        if self.timers.is_due(Timer::Rejoin, now) {
+            self.rejoin(now);
         }
         self.settle(now);
     }

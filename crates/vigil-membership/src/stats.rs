@@ -104,4 +104,7 @@ pub struct Stats {
     pub broadcast_overflows: u64,
     /// Packets the runtime could not send ([`Node::handle_send_error`](crate::Node::handle_send_error)).
     pub send_errors: u64,
+    /// Joins sent again because no member had answered the last one
+    /// ([`Node::join`](crate::Node::join)).
+    pub join_retries: u64,
 }

@@ -2,7 +2,7 @@
 //! of them is when the node next needs waking.
 //!
 //! Periodic work (heartbeats, classic probes, gossip, anti-entropy,
-//! re-announcements, tombstone collection) has a fixed entry that the node
+//! re-announcements, tombstone collection, a join's retries) has a fixed entry that the node
 //! moves forward each time it runs. The components with deadlines of their
 //! own (probes and relays, suspicions, monitoring) have one entry each, set
 //! from their earliest deadline after every input. Reading the table changes
@@ -35,10 +35,12 @@ pub(crate) enum Timer {
     Monitor,
     /// Renew the heartbeat subscriptions of application watches.
     Subscribe,
+    /// Ask the seeds again: a join that no member has answered yet.
+    Rejoin,
 }
 
 impl Timer {
-    const COUNT: usize = 10;
+    const COUNT: usize = 11;
 
     fn index(self) -> usize {
         match self {
@@ -52,6 +54,7 @@ impl Timer {
             Timer::Suspicions => 7,
             Timer::Monitor => 8,
             Timer::Subscribe => 9,
+            Timer::Rejoin => 10,
         }
     }
 }

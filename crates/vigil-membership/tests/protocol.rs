@@ -793,3 +793,38 @@ fn tags_reach_a_late_joiner_within_the_datagram_budget() {
         assert_eq!(late.member(&format!("n{j}")).unwrap().tags.get("i"), Some(j.to_string().as_str()), "n{j}");
     }
 }
+
+/// A join that nobody answers is asked again after 1 s, 2 s, 4 s… (at most
+/// 30 s apart) until a member is known; then the retries stop.
+#[test]
+fn an_unanswered_join_is_retried_with_backoff_until_a_member_answers() {
+    let t0 = Instant::from_secs(1);
+    let mut joiner = Node::new(id(1), addr(1), Config::lan(CLUSTER), 1, t0).unwrap();
+    let mut seed = Node::new(id(0), addr(0), Config::lan(CLUSTER), 0, t0).unwrap();
+    joiner.join(t0, &[addr(0)]);
+    // The seed is down: every push-pull to it is lost.
+    let mut asked = Vec::new();
+    let mut now = t0;
+    while now < t0 + Duration::from_secs(80) {
+        while let Some(t) = joiner.poll_transmit() {
+            if t.kind == MessageKind::PushPull && t.to == addr(0) {
+                asked.push((now - t0).as_secs());
+            }
+        }
+        now = joiner.poll_timeout().unwrap();
+        joiner.handle_timeout(now);
+    }
+    // At start, then after 1, 2, 4, 8, 16 and 30 s waits (cumulative).
+    assert_eq!(asked, [0, 1, 3, 7, 15, 31, 61], "push-pulls to the seed, seconds after the join");
+    assert_eq!(joiner.stats().join_retries, 6);
+    // The seed comes up; the next retry reaches it and the retries stop.
+    let mut both = vec![seed.clone(), joiner];
+    let later = run_all(&mut both, now, now + Duration::from_secs(35));
+    assert_eq!(status(&both[1], "n0"), Status::Alive);
+    assert_eq!(status(&both[0], "n1"), Status::Alive);
+    let retries = both[1].stats().join_retries;
+    run_all(&mut both, later, later + Duration::from_secs(120));
+    assert_eq!(both[1].stats().join_retries, retries, "no retry once a member is known");
+    seed = both.remove(0);
+    assert!(seed.member("n1").is_some());
+}
