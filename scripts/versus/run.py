@@ -478,11 +478,11 @@ def main():
     where = "one network namespace per member on a bridge" if args.netns else "127.0.0.1"
     preset = "" if args.vigil_preset == "lan" else f", vigil with --preset {args.vigil_preset}"
     print(f"N = {args.nodes} on {where}, one process per member, encrypted on both sides{preset}.\n")
-    print("| scenario | implementation | crash → dead at the survivors: first / median / last | accusations | false deaths |")
-    print("|---|---|---|---|---|")
-    for (scenario, impl), r in results.items():
-        if scenario == "steady":
-            continue
+    faults = [(k, r) for k, r in results.items() if k[0] != "steady"]
+    if faults:
+        print("| scenario | implementation | crash → dead at the survivors: first / median / last | accusations | false deaths |")
+        print("|---|---|---|---|---|")
+    for (scenario, impl), r in faults:
         print(f"| {names.get(scenario, scenario)} | {impl} | {fmt_detect(r) if scenario == 'crash' else '—'} | {r['accusations']} | {r['false_deaths']} |")
     print(f"\nSteady state per member, {args.steady:.0f} s measured from {args.settle:.0f} s after convergence:\n")
     print("| implementation | packets / s (UDP + TCP) | bytes / s on the wire (UDP + TCP) | CPU (cores) | resident memory |")
