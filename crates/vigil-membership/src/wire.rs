@@ -48,7 +48,7 @@
 //! | address | 7 or 19 | family (4 or 6) · IP address (4 or 16 bytes) · port (u16, big-endian) |
 //! | update | 12 to 694 | id (node id) · address · incarnation (varint) · status · from (node id, only if the status byte says so) · tags (only if the status byte says so) |
 //! | status | 1 | 1 alive, 2 suspect, 3 dead, 4 left; plus 16 when a `from` different from the id follows, plus 32 when tags follow |
-//! | tags | 1 + n | length n (varint, at most [`MAX_TAGS_LEN`](crate::tags::MAX_TAGS_LEN)) · pairs of key and value, each a length (u8) and UTF-8; keys non-empty and strictly ascending |
+//! | tags | 1 + n | length n (varint, at most [`MAX_TAGS_LEN`]) · pairs of key and value, each a length (u8) and UTF-8; keys non-empty and strictly ascending |
 //! | bool | 1 | 0 false, 1 true |
 //!
 //! An update's `from` is the member itself for most rumours (alive, left),
