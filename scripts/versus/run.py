@@ -484,6 +484,8 @@ def main():
         print("|---|---|---|---|---|")
     for (scenario, impl), r in faults:
         print(f"| {names.get(scenario, scenario)} | {impl} | {fmt_detect(r) if scenario == 'crash' else '—'} | {r['accusations']} | {r['false_deaths']} |")
+    if not any(k[0] == "steady" for k in results):
+        return
     print(f"\nSteady state per member, {args.steady:.0f} s measured from {args.settle:.0f} s after convergence:\n")
     print("| implementation | packets / s (UDP + TCP) | bytes / s on the wire (UDP + TCP) | CPU (cores) | resident memory |")
     print("|---|---|---|---|---|")
