@@ -326,6 +326,11 @@ impl Cluster {
         self.ask(Command::Members).await.unwrap_or_default()
     }
 
+    /// One member as this one sees it, if known.
+    pub async fn member(&self, name: &str) -> Option<MemberView> {
+        self.ask(|tx| Command::Member(name.to_owned(), tx)).await.flatten()
+    }
+
     /// The φ (suspicion level) of a member this one monitors, now.
     pub async fn level(&self, name: &str) -> Option<f64> {
         self.ask(|tx| Command::Level(name.to_owned(), tx)).await.flatten()

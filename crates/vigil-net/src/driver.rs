@@ -31,6 +31,7 @@ use crate::frame::{MAX_FRAME, MAX_PREFIX, split_address, with_address};
 #[derive(Debug)]
 pub(crate) enum Command {
     Members(oneshot::Sender<Vec<MemberView>>),
+    Member(String, oneshot::Sender<Option<MemberView>>),
     Level(String, oneshot::Sender<Option<f64>>),
     TimeToSuspect(String, oneshot::Sender<Option<Duration>>),
     Watch(String),
@@ -237,6 +238,9 @@ impl Driver {
         match cmd {
             Command::Members(tx) => {
                 let _ = tx.send(self.node.members().collect());
+            }
+            Command::Member(name, tx) => {
+                let _ = tx.send(self.node.member(&name));
             }
             Command::Level(name, tx) => {
                 let _ = tx.send(self.node.level(&name, now));

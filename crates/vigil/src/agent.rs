@@ -413,7 +413,7 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
                 e = events.next() => {
                     let Some(e) = e else { break };
                     let tags = match &e.event {
-                        Event::Up { id, .. } => member.members().await.into_iter().find(|v| v.id == *id).map(|v| v.tags),
+                        Event::Up { id, .. } => member.member(&id.name).await.filter(|v| v.id == *id).map(|v| v.tags),
                         _ => None,
                     };
                     log_event(&e.event);
