@@ -142,7 +142,15 @@ pub struct Config {
     /// members with different budgets interoperate. 1,024 to 65,000; default
     /// [`MAX_DATAGRAM`](crate::wire::MAX_DATAGRAM) (1,400).
     pub datagram_budget: usize,
+    /// Heartbeat arrival times kept per watched member, the newest ones
+    /// ([`Node::arrivals`](crate::Node::arrivals)): a recording of the
+    /// network that the lab replays to choose a detector and a threshold.
+    /// 0 (the default) records nothing; at most 1,000,000 (8 bytes each).
+    pub recorded_arrivals: usize,
 }
+
+/// The most arrivals [`Config::recorded_arrivals`] may keep per member.
+pub const MAX_RECORDED_ARRIVALS: usize = 1_000_000;
 
 /// The LAN preset's heartbeat interval: every φ timing of the preset is
 /// proportional to it ([`Config::with_heartbeat_interval`]). Two heartbeats
@@ -198,6 +206,7 @@ impl Config {
             max_awareness: 7,
             local_stall: Duration::from_millis(200),
             datagram_budget: crate::wire::MAX_DATAGRAM,
+            recorded_arrivals: 0,
         }
     }
 
@@ -310,6 +319,7 @@ impl Config {
             ("gossip_nodes", self.gossip_nodes, 1, 16, "1 to 16"),
             ("max_tombstones", self.max_tombstones, 0, crate::message::MAX_MEMBERS, "0 to 65535"),
             ("datagram_budget", self.datagram_budget, 1024, crate::wire::MAX_DATAGRAM_ACCEPTED, "1024 to 65000"),
+            ("recorded_arrivals", self.recorded_arrivals, 0, MAX_RECORDED_ARRIVALS, "0 to 1000000"),
         ] {
             if !(lo..=hi).contains(&v) {
                 return Err(ConfigError::out_of_range(field, v.to_string(), allowed));

@@ -51,6 +51,7 @@
 #![forbid(unsafe_code)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
+mod arrivals;
 mod broadcast;
 pub mod config;
 mod event;
@@ -71,8 +72,10 @@ pub mod tags;
 mod timer;
 mod transmit;
 mod view;
+mod watch_report;
 pub mod wire;
 
+pub use arrivals::Arrivals;
 pub use config::{Config, ConfigError, Mode};
 pub use event::Event;
 pub use message::{MAX_MEMBERS, Message, MessageKind, NodeId, Packet, Status, Update};
@@ -82,3 +85,4 @@ pub use stats::{KindCounts, Stats};
 pub use tags::{Tags, TagsError};
 pub use transmit::Transmit;
 pub use view::MemberView;
+pub use watch_report::{PolicyOutlook, PolicyState, WatchReport};

@@ -29,9 +29,11 @@ use vigil_detector::{
     UnknownPeers,
 };
 
+use crate::arrivals::{ArrivalLog, Arrivals};
 use crate::config::{Config, ConfigError};
 use crate::members::MemberTable;
 use crate::message::MAX_MEMBERS;
+use crate::watch_report::{PolicyOutlook, WatchReport};
 
 /// One watched member.
 #[derive(Debug, Clone)]
@@ -51,6 +53,8 @@ struct Watch {
     answered: u32,
     /// When this member is next looked at, if it is queued.
     check_at: Option<Instant>,
+    /// Its heartbeat arrivals (bounded; empty unless recording is on).
+    arrivals: ArrivalLog,
 }
 
 /// A watched member due for a probe.
@@ -82,6 +86,7 @@ pub(crate) struct Monitor {
     suspect_level: f64,
     observers: usize,
     ring_version: Option<u64>,
+    recorded_arrivals: usize,
 }
 
 impl Monitor {
@@ -115,6 +120,7 @@ impl Monitor {
             suspect_level: config.suspect_level,
             observers: if config.mode == crate::Mode::Phi { config.observers } else { 0 },
             ring_version: None,
+            recorded_arrivals: config.recorded_arrivals,
         })
     }
 
@@ -196,6 +202,7 @@ impl Monitor {
                 if let Some(at) = w.check_at.take() {
                     self.checks.remove(&(at, name.clone()));
                 }
+                w.arrivals.restart(now);
                 self.registry.reset(&name, now);
             }
             None => {
@@ -211,6 +218,7 @@ impl Monitor {
                     quiet_until: Instant::ZERO,
                     answered: 0,
                     check_at: None,
+                    arrivals: ArrivalLog::new(self.recorded_arrivals, now),
                 };
                 self.watched.insert(name, w);
             }
@@ -241,7 +249,57 @@ impl Monitor {
             return false;
         }
         let key = key.clone();
-        self.registry.heartbeat(key, now).is_ok()
+        let taken = self.registry.heartbeat(key, now).is_ok();
+        if taken && let Some(w) = self.watched.get_mut(name) {
+            w.arrivals.push(now);
+        }
+        taken
+    }
+
+    /// What monitoring knows about `name` at `now`, if it is watched.
+    pub(crate) fn report(&self, name: &str, now: Instant) -> Option<WatchReport> {
+        let (key, w) = self.watched.get_key_value(name)?;
+        let r = self.registry.report(key, now)?;
+        let model = self.registry.detector(key)?.model().name();
+        let policies = r
+            .policies
+            .iter()
+            .map(|p| {
+                let policy = self.registry.policy(p.policy);
+                let time_to_threshold = match p.state {
+                    vigil_detector::PolicyState::Trusted => {
+                        p.reaches_threshold_at.filter(|&t| t != Instant::MAX).map(|t| t - now)
+                    }
+                    _ => Some(Duration::ZERO),
+                };
+                PolicyOutlook {
+                    name: policy.name.clone(),
+                    threshold: policy.threshold,
+                    state: p.state,
+                    time_to_threshold,
+                }
+            })
+            .collect();
+        Some(WatchReport {
+            name: name.to_owned(),
+            generation: w.generation,
+            on_ring: w.on_ring,
+            by_app: w.by_app,
+            model,
+            heard: r.heard,
+            level: r.level,
+            heartbeats: r.stats.heartbeats,
+            mean: r.stats.mean,
+            std_dev: r.stats.std_dev,
+            silent_for: r.stats.last_heartbeat.map(|t| now - t),
+            policies,
+        })
+    }
+
+    /// `name`'s recorded arrivals after `after`, if it is watched.
+    pub(crate) fn arrivals(&self, name: &str, after: Option<Instant>) -> Option<Arrivals> {
+        let w = self.watched.get(name)?;
+        Some(w.arrivals.snapshot(w.generation, after))
     }
 
     /// When `name`'s last heartbeat arrived.

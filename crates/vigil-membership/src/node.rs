@@ -33,6 +33,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use vigil_detector::Instant;
 
+use crate::arrivals::Arrivals;
 use crate::broadcast::Broadcasts;
 use crate::config::{Config, ConfigError, Mode};
 use crate::event::Event;
@@ -49,6 +50,7 @@ use crate::tags::Tags;
 use crate::timer::{Timer, Timers};
 use crate::transmit::Transmit;
 use crate::view::MemberView;
+use crate::watch_report::WatchReport;
 use crate::wire::{self, MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
 
 mod dissemination;
@@ -235,6 +237,20 @@ impl Node {
     /// never.
     pub fn reaches_suspect_level_at(&self, name: &str) -> Option<Instant> {
         self.monitor.crossing(name)
+    }
+
+    /// What monitoring knows about a watched member at `now`: level,
+    /// interval statistics, and each policy's standing; `None` if it is not
+    /// watched.
+    pub fn watch_report(&self, name: &str, now: Instant) -> Option<WatchReport> {
+        self.monitor.report(name, now)
+    }
+
+    /// A watched member's recorded heartbeat arrivals after `after` (all of
+    /// them for `None`); `None` if it is not watched. Recording is off
+    /// unless [`Config::recorded_arrivals`] is set.
+    pub fn arrivals(&self, name: &str, after: Option<Instant>) -> Option<Arrivals> {
+        self.monitor.arrivals(name, after)
     }
 
     /// Suspicions open at this node.

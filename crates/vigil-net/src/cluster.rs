@@ -7,14 +7,16 @@ use std::time::Duration;
 
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::{broadcast, mpsc, oneshot};
+use vigil_detector::Instant;
 use vigil_membership::keyring::{KeyId, KeyInfo, Keyring, KeyringError};
 use vigil_membership::seal::{Mode, Seal, SealStats};
-use vigil_membership::{Config, Event, MemberView, Node, NodeId, Stats, Tags};
+use vigil_membership::{Arrivals, Config, Event, MemberView, Node, NodeId, Stats, Tags};
 
 use crate::clock::Clock;
 use crate::driver::{Command, Driver, NetStats};
 use crate::error::StartError;
 use crate::generation::next_generation;
+use crate::snapshot::Snapshot;
 
 /// Settings of the network runtime itself (the protocol's are a
 /// [`Config`]).
@@ -180,7 +182,15 @@ impl Builder {
         let (cmd_tx, cmd_rx) = mpsc::channel(256);
         let driver = Driver::new(node, seal, clock, udp, tcp, advertise, self.net.clone(), cmd_rx, events.clone());
         let task = tokio::spawn(driver.run());
-        Ok(Cluster { cmd: cmd_tx, events, local, advertise, id, task: Some(task), leave_wait: self.net.leave_wait })
+        Ok(Cluster {
+            cmd: cmd_tx,
+            events,
+            local,
+            advertise,
+            id,
+            task: std::sync::Mutex::new(Some(task)),
+            leave_wait: self.net.leave_wait,
+        })
     }
 }
 
@@ -275,13 +285,13 @@ pub struct Cluster {
     local: SocketAddr,
     advertise: SocketAddr,
     id: NodeId,
-    task: Option<tokio::task::JoinHandle<()>>,
+    task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     leave_wait: Duration,
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
+        if let Some(task) = self.take_task() {
             task.abort();
         }
     }
@@ -364,6 +374,20 @@ impl Cluster {
         self.ask(Command::Stats).await
     }
 
+    /// Everything this member knows, taken at one instant; `None` once it
+    /// has stopped.
+    pub async fn snapshot(&self) -> Option<Snapshot> {
+        self.ask(Command::Snapshot).await
+    }
+
+    /// A watched member's recorded heartbeat arrivals after `after` (all
+    /// for `None`), with the time asked (on the same clock); `None` if it
+    /// is not watched. Recording is on when the configuration's
+    /// [`recorded_arrivals`](Config::recorded_arrivals) is set.
+    pub async fn arrivals(&self, name: &str, after: Option<Instant>) -> Option<(Arrivals, Instant)> {
+        self.ask(|tx| Command::Arrivals(name.to_owned(), after, tx)).await.flatten()
+    }
+
     /// The keys, by id (never the keys), with what each sealed and opened.
     pub async fn keys(&self) -> Vec<KeyInfo> {
         self.ask(Command::Keys).await.unwrap_or_default()
@@ -397,21 +421,46 @@ impl Cluster {
         self.ask(|tx| Command::RemoveKey(id, tx)).await.unwrap_or(Err(KeyringError::Unknown(id)))
     }
 
+    /// The driver's task, the first time it is asked for.
+    fn take_task(&self) -> Option<tokio::task::JoinHandle<()>> {
+        self.task.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+    }
+
     /// Leaves: the departure is announced, then, after at most the leave
-    /// wait ([`NetConfig::leave_wait`]), the member stops.
-    pub async fn leave(mut self) {
+    /// wait ([`NetConfig::leave_wait`]), the member stops. Only the first
+    /// call to `leave` or [`Cluster::shutdown`] has an effect.
+    pub async fn leave(&self) {
+        let Some(task) = self.take_task() else { return };
         let _ = self.cmd.send(Command::Leave(self.leave_wait)).await;
-        if let Some(task) = self.task.take() {
-            // Bounded: the driver stops after the wait whatever happens.
-            let _ = tokio::time::timeout(self.leave_wait + Duration::from_secs(1), task).await;
-        }
+        // Bounded: the driver stops after the wait whatever happens.
+        let _ = tokio::time::timeout(self.leave_wait + Duration::from_secs(1), task).await;
     }
 
     /// Stops without leaving (the others will find this member dead).
-    pub async fn shutdown(mut self) {
+    pub async fn shutdown(&self) {
+        let Some(task) = self.take_task() else { return };
         let _ = self.cmd.send(Command::Shutdown).await;
-        if let Some(task) = self.task.take() {
-            let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
-        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
+    }
+
+    /// Fault injection, for demonstrations and tests: the member handles
+    /// nothing for `d`, as if its process were stopped (packets wait in the
+    /// socket's buffer, timers run late). Returns at once.
+    pub async fn pause(&self, d: Duration) {
+        let _ = self.cmd.send(Command::Pause(d)).await;
+    }
+
+    /// Fault injection, for demonstrations and tests: drops every packet to
+    /// or from these addresses (a stream to one fails as an unreachable
+    /// member's would) until the next call; an empty list heals. Counted in
+    /// [`NetStats::dropped_by_fault`].
+    pub async fn block(&self, peers: Vec<SocketAddr>) {
+        let _ = self.cmd.send(Command::Block(peers)).await;
+    }
+
+    /// Whether the member is still running (it has not left, been shut
+    /// down, or failed).
+    pub fn is_running(&self) -> bool {
+        self.task.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref().is_some_and(|t| !t.is_finished())
     }
 }

@@ -18,14 +18,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{Semaphore, broadcast, mpsc, oneshot};
+use vigil_detector::Instant;
 use vigil_membership::keyring::{KeyId, KeyInfo, KeyringError};
 use vigil_membership::seal::{self, OVERHEAD, Seal};
 use vigil_membership::wire::{MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
-use vigil_membership::{MemberView, Node, Tags};
+use vigil_membership::{Arrivals, MemberView, Node, Tags};
 
 use crate::clock::Clock;
 use crate::cluster::{ClusterEvent, ClusterStats, NetConfig};
 use crate::frame::{MAX_FRAME, MAX_PREFIX, split_address, with_address};
+use crate::snapshot::Snapshot;
 
 /// What the handle asks of the driver.
 #[derive(Debug)]
@@ -38,12 +40,16 @@ pub(crate) enum Command {
     Unwatch(String),
     SetTags(Tags),
     Stats(oneshot::Sender<ClusterStats>),
+    Snapshot(oneshot::Sender<Snapshot>),
+    Arrivals(String, Option<Instant>, oneshot::Sender<Option<(Arrivals, Instant)>>),
     Keys(oneshot::Sender<Vec<KeyInfo>>),
     InstallKey([u8; 32], oneshot::Sender<Result<KeyId, KeyringError>>),
     UseKey(KeyId, oneshot::Sender<Result<(), KeyringError>>),
     RemoveKey(KeyId, oneshot::Sender<Result<(), KeyringError>>),
     Leave(Duration),
     Shutdown,
+    Pause(Duration),
+    Block(Vec<SocketAddr>),
 }
 
 /// The runtime's own counters.
@@ -68,6 +74,8 @@ pub struct NetStats {
     pub frames_dropped: u64,
     /// Opened frames whose address prefix was malformed.
     pub frames_malformed: u64,
+    /// Packets dropped by an injected fault ([`Cluster::block`](crate::Cluster::block)).
+    pub dropped_by_fault: u64,
 }
 
 /// An inbound frame, and where to write the answer to it, if any.
@@ -94,6 +102,8 @@ pub(crate) struct Driver {
     shared: Arc<Shared>,
     /// Connections waiting for the node's answer, by the sender's address.
     answers: std::collections::HashMap<SocketAddr, oneshot::Sender<Vec<u8>>>,
+    /// Addresses cut off by an injected fault.
+    blocked: std::collections::HashSet<SocketAddr>,
 }
 
 /// Datagrams read at most per wake, so timers and commands are never
@@ -126,6 +136,7 @@ impl Driver {
             stats: NetStats::default(),
             shared: Arc::new(Shared::default()),
             answers: std::collections::HashMap::new(),
+            blocked: std::collections::HashSet::new(),
         }
     }
 
@@ -177,6 +188,9 @@ impl Driver {
                         self.node.leave(self.clock.now());
                         leaving = Some(tokio::time::Instant::now() + wait);
                     }
+                    // As if the process were stopped: nothing is handled,
+                    // and packets wait in the socket's buffer.
+                    Some(Command::Pause(d)) => tokio::time::sleep(d).await,
                     Some(cmd) => self.command(cmd),
                 },
             }
@@ -188,6 +202,10 @@ impl Driver {
     }
 
     fn datagram(&mut self, bytes: &[u8], from: SocketAddr) {
+        if self.blocked.contains(&from) {
+            self.stats.dropped_by_fault += 1;
+            return;
+        }
         self.stats.datagrams_received += 1;
         // A packet that does not open is counted by the seal, and never
         // reaches the protocol.
@@ -211,6 +229,9 @@ impl Driver {
             let Ok(plain) = self.seal.open(frame, MAX_STREAM + MAX_PREFIX) else { return };
             match split_address(&plain) {
                 Some((from, packet)) => {
+                    if self.cut_off(from) {
+                        return;
+                    }
                     let _ = self.node.handle_stream(now, from, packet);
                     from
                 }
@@ -226,11 +247,24 @@ impl Driver {
                 self.stats.frames_malformed += 1;
                 return;
             };
+            if self.cut_off(from) {
+                return;
+            }
             let Ok(plain) = self.seal.open(packet, MAX_STREAM) else { return };
             let _ = self.node.handle_stream(now, from, &plain);
             from
         };
         self.answers.insert(from, answer);
+    }
+
+    /// Whether an injected fault drops what `from` sent (frames are judged
+    /// once their sender is known).
+    fn cut_off(&mut self, from: SocketAddr) -> bool {
+        let cut = self.blocked.contains(&from);
+        if cut {
+            self.stats.dropped_by_fault += 1;
+        }
+        cut
     }
 
     fn command(&mut self, cmd: Command) {
@@ -253,10 +287,31 @@ impl Driver {
             Command::Unwatch(name) => self.node.unwatch(now, &name),
             Command::SetTags(tags) => self.node.set_tags(now, tags),
             Command::Stats(tx) => {
-                let mut net = self.stats;
-                net.connections_refused = self.shared.connections_refused.load(Ordering::Relaxed);
-                net.frames_dropped = self.shared.frames_dropped.load(Ordering::Relaxed);
-                let _ = tx.send(ClusterStats { node: self.node.stats().clone(), seal: self.seal.stats(), net });
+                let _ = tx.send(self.cluster_stats());
+            }
+            Command::Snapshot(tx) => {
+                let (probes, relays) = self.node.probes_in_flight();
+                let _ = tx.send(Snapshot {
+                    now,
+                    unix_ms: unix_ms(),
+                    uptime: now.saturating_duration_since(Instant::ZERO),
+                    id: self.node.id().clone(),
+                    incarnation: self.node.incarnation(),
+                    awareness: self.node.awareness(),
+                    max_awareness: self.node.config().max_awareness,
+                    tags: self.node.tags(),
+                    members: self.node.members().collect(),
+                    watched: self.node.watching().filter_map(|n| self.node.watch_report(n, now)).collect(),
+                    suspicions: self.node.suspicions(),
+                    queued_broadcasts: self.node.queued_broadcasts(),
+                    probes_in_flight: probes,
+                    relays_in_flight: relays,
+                    recorded_arrivals: self.node.config().recorded_arrivals,
+                    stats: self.cluster_stats(),
+                });
+            }
+            Command::Arrivals(name, after, tx) => {
+                let _ = tx.send(self.node.arrivals(&name, after).map(|a| (a, now)));
             }
             Command::Keys(tx) => {
                 let _ = tx.send(self.seal.keyring().map(|k| k.list()).unwrap_or_default());
@@ -276,13 +331,29 @@ impl Driver {
                 let r = self.seal.keyring_mut().map_or(Err(KeyringError::Unknown(id)), |k| k.remove(id));
                 let _ = tx.send(r);
             }
-            Command::Leave(_) | Command::Shutdown => {}
+            Command::Block(peers) => self.blocked = peers.into_iter().collect(),
+            Command::Leave(_) | Command::Shutdown | Command::Pause(_) => {}
         }
+    }
+
+    fn cluster_stats(&self) -> ClusterStats {
+        let mut net = self.stats;
+        net.connections_refused = self.shared.connections_refused.load(Ordering::Relaxed);
+        net.frames_dropped = self.shared.frames_dropped.load(Ordering::Relaxed);
+        ClusterStats { node: self.node.stats().clone(), seal: self.seal.stats(), net }
     }
 
     /// Sends what the node queued and publishes its events.
     async fn flush(&mut self, errors: &mpsc::Sender<SocketAddr>, inbound: &mpsc::Sender<Inbound>) {
         while let Some(t) = self.node.poll_transmit() {
+            if self.blocked.contains(&t.to) {
+                // Cut off: a datagram is lost, a stream cannot connect.
+                self.stats.dropped_by_fault += 1;
+                if t.stream {
+                    self.node.handle_send_error(self.clock.now(), t.to);
+                }
+                continue;
+            }
             if t.stream {
                 // Sealed or not, the sender's address travels with the packet.
                 let sealed = self.seal.seal(&with_address(self.advertise, &t.bytes));
@@ -315,11 +386,8 @@ impl Driver {
         // Connections the node did not answer are closed.
         self.answers.clear();
         while let Some(e) = self.node.poll_event() {
-            let unix_ms = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
             // Nobody listening is not an error.
-            let _ = self.events.send(ClusterEvent { unix_ms, event: e });
+            let _ = self.events.send(ClusterEvent { unix_ms: unix_ms(), event: e });
         }
     }
 }
@@ -418,4 +486,9 @@ async fn read_frame<R: tokio::io::AsyncRead + Unpin>(mut conn: R) -> Option<Vec<
     let mut body = Vec::with_capacity(len.min(64 * 1024));
     (&mut conn).take(len as u64).read_to_end(&mut body).await.ok()?;
     (body.len() == len).then_some(body)
+}
+
+/// Milliseconds since the Unix epoch, on this host's clock.
+fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

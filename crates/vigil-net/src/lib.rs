@@ -40,7 +40,9 @@ mod driver;
 mod error;
 pub mod frame;
 pub mod generation;
+mod snapshot;
 
 pub use cluster::{Builder, Cluster, ClusterEvent, ClusterStats, DEFAULT_CLUSTER, Events, NetConfig};
 pub use driver::NetStats;
 pub use error::StartError;
+pub use snapshot::Snapshot;

@@ -9,18 +9,21 @@
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use serde::Deserialize;
-use serde_json::json;
+use tokio::sync::mpsc;
 use vigil_membership::keyring::Keyring;
 use vigil_membership::seal::Mode;
 use vigil_membership::{Config, Event, Tags};
 use vigil_net::{Cluster, DEFAULT_CLUSTER};
 
 use crate::UsageError;
+use crate::http::recorder::Recorder;
+use crate::http::{self, Api};
 use crate::input::read_text;
 
 /// Arguments of `vigil agent`.
@@ -75,10 +78,30 @@ pub(crate) struct AgentArgs {
     /// sends) or trace.
     #[arg(long, value_enum)]
     log_level: Option<LogLevel>,
+    /// The HTTP API, metrics and dashboard: `IP:PORT`, or `off` (default
+    /// 127.0.0.1:8470; if that port is taken, the agent runs without it and
+    /// says so).
+    #[arg(long, value_name = "IP:PORT|off")]
+    http: Option<String>,
+    /// A file holding the bearer token that keyring operations and leaving
+    /// through the API need (without one they are allowed on a loopback
+    /// address only).
+    #[arg(long, value_name = "FILE")]
+    http_token_file: Option<PathBuf>,
+    /// Heartbeat arrivals kept per watched member, served as lab traces at
+    /// /v1/traces/NAME (0 to 1000000; default 10000, about 3 hours at the
+    /// LAN preset's rate, 80 KB per member).
+    #[arg(long, value_name = "N")]
+    record_arrivals: Option<usize>,
+    /// Events kept for clients of /v1/events that resume (1 to 100000;
+    /// default 1000).
+    #[arg(long, value_name = "N")]
+    event_history: Option<usize>,
     /// A TOML file with the same settings (`name`, `bind`, `advertise`,
     /// `join`, `key_file`, `seal_mode`, `preset`, `cluster`, `data_dir`,
-    /// `datagram_budget`, `log_level`, and a `[tags]` table); flags override
-    /// it, tag by tag.
+    /// `datagram_budget`, `log_level`, `http`, `http_token_file`,
+    /// `record_arrivals`, `event_history`, and a `[tags]` table); flags
+    /// override it, tag by tag.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 }
@@ -138,6 +161,10 @@ struct FileSettings {
     data_dir: Option<PathBuf>,
     datagram_budget: Option<usize>,
     log_level: Option<LogLevel>,
+    http: Option<String>,
+    http_token_file: Option<PathBuf>,
+    record_arrivals: Option<usize>,
+    event_history: Option<usize>,
     #[serde(default)]
     tags: std::collections::BTreeMap<String, String>,
 }
@@ -178,7 +205,7 @@ fn keys(path: &Path, what: &str) -> Result<Keyring> {
     ring.ok_or_else(|| UsageError(format!("{what}: no key in {}", path.display())).into())
 }
 
-fn parse_key(text: &str) -> Option<[u8; 32]> {
+pub(crate) fn parse_key(text: &str) -> Option<[u8; 32]> {
     let bytes = if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
         (0..32).map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()).collect::<Option<Vec<u8>>>()?
     } else {
@@ -217,11 +244,6 @@ fn base64(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Tags as a JSON object.
-fn tags_json(tags: &Tags) -> serde_json::Value {
-    tags.iter().map(|(k, v)| (k.to_owned(), json!(v))).collect::<serde_json::Map<_, _>>().into()
-}
-
 /// The tags: the file's `[tags]`, then each `--tag KEY=VALUE` over them.
 fn tags(flags: &[String], file: &std::collections::BTreeMap<String, String>, path: Option<&Path>) -> Result<Tags> {
     let mut all = file.clone();
@@ -235,57 +257,6 @@ fn tags(flags: &[String], file: &std::collections::BTreeMap<String, String>, pat
         let from = if flags.is_empty() { origin(false, "tags", path) } else { "--tag".to_owned() };
         UsageError(format!("{from}: {e}")).into()
     })
-}
-
-/// An event as a JSON line; `None` for events of this node's own health.
-/// `up` carries the member's tags as this node knows them (`tags`).
-fn event_json(node: &str, unix_ms: u64, e: &Event, tags: Option<&Tags>) -> Option<serde_json::Value> {
-    let v = match e {
-        Event::Up { id, addr } => json!({
-            "event": "up",
-            "member": id.name,
-            "generation": id.generation,
-            "addr": addr.to_string(),
-            "tags": tags_json(tags.unwrap_or(&Tags::default())),
-        }),
-        Event::TagsUpdated { id, tags } => {
-            json!({"event": "tags", "member": id.name, "generation": id.generation, "tags": tags_json(tags)})
-        }
-        Event::Policy { id, policy, fired, level } => json!({
-            "event": "policy",
-            "member": id.name,
-            "generation": id.generation,
-            "policy": policy,
-            "fired": fired,
-            "phi": level,
-        }),
-        Event::Suspected { id, by, level } => {
-            json!({"event": "suspected", "member": id.name, "generation": id.generation, "by": by.name, "phi": level})
-        }
-        Event::Refuted { id, incarnation } => {
-            json!({"event": "refuted", "member": id.name, "generation": id.generation, "incarnation": incarnation})
-        }
-        Event::Dead { id, by } => {
-            json!({"event": "dead", "member": id.name, "generation": id.generation, "by": by.name})
-        }
-        Event::Left { id } => json!({"event": "left", "member": id.name, "generation": id.generation}),
-        Event::PathProblem { id, level, indirect } => {
-            json!({"event": "path_problem", "member": id.name, "generation": id.generation, "phi": level, "indirect": indirect})
-        }
-        Event::SelfRefuted { incarnation } => {
-            json!({"event": "self_refuted", "member": node, "incarnation": incarnation})
-        }
-        Event::Renewed { id } => json!({"event": "renewed", "member": id.name, "generation": id.generation}),
-        Event::LocalStall { late } => {
-            json!({"event": "local_stall", "member": node, "late_ms": late.as_secs_f64() * 1e3})
-        }
-        _ => return None,
-    };
-    let mut v = v;
-    let obj = v.as_object_mut()?;
-    obj.insert("ts_ms".into(), json!(unix_ms));
-    obj.insert("node".into(), json!(node));
-    Some(v)
 }
 
 /// The log line of an event: verdicts and warnings about this member itself.
@@ -341,6 +312,7 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
     } else {
         (a.join.clone(), origin(true, "join", file_path))
     };
+    let expects_peers = !join_texts.is_empty();
     let mut seeds = Vec::new();
     for t in join_texts.iter().flat_map(|t| t.split(',')).map(str::trim).filter(|t| !t.is_empty()) {
         seeds.push(address(&join_from, t)?);
@@ -377,6 +349,30 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
             UsageError(format!("{}: {e}", origin(a.datagram_budget.is_some(), "datagram_budget", file_path)))
         })?;
     }
+    let http = match pick(&a.http, &file.http, "http") {
+        Some((v, _)) if v == "off" => Http::Off,
+        Some((v, from)) => Http::At(address(&from, &v)?, from),
+        None => Http::Default,
+    };
+    let token =
+        match a.http_token_file.clone().map(|p| (p, true)).or_else(|| file.http_token_file.clone().map(|p| (p, false)))
+        {
+            Some((p, flag)) => Some(token(&p, &origin(flag, "http_token_file", file_path))?),
+            None => None,
+        };
+    let recorded = a.record_arrivals.or(file.record_arrivals).unwrap_or(DEFAULT_RECORDED_ARRIVALS);
+    config.recorded_arrivals = recorded;
+    config.validate().map_err(|e| {
+        UsageError(format!("{}: {e}", origin(a.record_arrivals.is_some(), "record_arrivals", file_path)))
+    })?;
+    let history = a.event_history.or(file.event_history).unwrap_or(DEFAULT_EVENT_HISTORY);
+    if !(1..=MAX_EVENT_HISTORY).contains(&history) {
+        return Err(UsageError(format!(
+            "{}: {history} is out of range (1 to {MAX_EVENT_HISTORY})",
+            origin(a.event_history.is_some(), "event_history", file_path)
+        ))
+        .into());
+    }
     let level = a.log_level.or(file.log_level).unwrap_or(LogLevel::Info);
     // Logs go to stderr, plain text; stdout is for events.
     let _ = tracing_subscriber::fmt().with_max_level(level.filter()).with_writer(std::io::stderr).try_init();
@@ -405,6 +401,29 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
             member.advertise_addr(),
             if mode == Mode::Plaintext { ", plaintext" } else { ", sealed" }
         );
+        let member = Arc::new(member);
+        let recorder = Recorder::new(history);
+        let (leave_tx, mut leave_rx) = mpsc::channel(1);
+        if let Some((listener, addr)) = http_listener(&http).await? {
+            let api = Api {
+                cluster: member.clone(),
+                history: recorder.history.clone(),
+                metrics: recorder.metrics.clone(),
+                token: token.map(Into::into),
+                loopback: http::is_loopback(addr),
+                leave: leave_tx,
+                sealed: mode == Mode::Sealed,
+                expects_peers,
+                fleet: None,
+            };
+            tracing::info!("HTTP API on http://{addr} (dashboard at /, metrics at /metrics)");
+            tokio::spawn(async move {
+                if let Err(e) = http::serve(listener, api).await {
+                    tracing::error!("the HTTP API stopped: {e}");
+                }
+            });
+        }
+        tokio::spawn(recorder.clone().sample(member.clone()));
         let mut events = member.events();
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("installing the SIGTERM handler")?;
@@ -417,13 +436,17 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
                         _ => None,
                     };
                     log_event(&e.event);
-                    if let Some(line) = event_json(&member.id().name, e.unix_ms, &e.event, tags.as_ref()) {
+                    if let Some(line) = recorder.record(&member.id().name, &e, tags.as_ref()) {
                         writeln!(out, "{line}")?;
                         out.flush()?;
                     }
                 }
                 _ = term.recv() => break,
                 _ = tokio::signal::ctrl_c() => break,
+                Some(()) = leave_rx.recv() => {
+                    tracing::info!("asked to leave through the API");
+                    break;
+                }
             }
         }
         tracing::info!("leaving");
@@ -431,6 +454,63 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
         let _ = tokio::time::timeout(Duration::from_millis(2500), member.leave()).await;
         Ok(())
     })
+}
+
+/// Arrivals recorded per watched member unless told otherwise.
+const DEFAULT_RECORDED_ARRIVALS: usize = 10_000;
+/// Events kept for resuming clients unless told otherwise.
+const DEFAULT_EVENT_HISTORY: usize = 1_000;
+/// The most events kept.
+const MAX_EVENT_HISTORY: usize = 100_000;
+/// Where the API listens unless told otherwise (and where the CLI clients
+/// look for it).
+pub(crate) const DEFAULT_HTTP: &str = "127.0.0.1:8470";
+
+/// Where the HTTP API goes.
+#[derive(Debug)]
+enum Http {
+    Off,
+    Default,
+    /// An address, and where the user gave it.
+    At(SocketAddr, String),
+}
+
+/// The API's listener: `None` when it is off, or when the default port is
+/// taken (said in the log); an address the user gave must work.
+async fn http_listener(http: &Http) -> Result<Option<(tokio::net::TcpListener, SocketAddr)>> {
+    let (addr, from) = match http {
+        Http::Off => return Ok(None),
+        Http::Default => (DEFAULT_HTTP.parse().expect("a valid address"), None),
+        Http::At(addr, from) => (*addr, Some(from)),
+    };
+    match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => {
+            let local = l.local_addr().context("the HTTP listener's address")?;
+            Ok(Some((l, local)))
+        }
+        Err(e) => match from {
+            Some(from) => Err(UsageError(format!("{from}: cannot listen on {addr}: {e}")).into()),
+            None => {
+                tracing::warn!("no HTTP API: cannot listen on {addr} ({e}); give --http IP:PORT, or --http off");
+                Ok(None)
+            }
+        },
+    }
+}
+
+/// Reads the bearer token: the file's first line, 16 to 4096 printable
+/// characters.
+fn token(path: &Path, what: &str) -> Result<String> {
+    let text = read_text(path, "token file", 64 * 1024, "")?;
+    let t = text.lines().next().unwrap_or("").trim();
+    if t.len() < 16 || t.len() > 4096 || !t.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(UsageError(format!(
+            "{what}: the token in {} must be 16 to 4096 printable characters on the first line",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(t.to_owned())
 }
 
 #[cfg(test)]
@@ -448,23 +528,5 @@ mod tests {
         for bad in ["00", "zz", &hex[..62], "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=AA", "not base64!"] {
             assert_eq!(parse_key(bad), None, "{bad}");
         }
-    }
-
-    #[test]
-    fn events_become_json_lines_with_their_fields() {
-        let id = vigil_membership::NodeId::new("b", 7);
-        let by = vigil_membership::NodeId::new("c", 1);
-        let v = event_json("a", 1000, &Event::Suspected { id: id.clone(), by, level: Some(8.5) }, None).unwrap();
-        assert_eq!(v["event"], "suspected");
-        assert_eq!((v["member"].as_str(), v["by"].as_str(), v["phi"].as_f64()), (Some("b"), Some("c"), Some(8.5)));
-        assert_eq!((v["node"].as_str(), v["ts_ms"].as_u64()), (Some("a"), Some(1000)));
-        let v = event_json("a", 1, &Event::Left { id: id.clone() }, None).unwrap();
-        assert_eq!((v["event"].as_str(), v["generation"].as_u64()), (Some("left"), Some(7)));
-        let zone = Tags::new([("zone", "a")]).unwrap();
-        let v = event_json("a", 1, &Event::TagsUpdated { id: id.clone(), tags: zone.clone() }, None).unwrap();
-        assert_eq!((v["event"].as_str(), v["tags"]["zone"].as_str()), (Some("tags"), Some("a")));
-        let addr = "10.0.0.1:7946".parse().unwrap();
-        let v = event_json("a", 1, &Event::Up { id, addr }, Some(&zone)).unwrap();
-        assert_eq!((v["event"].as_str(), v["tags"]["zone"].as_str()), (Some("up"), Some("a")));
     }
 }

@@ -9,7 +9,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod agent;
+mod client;
+mod cluster;
 mod demo;
+mod http;
 mod input;
 mod json;
 mod lab;
@@ -47,6 +50,16 @@ enum Command {
     /// Run one member of a cluster: events on stdout as JSON lines; SIGTERM
     /// or SIGINT leaves.
     Agent(Box<agent::AgentArgs>),
+    /// A small cluster in this process on loopback, with the dashboard and
+    /// the API: crash, pause or partition a member and watch detection.
+    Cluster(cluster::ClusterArgs),
+    /// The members a running agent knows (a client of its HTTP API).
+    Members(client::MembersArgs),
+    /// Follow a running agent's events (a client of its HTTP API).
+    Events(client::EventsArgs),
+    /// A running agent's keyring: list, install, use, remove (a client of
+    /// its HTTP API).
+    Keys(client::KeysArgs),
 }
 
 /// What the exit status means, for scripts.
@@ -126,6 +139,10 @@ fn main() -> ExitCode {
         Command::Lab(args) => lab::run(&args, &mut out),
         Command::Sim(args) => sim::run(&args, &mut out),
         Command::Agent(args) => agent::run(&args, &mut out),
+        Command::Cluster(args) => cluster::run(&args, &mut out),
+        Command::Members(args) => client::members(&args, &mut out),
+        Command::Events(args) => client::events(&args, &mut out),
+        Command::Keys(args) => client::keys(&args, &mut out),
     };
     let flushed = out.flush();
     match result.and_then(|()| flushed.map_err(anyhow::Error::from)) {

@@ -1,0 +1,432 @@
+//! `vigil members`, `vigil events` and `vigil keys`: thin clients of a
+//! running agent's HTTP API.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use crate::UsageError;
+use crate::agent::DEFAULT_HTTP;
+use crate::input::read_text;
+
+/// Where the agent is, and the token for changes.
+#[derive(Debug, Args)]
+pub(crate) struct Target {
+    /// The agent's HTTP API (default: $VIGIL_HTTP_ADDR, else 127.0.0.1:8470,
+    /// the agent's default).
+    #[arg(long, value_name = "IP:PORT", global = true)]
+    http: Option<String>,
+    /// A file holding the bearer token (default: $VIGIL_HTTP_TOKEN).
+    #[arg(long, value_name = "FILE", global = true)]
+    token_file: Option<PathBuf>,
+}
+
+/// The largest answer read (a members list of 65,535 members with tags
+/// fits).
+const MAX_ANSWER: u64 = 256 * 1024 * 1024;
+/// The longest one server-sent line taken.
+const MAX_EVENT_LINE: usize = 1024 * 1024;
+
+struct Client {
+    base: String,
+    token: Option<String>,
+    agent: ureq::Agent,
+}
+
+impl Client {
+    fn new(t: &Target, streaming: bool) -> Result<Client> {
+        let addr = match &t.http {
+            Some(a) => a.clone(),
+            None => std::env::var("VIGIL_HTTP_ADDR").unwrap_or_else(|_| DEFAULT_HTTP.to_owned()),
+        };
+        let what = if t.http.is_some() { "--http" } else { "$VIGIL_HTTP_ADDR" };
+        addr.parse::<std::net::SocketAddr>().map_err(|_| {
+            UsageError(format!("{what}: {} is not an address (IP:PORT)", vigil_lab::millis::quoted(&addr)))
+        })?;
+        let token = match &t.token_file {
+            Some(p) => Some(read_text(p, "token file", 64 * 1024, "")?.lines().next().unwrap_or("").trim().to_owned()),
+            None => std::env::var("VIGIL_HTTP_TOKEN").ok().map(|t| t.trim().to_owned()),
+        };
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(5)))
+            .timeout_global(if streaming { None } else { Some(Duration::from_secs(30)) });
+        Ok(Client { base: format!("http://{addr}"), token, agent: config.build().into() })
+    }
+
+    fn unreachable(&self, e: ureq::Error) -> anyhow::Error {
+        anyhow::anyhow!(
+            "cannot reach the agent at {} ({e}): is it running, with its API on? (--http IP:PORT)",
+            self.base
+        )
+    }
+
+    /// The answer's JSON, or the API's error as an error.
+    fn answer(&self, mut r: ureq::http::Response<ureq::Body>) -> Result<Value> {
+        let status = r.status();
+        let text =
+            r.body_mut().with_config().limit(MAX_ANSWER).read_to_string().context("reading the agent's answer")?;
+        let v: Value = serde_json::from_str(&text)
+            .with_context(|| format!("the agent at {} answered {status} with something that is not JSON", self.base))?;
+        if status.is_success() {
+            return Ok(v);
+        }
+        let message = v["error"].as_str().map_or_else(|| v.to_string(), str::to_owned);
+        Err(UsageError(format!("the agent refused ({status}): {message}")).into())
+    }
+
+    fn get(&self, path: &str) -> Result<Value> {
+        let r = self.agent.get(format!("{}{path}", self.base)).call().map_err(|e| self.unreachable(e))?;
+        self.answer(r)
+    }
+
+    fn send(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
+        let url = format!("{}{path}", self.base);
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let r = match method {
+            "DELETE" => {
+                let mut req = self.agent.delete(&url);
+                if let Some(a) = &auth {
+                    req = req.header("Authorization", a);
+                }
+                req.call()
+            }
+            _ => {
+                let mut req = self.agent.post(&url).header("Content-Type", "application/json");
+                if let Some(a) = &auth {
+                    req = req.header("Authorization", a);
+                }
+                req.send(body.unwrap_or(json!({})).to_string())
+            }
+        };
+        self.answer(r.map_err(|e| self.unreachable(e))?)
+    }
+
+    fn get_authorized(&self, path: &str) -> Result<Value> {
+        let mut req = self.agent.get(format!("{}{path}", self.base));
+        if let Some(t) = &self.token {
+            req = req.header("Authorization", format!("Bearer {t}"));
+        }
+        self.answer(req.call().map_err(|e| self.unreachable(e))?)
+    }
+}
+
+// ---- members ----
+
+/// Arguments of `vigil members`.
+#[derive(Debug, Args)]
+pub(crate) struct MembersArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Only members with this status (alive, suspect, dead, left).
+    #[arg(long, value_parser = ["alive", "suspect", "dead", "left"])]
+    status: Option<String>,
+    /// Print the API's JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `vigil members`.
+pub(crate) fn members(a: &MembersArgs, out: &mut dyn Write) -> Result<()> {
+    let c = Client::new(&a.target, false)?;
+    let mut v = c.get("/v1/members")?;
+    let me = c.get("/v1/self")?;
+    if let (Some(status), Some(list)) = (&a.status, v["members"].as_array_mut()) {
+        list.retain(|m| m["status"] == status.as_str());
+    }
+    if a.json {
+        writeln!(out, "{v}")?;
+        return Ok(());
+    }
+    let mut rows = vec![["NAME", "ADDRESS", "STATUS", "GENERATION", "INC", "φ", "INTERVAL", "TAGS"].map(str::to_owned)];
+    if a.status.as_deref().is_none_or(|s| s == "alive") {
+        rows.push([
+            format!("{} (self)", me["name"].as_str().unwrap_or("?")),
+            me["address"].as_str().unwrap_or("").to_owned(),
+            "alive".into(),
+            me["generation"].to_string(),
+            me["incarnation"].to_string(),
+            "-".into(),
+            "-".into(),
+            tags(&me["tags"]),
+        ]);
+    }
+    for m in v["members"].as_array().into_iter().flatten() {
+        let w = &m["watched"];
+        let phi = match (w["phi"].as_f64(), w["phi_capped"] == true) {
+            (_, true) => "inf".to_owned(),
+            (Some(p), _) => format!("{p:.2}"),
+            (None, _) if w.is_object() => "unheard".into(),
+            _ => "-".into(),
+        };
+        let interval = match (w["mean_interval_ms"].as_f64(), w["std_dev_ms"].as_f64()) {
+            (Some(m), Some(s)) => format!("{m:.0}±{s:.0} ms"),
+            _ => "-".into(),
+        };
+        rows.push([
+            m["name"].as_str().unwrap_or("?").to_owned(),
+            m["address"].as_str().unwrap_or("").to_owned(),
+            m["status"].as_str().unwrap_or("?").to_owned(),
+            m["generation"].to_string(),
+            m["incarnation"].to_string(),
+            phi,
+            interval,
+            tags(&m["tags"]),
+        ]);
+    }
+    let widths: Vec<usize> = (0..8).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    for r in rows {
+        let line: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        writeln!(out, "{}", line.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
+fn tags(v: &Value) -> String {
+    v.as_object()
+        .map(|o| o.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join(","))
+        .unwrap_or_default()
+}
+
+// ---- events ----
+
+/// Arguments of `vigil events`.
+#[derive(Debug, Args)]
+pub(crate) struct EventsArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Start after this event id, or `now` for new events only (default:
+    /// every event the agent still keeps).
+    #[arg(long, value_name = "ID|now")]
+    after: Option<String>,
+    /// Stop after this many events (default: follow until interrupted).
+    #[arg(long, value_name = "N")]
+    count: Option<u64>,
+    /// Print the events' JSON, one per line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `vigil events`: follows the stream, resuming after the last id
+/// seen if the connection drops.
+pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
+    let c = Client::new(&a.target, true)?;
+    if let Some(after) = &a.after
+        && after != "now"
+        && after.parse::<u64>().is_err()
+    {
+        return Err(UsageError(format!(
+            "--after: {} is not an event id (a whole number, or `now`)",
+            vigil_lab::millis::quoted(after)
+        ))
+        .into());
+    }
+    let mut last: Option<String> = a.after.clone();
+    let mut seen = 0u64;
+    let mut failures = 0u32;
+    loop {
+        let mut req = c.agent.get(format!("{}/v1/events", c.base)).header("Accept", "text/event-stream");
+        if let Some(id) = &last {
+            req = req.header("Last-Event-ID", id);
+        }
+        let r = match req.call() {
+            Ok(r) => r,
+            // The first connection must work; a dropped one is retried.
+            Err(e) if seen == 0 && failures == 0 => return Err(c.unreachable(e)),
+            Err(e) => {
+                failures += 1;
+                if failures > 30 {
+                    return Err(c.unreachable(e));
+                }
+                eprintln!(
+                    "vigil: the stream from {} dropped ({e}); resuming after {}",
+                    c.base,
+                    last.as_deref().unwrap_or("the start")
+                );
+                std::thread::sleep(Duration::from_secs(1));
+                continue;
+            }
+        };
+        if !r.status().is_success() {
+            return c.answer(r).map(|_| ());
+        }
+        failures = 0;
+        let mut reader = BufReader::new(r.into_body().into_reader());
+        let (mut id, mut data, mut kind) = (None::<String>, String::new(), String::new());
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = std::io::Read::take(&mut reader, MAX_EVENT_LINE as u64).read_line(&mut line).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            if !line.ends_with('\n') && n >= MAX_EVENT_LINE {
+                return Err(anyhow::anyhow!("the agent at {} sent an event line longer than 1 MiB", c.base));
+            }
+            let l = line.trim_end_matches(['\n', '\r']);
+            if l.is_empty() {
+                // The end of one event.
+                if !data.is_empty() {
+                    if kind == "missed" {
+                        let n: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
+                        eprintln!("vigil: {} events were no longer kept by the agent", n["missed"]);
+                    } else {
+                        print_event(out, &data, a.json)?;
+                        seen += 1;
+                        if let Some(i) = id.take() {
+                            last = Some(i);
+                        }
+                        if a.count.is_some_and(|n| seen >= n) {
+                            return Ok(());
+                        }
+                    }
+                }
+                data.clear();
+                kind.clear();
+                continue;
+            }
+            if let Some(v) = l.strip_prefix("data:") {
+                if !data.is_empty() {
+                    data.push('\n');
+                }
+                data.push_str(v.strip_prefix(' ').unwrap_or(v));
+            } else if let Some(v) = l.strip_prefix("id:") {
+                id = Some(v.trim().to_owned());
+            } else if let Some(v) = l.strip_prefix("event:") {
+                kind = v.trim().to_owned();
+            }
+        }
+    }
+}
+
+fn print_event(out: &mut dyn Write, data: &str, json: bool) -> Result<()> {
+    if json {
+        writeln!(out, "{data}")?;
+    } else {
+        let v: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+        let mut rest: Vec<String> = v
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, v)| !v.is_null() && !["event", "member", "node", "ts_ms"].contains(&k.as_str()))
+            .map(|(k, v)| format!("{k}={}", v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+            .collect();
+        rest.sort();
+        writeln!(
+            out,
+            "{}  {:<12} {:<10} {}",
+            v["ts_ms"].as_u64().map(clock).unwrap_or_default(),
+            v["event"].as_str().unwrap_or("?"),
+            v["member"].as_str().unwrap_or("?"),
+            rest.join(" ")
+        )?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `HH:MM:SS.mmm` (UTC) of a Unix time in milliseconds.
+fn clock(ms: u64) -> String {
+    let s = ms / 1000;
+    format!("{:02}:{:02}:{:02}.{:03}", (s / 3600) % 24, (s / 60) % 60, s % 60, ms % 1000)
+}
+
+// ---- keys ----
+
+/// Arguments of `vigil keys`.
+#[derive(Debug, Args)]
+pub(crate) struct KeysArgs {
+    #[command(subcommand)]
+    action: KeysAction,
+    #[command(flatten)]
+    target: Target,
+    /// Print the API's JSON.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysAction {
+    /// The keys by id, with what each sealed and opened.
+    List,
+    /// Install a key (it opens packets from now on): from a file's first
+    /// key line, so it never appears in the process list.
+    Install {
+        /// The file holding the key (64 hex digits or base64).
+        #[arg(long, value_name = "FILE")]
+        key_file: PathBuf,
+    },
+    /// Seal with this key from now on.
+    Use {
+        /// The key's id, as listed.
+        id: String,
+    },
+    /// Remove a key (not the primary one).
+    Remove {
+        /// The key's id, as listed.
+        id: String,
+    },
+}
+
+/// Runs `vigil keys`.
+pub(crate) fn keys(a: &KeysArgs, out: &mut dyn Write) -> Result<()> {
+    let c = Client::new(&a.target, false)?;
+    let v = match &a.action {
+        KeysAction::List => c.get_authorized("/v1/keys")?,
+        KeysAction::Install { key_file } => {
+            let text = read_text(key_file, "key file", 64 * 1024, "")?;
+            let key = text
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !l.starts_with('#'))
+                .ok_or_else(|| UsageError(format!("--key-file: no key in {}", key_file.display())))?;
+            c.send("POST", "/v1/keys", Some(json!({"key": key})))?
+        }
+        KeysAction::Use { id } => c.send("POST", &format!("/v1/keys/{}/use", path_segment(id)?), None)?,
+        KeysAction::Remove { id } => c.send("DELETE", &format!("/v1/keys/{}", path_segment(id)?), None)?,
+    };
+    if a.json {
+        writeln!(out, "{v}")?;
+        return Ok(());
+    }
+    match &a.action {
+        KeysAction::List if v["keys"].as_array().is_none_or(Vec::is_empty) => {
+            writeln!(out, "this agent has no keys: its packets are plaintext (start it with --key-file)")?;
+        }
+        KeysAction::List => {
+            writeln!(out, "{:<10} {:<8} {:>10} {:>10}", "ID", "PRIMARY", "SEALED", "OPENED")?;
+            for k in v["keys"].as_array().into_iter().flatten() {
+                writeln!(
+                    out,
+                    "{:<10} {:<8} {:>10} {:>10}",
+                    k["id"].as_str().unwrap_or("?"),
+                    if k["primary"] == true { "yes" } else { "" },
+                    k["sealed"],
+                    k["opened"]
+                )?;
+            }
+        }
+        KeysAction::Install { .. } => writeln!(out, "installed key {}", v["id"].as_str().unwrap_or("?"))?,
+        KeysAction::Use { .. } => writeln!(out, "key {} now seals", v["primary"].as_str().unwrap_or("?"))?,
+        KeysAction::Remove { .. } => writeln!(out, "removed key {}", v["removed"].as_str().unwrap_or("?"))?,
+    }
+    Ok(())
+}
+
+/// A key id as typed: 8 hex digits (checked here, so that nothing else
+/// reaches the URL).
+fn path_segment(id: &str) -> Result<&str> {
+    if id.len() == 8 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(id)
+    } else {
+        Err(UsageError(format!(
+            "{}: not a key id (8 hex digits, as `vigil keys list` shows)",
+            vigil_lab::millis::quoted(id)
+        ))
+        .into())
+    }
+}

@@ -1,0 +1,377 @@
+//! The agent's metrics in OpenMetrics text (`GET /metrics`).
+//!
+//! Three sources feed them:
+//!
+//! - the member's counters and state, read from a [`Snapshot`] when the
+//!   metrics are scraped ([`Metrics::refresh`]): members by status,
+//!   messages and bytes, rejected packets by reason, local health, queue
+//!   depths, φ now;
+//! - its events, as they happen ([`Metrics::observe`]): suspicions and what
+//!   became of them, flaps, deaths, leaves, path problems, detection latency
+//!   and φ at each verdict;
+//! - a sampler, once a second ([`Metrics::sample`] and
+//!   [`Metrics::intervals`]): the distribution of φ over time and of the
+//!   heartbeat inter-arrival times, per watched member.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use vigil_membership::seal::OpenError;
+use vigil_membership::{Event, Status};
+use vigil_net::Snapshot;
+
+/// A refutation this soon after the suspicion counts as a flap.
+pub(crate) const FLAP_WINDOW: Duration = Duration::from_secs(10);
+
+/// Buckets for φ: fine below the usual thresholds (1 to 12), where the
+/// peaks that never cross are the evidence for tuning.
+const PHI_BUCKETS: [f64; 13] = [0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0];
+/// Buckets for heartbeat intervals, in seconds: around the LAN preset's
+/// 1.05 s, and out to long silences.
+const INTERVAL_BUCKETS: [f64; 14] = [0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0];
+/// Buckets for detection latency, in seconds.
+const LATENCY_BUCKETS: [f64; 12] = [0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 30.0, 60.0];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabel {
+    status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MemberLabel {
+    member: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+enum Direction {
+    Sent,
+    Received,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MessageLabel {
+    kind: String,
+    direction: Direction,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DirectionLabel {
+    direction: Direction,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabel {
+    queue: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerdictLabel {
+    verdict: String,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Makes a histogram with fixed buckets, for a family.
+type HistogramMaker = fn() -> Histogram;
+
+fn phi_histogram() -> Histogram {
+    Histogram::new(PHI_BUCKETS.iter().copied())
+}
+
+fn interval_histogram() -> Histogram {
+    Histogram::new(INTERVAL_BUCKETS.iter().copied())
+}
+
+/// Sets a counter to a cumulative total read from the member (counters
+/// only grow; a smaller total is ignored).
+fn advance(counter: &Counter, total: u64) {
+    let now = counter.get();
+    if total > now {
+        counter.inc_by(total - now);
+    }
+}
+
+/// The metrics of one agent. See the module documentation.
+pub(crate) struct Metrics {
+    registry: Registry,
+    members: Family<StatusLabel, Gauge>,
+    phi: Family<MemberLabel, FloatGauge>,
+    phi_max: Family<MemberLabel, FloatGauge>,
+    phi_observed: Family<MemberLabel, Histogram, HistogramMaker>,
+    intervals: Family<MemberLabel, Histogram, HistogramMaker>,
+    awareness: Gauge,
+    awareness_max: Gauge,
+    queues: Family<QueueLabel, Gauge>,
+    messages: Family<MessageLabel, Counter>,
+    bytes: Family<DirectionLabel, Counter>,
+    rejected: Family<ReasonLabel, Counter>,
+    suspicions: Counter,
+    confirmed: Counter,
+    refuted: Counter,
+    flaps: Counter,
+    deaths: Counter,
+    leaves: Counter,
+    path_problems: Counter,
+    self_refutations: Counter,
+    stalls: Counter,
+    false_positive_ratio: FloatGauge,
+    detection_latency: Histogram,
+    phi_at_verdict: Family<VerdictLabel, Histogram, HistogramMaker>,
+    /// Open suspicions this member saw: name → (generation, when, ms since
+    /// the epoch).
+    open: HashMap<String, (u64, u64)>,
+    /// When each watched member was last heard, ms since the epoch, as of
+    /// the last sample.
+    last_heard: HashMap<String, (u64, u64)>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Metrics {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("vigil"),
+            members: Family::default(),
+            phi: Family::default(),
+            phi_max: Family::default(),
+            phi_observed: Family::new_with_constructor(phi_histogram as HistogramMaker),
+            intervals: Family::new_with_constructor(interval_histogram as HistogramMaker),
+            awareness: Gauge::default(),
+            awareness_max: Gauge::default(),
+            queues: Family::default(),
+            messages: Family::default(),
+            bytes: Family::default(),
+            rejected: Family::default(),
+            suspicions: Counter::default(),
+            confirmed: Counter::default(),
+            refuted: Counter::default(),
+            flaps: Counter::default(),
+            deaths: Counter::default(),
+            leaves: Counter::default(),
+            path_problems: Counter::default(),
+            self_refutations: Counter::default(),
+            stalls: Counter::default(),
+            false_positive_ratio: FloatGauge::default(),
+            detection_latency: Histogram::new(LATENCY_BUCKETS.iter().copied()),
+            phi_at_verdict: Family::new_with_constructor(phi_histogram as HistogramMaker),
+            open: HashMap::new(),
+            last_heard: HashMap::new(),
+        };
+        let r = &mut m.registry;
+        r.register("members", "Members this one knows, by the status it believes", m.members.clone());
+        r.register("phi", "Suspicion level of each watched member now", m.phi.clone());
+        r.register("phi_max", "Highest level sampled for each watched member since it was watched", m.phi_max.clone());
+        r.register(
+            "phi_observed",
+            "Suspicion level of each watched member, sampled once a second: the peaks that never cross are the tuning evidence",
+            m.phi_observed.clone(),
+        );
+        r.register_with_unit(
+            "heartbeat_interval",
+            "Time between consecutive heartbeats from each watched member",
+            prometheus_client::registry::Unit::Seconds,
+            m.intervals.clone(),
+        );
+        r.register("awareness", "Local health score (Lifeguard): 0 is healthy", m.awareness.clone());
+        r.register("awareness_max", "Highest local health score", m.awareness_max.clone());
+        r.register("queue_depth", "Work waiting, by queue", m.queues.clone());
+        r.register("messages", "Protocol messages, by kind and direction", m.messages.clone());
+        r.register_with_unit(
+            "protocol",
+            "Protocol bytes, by direction",
+            prometheus_client::registry::Unit::Bytes,
+            m.bytes.clone(),
+        );
+        r.register("rejected_packets", "Packets and frames refused, by reason", m.rejected.clone());
+        r.register("suspicions", "Suspicions raised against members", m.suspicions.clone());
+        r.register("suspicions_confirmed", "Suspicions that ended in a death", m.confirmed.clone());
+        r.register("refutations", "Suspicions refuted by the suspect", m.refuted.clone());
+        r.register("flaps", "Suspicions refuted within 10 s", m.flaps.clone());
+        r.register("deaths", "Members declared dead", m.deaths.clone());
+        r.register("leaves", "Members that left", m.leaves.clone());
+        r.register("path_problems", "Silent members that answered a probe", m.path_problems.clone());
+        r.register("self_refutations", "Accusations of this member that it refuted", m.self_refutations.clone());
+        r.register("local_stalls", "Times this member itself stalled", m.stalls.clone());
+        r.register(
+            "suspicion_false_positive_ratio",
+            "Refuted suspicions over settled ones (refuted plus confirmed), since start",
+            m.false_positive_ratio.clone(),
+        );
+        r.register_with_unit(
+            "detection_latency",
+            "From the last heartbeat this member received from a watched member to its death verdict",
+            prometheus_client::registry::Unit::Seconds,
+            m.detection_latency.clone(),
+        );
+        r.register("phi_at_verdict", "Level at each verdict, by verdict", m.phi_at_verdict.clone());
+        m
+    }
+
+    /// The metrics as OpenMetrics text.
+    pub(crate) fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// The member's state and counters now.
+    pub(crate) fn refresh(&self, s: &Snapshot) {
+        let mut by_status = [0i64; 4];
+        for m in &s.members {
+            by_status[status_index(m.status)] += 1;
+        }
+        for (i, name) in ["alive", "suspect", "dead", "left"].into_iter().enumerate() {
+            self.members.get_or_create(&StatusLabel { status: name }).set(by_status[i]);
+        }
+        // φ now, for the members watched now only.
+        self.phi.clear();
+        for w in &s.watched {
+            self.phi.get_or_create(&MemberLabel { member: w.name.clone() }).set(w.level);
+        }
+        self.awareness.set(i64::from(s.awareness));
+        self.awareness_max.set(i64::from(s.max_awareness));
+        for (queue, n) in [
+            ("broadcasts", s.queued_broadcasts),
+            ("suspicions", s.suspicions),
+            ("probes", s.probes_in_flight),
+            ("relays", s.relays_in_flight),
+        ] {
+            self.queues.get_or_create(&QueueLabel { queue }).set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        let node = &s.stats.node;
+        for (kind, n) in node.sent.iter() {
+            advance(
+                &self.messages.get_or_create(&MessageLabel { kind: kind.to_string(), direction: Direction::Sent }),
+                n,
+            );
+        }
+        for (kind, n) in node.received.iter() {
+            let label = MessageLabel { kind: kind.to_string(), direction: Direction::Received };
+            advance(&self.messages.get_or_create(&label), n);
+        }
+        advance(&self.bytes.get_or_create(&DirectionLabel { direction: Direction::Sent }), node.bytes_sent);
+        advance(&self.bytes.get_or_create(&DirectionLabel { direction: Direction::Received }), node.bytes_received);
+        let net = &s.stats.net;
+        let mut reasons: Vec<(&'static str, u64)> = vec![
+            ("malformed", node.rejected_malformed),
+            ("wrong-cluster", node.rejected_cluster),
+            ("from-self", node.rejected_self),
+            ("wrong-transport", node.rejected_transport),
+            ("frame-dropped", net.frames_dropped),
+            ("frame-malformed", net.frames_malformed),
+            ("connection-refused", net.connections_refused),
+        ];
+        reasons.extend(OpenError::REASONS.iter().copied().zip(s.stats.seal.rejected.iter().copied()));
+        for (reason, n) in reasons {
+            advance(&self.rejected.get_or_create(&ReasonLabel { reason }), n);
+        }
+        let settled = self.refuted.get() + self.confirmed.get();
+        if settled > 0 {
+            self.false_positive_ratio.set(self.refuted.get() as f64 / settled as f64);
+        }
+    }
+
+    /// An event this member reported at `unix_ms`.
+    pub(crate) fn observe(&mut self, unix_ms: u64, e: &Event) {
+        match e {
+            Event::Suspected { id, level, .. } => {
+                self.suspicions.inc();
+                self.open.insert(id.name.to_string(), (id.generation, unix_ms));
+                if let Some(l) = level {
+                    self.phi_at_verdict.get_or_create(&VerdictLabel { verdict: "suspected".into() }).observe(*l);
+                }
+            }
+            Event::Refuted { id, .. } => {
+                self.refuted.inc();
+                if let Some((generation, at)) = self.open.remove(&*id.name)
+                    && generation == id.generation
+                    && unix_ms.saturating_sub(at) <= FLAP_WINDOW.as_millis() as u64
+                {
+                    self.flaps.inc();
+                }
+            }
+            Event::Dead { id, .. } => {
+                self.deaths.inc();
+                if self.open.remove(&*id.name).is_some_and(|(g, _)| g == id.generation) {
+                    self.confirmed.inc();
+                }
+                if let Some((generation, heard)) = self.last_heard.get(&*id.name)
+                    && *generation == id.generation
+                    && unix_ms >= *heard
+                {
+                    self.detection_latency.observe((unix_ms - heard) as f64 / 1e3);
+                }
+            }
+            Event::Left { id } => {
+                self.leaves.inc();
+                self.open.remove(&*id.name);
+            }
+            Event::PathProblem { .. } => {
+                self.path_problems.inc();
+            }
+            Event::SelfRefuted { .. } => {
+                self.self_refutations.inc();
+            }
+            Event::LocalStall { .. } => {
+                self.stalls.inc();
+            }
+            Event::Policy { policy, fired: true, level: Some(l), .. } => {
+                self.phi_at_verdict.get_or_create(&VerdictLabel { verdict: format!("policy:{policy}") }).observe(*l);
+            }
+            _ => {}
+        }
+    }
+
+    /// A once-a-second sample of the watched members' levels.
+    pub(crate) fn sample(&mut self, s: &Snapshot) {
+        self.last_heard.retain(|name, _| s.watched.iter().any(|w| w.name == *name));
+        for w in &s.watched {
+            let label = MemberLabel { member: w.name.clone() };
+            if w.heard {
+                self.phi_observed.get_or_create(&label).observe(w.level);
+                let max = self.phi_max.get_or_create(&label);
+                if w.level > max.get() {
+                    max.set(w.level);
+                }
+            }
+            if let Some(silent) = w.silent_for {
+                let heard = s.unix_ms.saturating_sub(u64::try_from(silent.as_millis()).unwrap_or(u64::MAX));
+                self.last_heard.insert(w.name.clone(), (w.generation, heard));
+            }
+        }
+    }
+
+    /// Heartbeat intervals of `member` that arrived since the last sample.
+    pub(crate) fn intervals(&self, member: &str, intervals: impl IntoIterator<Item = Duration>) {
+        let h = self.intervals.get_or_create(&MemberLabel { member: member.to_owned() });
+        for d in intervals {
+            h.observe(d.as_secs_f64());
+        }
+    }
+}
+
+fn status_index(s: Status) -> usize {
+    match s {
+        Status::Alive => 0,
+        Status::Suspect => 1,
+        Status::Dead => 2,
+        Status::Left => 3,
+    }
+}

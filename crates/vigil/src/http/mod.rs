@@ -1,0 +1,387 @@
+//! The agent's HTTP surface: the JSON API under `/v1`, OpenMetrics at
+//! `/metrics`, and the dashboard at `/`.
+//!
+//! Reads are open; what changes the member (keyring operations, leaving,
+//! and in `vigil cluster` the injected faults) needs the bearer token when
+//! one is set, and is refused without one unless the server listens on a
+//! loopback address only. Every error is JSON: `{"error": "..."}`.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use futures_util::stream::{self, Stream};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+use vigil_membership::keyring::KeyId;
+use vigil_net::Cluster;
+
+pub(crate) mod fleet;
+pub(crate) mod history;
+pub(crate) mod metrics;
+pub(crate) mod recorder;
+pub(crate) mod traces;
+pub(crate) mod views;
+
+use fleet::Fleet;
+use history::{Entry, History};
+use metrics::Metrics;
+
+/// The dashboard: one page, no external assets.
+const DASHBOARD: &str = include_str!("dashboard.html");
+/// The API's description.
+pub(crate) const OPENAPI: &str = include_str!("openapi.json");
+/// The largest request body taken (a key is well under 1 KiB).
+const MAX_BODY: usize = 16 * 1024;
+/// OpenMetrics' content type.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// What the handlers share.
+#[derive(Clone)]
+pub(crate) struct Api {
+    pub(crate) cluster: Arc<Cluster>,
+    pub(crate) history: Arc<History>,
+    pub(crate) metrics: Arc<Mutex<Metrics>>,
+    /// The bearer token for changes, if one is set.
+    pub(crate) token: Option<Arc<str>>,
+    /// Whether the server listens on loopback only (changes are then
+    /// allowed without a token).
+    pub(crate) loopback: bool,
+    /// Asks the owner to leave the cluster and stop.
+    pub(crate) leave: mpsc::Sender<()>,
+    /// Whether packets are sealed.
+    pub(crate) sealed: bool,
+    /// Whether the member was given members to join through (readiness
+    /// then needs a live one).
+    pub(crate) expects_peers: bool,
+    /// `vigil cluster`'s members, for injecting faults from the page.
+    pub(crate) fleet: Option<Arc<Fleet>>,
+}
+
+impl Api {
+    pub(crate) fn metrics(&self) -> std::sync::MutexGuard<'_, Metrics> {
+        self.metrics.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// An error as the API answers it.
+#[derive(Debug)]
+pub(crate) struct ApiError(StatusCode, String);
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError(status, message.into())
+    }
+
+    /// What went wrong, for a terminal.
+    pub(crate) fn message(&self) -> &str {
+        &self.1
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, axum::Json(json!({"error": self.1}))).into_response()
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+fn stopped() -> ApiError {
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the member has stopped")
+}
+
+/// The router, for `api`.
+pub(crate) fn router(api: Api) -> Router {
+    let guarded = Router::new()
+        .route("/v1/keys", get(keys_list).post(keys_install))
+        .route("/v1/keys/{id}/use", post(keys_use))
+        .route("/v1/keys/{id}", delete(keys_remove))
+        .route("/v1/leave", post(leave))
+        .route("/v1/fleet/{name}/{fault}", post(fleet::inject))
+        .route_layer(middleware::from_fn_with_state(api.clone(), authorize));
+    Router::new()
+        .route("/", get(dashboard))
+        .route("/v1/self", get(self_view))
+        .route("/v1/members", get(members))
+        .route("/v1/members/{name}", get(member))
+        .route("/v1/events", get(events))
+        .route("/v1/health/live", get(live))
+        .route("/v1/health/ready", get(ready))
+        .route("/v1/traces", get(traces::list))
+        .route("/v1/traces/{name}", get(traces::one))
+        .route("/v1/fleet", get(fleet::list))
+        .route("/v1/openapi.json", get(openapi))
+        .route("/metrics", get(metrics_text))
+        .merge(guarded)
+        .fallback(not_found)
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .with_state(api)
+}
+
+/// Serves `api` on `listener` until the process ends.
+pub(crate) async fn serve(listener: tokio::net::TcpListener, api: Api) -> std::io::Result<()> {
+    axum::serve(listener, router(api)).await
+}
+
+/// Whether the server may be reached from elsewhere than this host.
+pub(crate) fn is_loopback(addr: SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!("no such endpoint: {} {} (see /v1/openapi.json)", req.method(), req.uri().path()),
+    )
+}
+
+/// Equal in time whatever the contents: the comparison does not tell an
+/// attacker how much of a guess was right.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn authorize(State(api): State<Api>, req: Request, next: Next) -> Response {
+    match &api.token {
+        Some(token) => {
+            let given = req
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(str::trim);
+            match given {
+                Some(g) if same(g.as_bytes(), token.as_bytes()) => next.run(req).await,
+                Some(_) => ApiError::new(StatusCode::FORBIDDEN, "wrong bearer token").into_response(),
+                None => ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "this needs the bearer token: Authorization: Bearer <token>",
+                )
+                .into_response(),
+            }
+        }
+        None if api.loopback => next.run(req).await,
+        None => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "changes over a non-loopback address need a token: start the agent with --http-token-file",
+        )
+        .into_response(),
+    }
+}
+
+async fn dashboard() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")], DASHBOARD)
+}
+
+async fn openapi() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
+}
+
+async fn self_view(State(api): State<Api>) -> ApiResult<axum::Json<Value>> {
+    let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
+    let addr = api.cluster.advertise_addr().to_string();
+    let mut v = views::self_json(&s, api.sealed, &addr, api.expects_peers);
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("fleet".into(), json!(api.fleet.is_some()));
+    }
+    Ok(axum::Json(v))
+}
+
+async fn members(State(api): State<Api>) -> ApiResult<axum::Json<Value>> {
+    let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
+    Ok(axum::Json(views::members_json(&s)))
+}
+
+async fn member(State(api): State<Api>, Path(name): Path<String>) -> ApiResult<axum::Json<Value>> {
+    let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
+    match s.members.iter().find(|m| *m.id.name == *name) {
+        Some(m) => Ok(axum::Json(views::member_json(&s, m))),
+        None if *s.id.name == *name => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("{} is this member: see /v1/self", vigil_lab::millis::quoted(&name)),
+        )),
+        None => {
+            Err(ApiError::new(StatusCode::NOT_FOUND, format!("no member named {}", vigil_lab::millis::quoted(&name))))
+        }
+    }
+}
+
+async fn live() -> axum::Json<Value> {
+    axum::Json(json!({"status": "live"}))
+}
+
+async fn ready(State(api): State<Api>) -> Response {
+    let Some(s) = api.cluster.snapshot().await else {
+        return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the member has stopped").into_response();
+    };
+    let why = views::not_ready(&s, api.expects_peers);
+    if why.is_empty() {
+        axum::Json(json!({"status": "ready"})).into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, axum::Json(json!({"status": "not ready", "reasons": why}))).into_response()
+    }
+}
+
+async fn metrics_text(State(api): State<Api>) -> ApiResult<Response> {
+    let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
+    let text = {
+        let m = api.metrics();
+        m.refresh(&s);
+        m.encode()
+    };
+    Ok(([(header::CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS))], text).into_response())
+}
+
+// ---- events ----
+
+#[derive(Debug, Deserialize)]
+struct EventsQuery {
+    /// Resume after this id (as `Last-Event-ID` does), or `now` for new
+    /// events only.
+    after: Option<String>,
+}
+
+/// Where a stream starts: after an id, or after the newest event.
+fn start_after(headers: &HeaderMap, query: &EventsQuery, history: &History) -> ApiResult<u64> {
+    let given = headers
+        .get("last-event-id")
+        .map(|v| (v.to_str().unwrap_or("\u{fffd}").to_owned(), "Last-Event-ID"))
+        .or_else(|| query.after.clone().map(|a| (a, "after")));
+    match given {
+        None => Ok(0),
+        Some((text, _)) if text == "now" => Ok(history.last_id()),
+        Some((text, what)) => text.trim().parse::<u64>().map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("{what}: {} is not an event id (a whole number, or `now`)", vigil_lab::millis::quoted(&text)),
+            )
+        }),
+    }
+}
+
+fn sse(e: &Entry) -> SseEvent {
+    SseEvent::default().id(e.id.to_string()).data(&*e.json)
+}
+
+fn missed(n: u64) -> SseEvent {
+    SseEvent::default().event("missed").data(json!({"missed": n}).to_string())
+}
+
+async fn events(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    Query(query): Query<EventsQuery>,
+) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+    let after = start_after(&headers, &query, &api.history)?;
+    // Subscribe first, then read the history: nothing falls in between.
+    let live = api.history.subscribe();
+    let resume = api.history.after(after);
+    let mut first: Vec<SseEvent> = Vec::new();
+    if resume.missed > 0 {
+        first.push(missed(resume.missed));
+    }
+    let last = resume.entries.last().map_or(after, |e| e.id);
+    first.extend(resume.entries.iter().map(sse));
+    let backlog = stream::iter(first.into_iter().map(Ok));
+    let follow = stream::unfold((live, last), |(mut live, mut last)| async move {
+        loop {
+            match live.recv().await {
+                Ok(e) if e.id <= last => continue,
+                Ok(e) => {
+                    last = e.id;
+                    return Some((Ok(sse(&e)), (live, last)));
+                }
+                Err(broadcast::error::RecvError::Lagged(n)) => return Some((Ok(missed(n)), (live, last))),
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    use futures_util::StreamExt as _;
+    Ok(Sse::new(backlog.chain(follow)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+// ---- keyring and leaving ----
+
+async fn keys_list(State(api): State<Api>) -> axum::Json<Value> {
+    let keys = api.cluster.keys().await;
+    axum::Json(json!({
+        "keys": keys.iter().map(|k| json!({
+            "id": k.id.to_string(),
+            "primary": k.primary,
+            "sealed": k.sealed,
+            "opened": k.opened,
+        })).collect::<Vec<_>>(),
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+struct NewKey {
+    key: String,
+}
+
+fn key_id(text: &str) -> ApiResult<KeyId> {
+    (text.len() == 8).then(|| u32::from_str_radix(text, 16).ok()).flatten().map(KeyId).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("{} is not a key id (8 hex digits, as listed)", vigil_lab::millis::quoted(text)),
+        )
+    })
+}
+
+fn keyring_error(e: vigil_membership::keyring::KeyringError) -> ApiError {
+    use vigil_membership::keyring::KeyringError as K;
+    let status = match e {
+        K::Unknown(_) => StatusCode::NOT_FOUND,
+        _ => StatusCode::CONFLICT,
+    };
+    ApiError::new(status, e.to_string())
+}
+
+/// A member started without keys has no keyring to change.
+async fn has_keyring(api: &Api) -> ApiResult<()> {
+    if api.cluster.keys().await.is_empty() {
+        return Err(ApiError::new(StatusCode::CONFLICT, "this member has no keyring: start it with --key-file"));
+    }
+    Ok(())
+}
+
+async fn keys_install(State(api): State<Api>, body: axum::body::Bytes) -> ApiResult<(StatusCode, axum::Json<Value>)> {
+    let NewKey { key } = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::new(StatusCode::BAD_REQUEST, format!("expected {{\"key\": \"<64 hex digits or base64>\"}}: {e}"))
+    })?;
+    let key = crate::agent::parse_key(key.trim()).ok_or_else(|| {
+        ApiError::new(StatusCode::BAD_REQUEST, "key: not a 32-byte key (64 hex digits, or 44 characters of base64)")
+    })?;
+    has_keyring(&api).await?;
+    let id = api.cluster.install_key(key).await.map_err(keyring_error)?;
+    Ok((StatusCode::CREATED, axum::Json(json!({"id": id.to_string()}))))
+}
+
+async fn keys_use(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<axum::Json<Value>> {
+    let id = key_id(&id)?;
+    has_keyring(&api).await?;
+    api.cluster.use_key(id).await.map_err(keyring_error)?;
+    Ok(axum::Json(json!({"primary": id.to_string()})))
+}
+
+async fn keys_remove(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<axum::Json<Value>> {
+    let id = key_id(&id)?;
+    has_keyring(&api).await?;
+    api.cluster.remove_key(id).await.map_err(keyring_error)?;
+    Ok(axum::Json(json!({"removed": id.to_string()})))
+}
+
+async fn leave(State(api): State<Api>) -> (StatusCode, axum::Json<Value>) {
+    let _ = api.leave.try_send(());
+    (StatusCode::ACCEPTED, axum::Json(json!({"status": "leaving"})))
+}

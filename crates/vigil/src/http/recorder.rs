@@ -1,0 +1,70 @@
+//! What the agent does with each event and once a second: the event
+//! history, the metrics, and the inter-arrival samples.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+use vigil_detector::Instant;
+use vigil_membership::Tags;
+use vigil_net::{Cluster, ClusterEvent};
+
+use super::history::History;
+use super::metrics::Metrics;
+use super::views::event_json;
+
+/// Records one member's events into its history and metrics.
+#[derive(Debug, Clone)]
+pub(crate) struct Recorder {
+    pub(crate) history: Arc<History>,
+    pub(crate) metrics: Arc<Mutex<Metrics>>,
+}
+
+impl Recorder {
+    pub(crate) fn new(history_len: usize) -> Recorder {
+        Recorder { history: Arc::new(History::new(history_len)), metrics: Arc::new(Mutex::new(Metrics::new())) }
+    }
+
+    /// Records `e`, an event of member `node`; returns it as JSON (`None`
+    /// for events of no interest outside).
+    pub(crate) fn record(&self, node: &str, e: &ClusterEvent, tags: Option<&Tags>) -> Option<Value> {
+        self.metrics.lock().unwrap_or_else(PoisonError::into_inner).observe(e.unix_ms, &e.event);
+        let v = event_json(node, e.unix_ms, &e.event, tags)?;
+        self.history.push(v.to_string());
+        Some(v)
+    }
+
+    /// Samples the member's watched levels and new heartbeat intervals once
+    /// a second, until it stops.
+    pub(crate) async fn sample(self, cluster: Arc<Cluster>) {
+        let mut last: HashMap<String, (u64, Instant)> = HashMap::new();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(s) = cluster.snapshot().await else { return };
+            self.metrics.lock().unwrap_or_else(PoisonError::into_inner).sample(&s);
+            last.retain(|name, _| s.watched.iter().any(|w| w.name == *name));
+            if s.recorded_arrivals == 0 {
+                continue;
+            }
+            for w in &s.watched {
+                let prev = last.get(&w.name).filter(|(g, _)| *g == w.generation).map(|(_, t)| *t);
+                let Some((arrivals, _)) = cluster.arrivals(&w.name, prev).await else { continue };
+                let mut before = prev;
+                let mut gaps = Vec::with_capacity(arrivals.times.len());
+                for &t in &arrivals.times {
+                    if let Some(b) = before {
+                        gaps.push(t - b);
+                    }
+                    before = Some(t);
+                }
+                if let Some(b) = before {
+                    last.insert(w.name.clone(), (w.generation, b));
+                }
+                self.metrics.lock().unwrap_or_else(PoisonError::into_inner).intervals(&w.name, gaps);
+            }
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! `GET /v1/traces`: the recorded heartbeat arrivals of watched members,
+//! as lab traces (`vigil lab replay` and `vigil lab recommend` read them).
+
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use vigil_detector::Instant;
+use vigil_lab::trace::{Beat, Trace};
+use vigil_membership::Arrivals;
+
+use super::{Api, ApiError, ApiResult, stopped};
+
+/// The recording as a trace whose clock starts when the recording did, and
+/// which ends at `now` (so the silence since the last arrival is part of
+/// it).
+pub(crate) fn trace_of(arrivals: &Arrivals, now: Instant) -> Trace {
+    let origin = arrivals.since;
+    let beats =
+        arrivals.times.iter().map(|&t| Beat { arrival: Instant::ZERO + (t - origin), sent: None, seq: None }).collect();
+    Trace { beats, crash: None, end: Some(Instant::ZERO + (now - origin)) }
+}
+
+pub(super) async fn list(State(api): State<Api>) -> ApiResult<axum::Json<Value>> {
+    let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
+    let mut members = Vec::new();
+    for w in &s.watched {
+        if let Some((a, now)) = api.cluster.arrivals(&w.name, None).await {
+            members.push(json!({
+                "name": w.name,
+                "generation": a.generation,
+                "arrivals": a.times.len(),
+                "dropped": a.dropped,
+                "recording_for_ms": (now - a.since).as_secs_f64() * 1e3,
+                "url": format!("/v1/traces/{}", w.name),
+            }));
+        }
+    }
+    Ok(axum::Json(json!({"recorded_arrivals": s.recorded_arrivals, "members": members})))
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Format {
+    format: Option<String>,
+}
+
+pub(super) async fn one(
+    State(api): State<Api>,
+    Path(name): Path<String>,
+    Query(f): Query<Format>,
+) -> ApiResult<Response> {
+    let jsonl = match f.format.as_deref() {
+        None | Some("csv") => false,
+        Some("jsonl") => true,
+        Some(other) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("format: {} is not a trace format (csv or jsonl)", vigil_lab::millis::quoted(other)),
+            ));
+        }
+    };
+    let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
+    if s.recorded_arrivals == 0 {
+        return Err(ApiError::new(StatusCode::CONFLICT, "recording is off: start the agent with --record-arrivals N"));
+    }
+    let Some((arrivals, now)) = api.cluster.arrivals(&name, None).await else {
+        let watched: Vec<&str> = s.watched.iter().map(|w| w.name.as_str()).collect();
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "{} is not watched by this member (it watches: {})",
+                vigil_lab::millis::quoted(&name),
+                watched.join(", ")
+            ),
+        ));
+    };
+    let trace = trace_of(&arrivals, now);
+    let (text, kind) = if jsonl {
+        (trace.to_jsonl(), "application/jsonl")
+    } else {
+        let head = format!(
+            "# heartbeat arrivals of {} (generation {}) at {}, {} recorded, {} dropped to stay within the bound\n",
+            name,
+            arrivals.generation,
+            s.id.name,
+            arrivals.times.len(),
+            arrivals.dropped
+        );
+        (head + &trace.to_csv(), "text/csv; charset=utf-8")
+    };
+    let disposition =
+        format!("attachment; filename=\"{}-{}.{}\"", s.id.name, safe(&name), if jsonl { "jsonl" } else { "csv" });
+    Ok(([(header::CONTENT_TYPE, kind.to_owned()), (header::CONTENT_DISPOSITION, disposition)], text).into_response())
+}
+
+/// A name made safe for a file name: anything but letters, digits, `-`, `_`
+/// and `.` becomes `_`.
+fn safe(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recording_becomes_a_trace_from_its_start_to_now() {
+        let mut a = Arrivals::default();
+        a.since = Instant::from_millis(5_000);
+        a.times = vec![Instant::from_millis(6_000), Instant::from_millis(7_050)];
+        let t = trace_of(&a, Instant::from_millis(9_000));
+        assert_eq!(
+            t.beats.iter().map(|b| b.arrival).collect::<Vec<_>>(),
+            [Instant::from_millis(1_000), Instant::from_millis(2_050)]
+        );
+        assert_eq!(t.end, Some(Instant::from_millis(4_000)));
+        // What the lab reads back is the same trace.
+        assert_eq!(Trace::parse(&t.to_csv()).unwrap(), t);
+        assert_eq!(safe("a/b c"), "a_b_c");
+    }
+}
