@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -49,11 +49,10 @@ struct MemberLabel {
     member: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
-enum Direction {
-    Sent,
-    Received,
-}
+/// `sent` or `received`.
+type Direction = &'static str;
+const SENT: Direction = "sent";
+const RECEIVED: Direction = "received";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MessageLabel {
@@ -182,10 +181,11 @@ impl Metrics {
             "Suspicion level of each watched member, sampled once a second: the peaks that never cross are the tuning evidence",
             m.phi_observed.clone(),
         );
-        r.register_with_unit(
-            "heartbeat_interval",
+        // Histograms carry the unit in their names only: some parsers refuse
+        // a UNIT line on a histogram.
+        r.register(
+            "heartbeat_interval_seconds",
             "Time between consecutive heartbeats from each watched member",
-            prometheus_client::registry::Unit::Seconds,
             m.intervals.clone(),
         );
         r.register("awareness", "Local health score (Lifeguard): 0 is healthy", m.awareness.clone());
@@ -213,10 +213,9 @@ impl Metrics {
             "Refuted suspicions over settled ones (refuted plus confirmed), since start",
             m.false_positive_ratio.clone(),
         );
-        r.register_with_unit(
-            "detection_latency",
+        r.register(
+            "detection_latency_seconds",
             "From the last heartbeat this member received from a watched member to its death verdict",
-            prometheus_client::registry::Unit::Seconds,
             m.detection_latency.clone(),
         );
         r.register("phi_at_verdict", "Level at each verdict, by verdict", m.phi_at_verdict.clone());
@@ -257,17 +256,14 @@ impl Metrics {
         }
         let node = &s.stats.node;
         for (kind, n) in node.sent.iter() {
-            advance(
-                &self.messages.get_or_create(&MessageLabel { kind: kind.to_string(), direction: Direction::Sent }),
-                n,
-            );
+            advance(&self.messages.get_or_create(&MessageLabel { kind: kind.to_string(), direction: SENT }), n);
         }
         for (kind, n) in node.received.iter() {
-            let label = MessageLabel { kind: kind.to_string(), direction: Direction::Received };
+            let label = MessageLabel { kind: kind.to_string(), direction: RECEIVED };
             advance(&self.messages.get_or_create(&label), n);
         }
-        advance(&self.bytes.get_or_create(&DirectionLabel { direction: Direction::Sent }), node.bytes_sent);
-        advance(&self.bytes.get_or_create(&DirectionLabel { direction: Direction::Received }), node.bytes_received);
+        advance(&self.bytes.get_or_create(&DirectionLabel { direction: SENT }), node.bytes_sent);
+        advance(&self.bytes.get_or_create(&DirectionLabel { direction: RECEIVED }), node.bytes_received);
         let net = &s.stats.net;
         let mut reasons: Vec<(&'static str, u64)> = vec![
             ("malformed", node.rejected_malformed),

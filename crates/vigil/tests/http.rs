@@ -1,0 +1,524 @@
+//! The agent's HTTP API, metrics and traces, as an operator meets them:
+//! `vigil agent` processes on loopback, asked with a real HTTP client
+//! (ureq), their metrics read by a real OpenMetrics parser, their traces
+//! fed to `vigil lab`, and the CLI clients run as processes.
+//!
+//! Bounds are generous for a loaded two-core machine and stated where used.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use openmetrics_parser::{MetricNumber, OpenMetricsValue};
+use serde_json::{Value, json};
+
+const VIGIL: &str = env!("CARGO_BIN_EXE_vigil");
+const KEY_A: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+const KEY_B: &str = "1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100";
+const TOKEN: &str = "a-token-of-at-least-sixteen-characters";
+
+struct Agent {
+    name: String,
+    child: Child,
+    /// The gossip address.
+    addr: String,
+    /// The API's base URL.
+    url: String,
+}
+
+impl Agent {
+    fn start(name: &str, join: Option<&str>, extra: &[&str]) -> Agent {
+        let mut cmd = Command::new(VIGIL);
+        cmd.args(["agent", "--name", name, "--bind", "127.0.0.1:0", "--http", "127.0.0.1:0"]).args(extra);
+        if let Some(j) = join {
+            cmd.args(["--join", j]);
+        }
+        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("vigil agent starts");
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let (mut addr, mut url) = (None, None);
+        let mut line = String::new();
+        while addr.is_none() || url.is_none() {
+            line.clear();
+            assert!(err.read_line(&mut line).unwrap() > 0, "{name}: stderr ended before it said where it listens");
+            if line.contains(" started ") {
+                addr = line.split(" on ").nth(1).and_then(|s| s.split(',').next()).map(str::to_owned);
+            }
+            if let Some(rest) = line.split("HTTP API on ").nth(1) {
+                url = rest.split_whitespace().next().map(str::to_owned);
+            }
+        }
+        std::thread::spawn(move || for _ in err.lines() {});
+        Agent { name: name.to_owned(), child, addr: addr.unwrap(), url: url.unwrap() }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn client() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into()
+}
+
+/// GET: status and JSON body.
+fn get(url: &str) -> (u16, Value) {
+    let mut r = client().get(url).call().unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    let text = r.body_mut().read_to_string().unwrap();
+    (r.status().as_u16(), serde_json::from_str(&text).unwrap_or_else(|e| panic!("GET {url}: not JSON ({e}): {text}")))
+}
+
+/// A request with an optional bearer token: status and JSON body.
+fn call(method: &str, url: &str, token: Option<&str>, body: Option<Value>) -> (u16, Value) {
+    let c = client();
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let r = match method {
+        "GET" => {
+            let mut q = c.get(url);
+            if let Some(a) = &auth {
+                q = q.header("Authorization", a);
+            }
+            q.call()
+        }
+        "DELETE" => {
+            let mut q = c.delete(url);
+            if let Some(a) = &auth {
+                q = q.header("Authorization", a);
+            }
+            q.call()
+        }
+        _ => {
+            let mut q = c.post(url).header("Content-Type", "application/json");
+            if let Some(a) = &auth {
+                q = q.header("Authorization", a);
+            }
+            q.send(body.unwrap_or(json!({})).to_string())
+        }
+    };
+    let mut r = r.unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let text = r.body_mut().read_to_string().unwrap();
+    (
+        r.status().as_u16(),
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{method} {url}: not JSON ({e}): {text}")),
+    )
+}
+
+/// Polls `url` until `ok` holds, for at most `bound`.
+fn until(url: &str, bound: Duration, ok: impl Fn(u16, &Value) -> bool) -> (u16, Value) {
+    let deadline = Instant::now() + bound;
+    loop {
+        let (s, v) = get(url);
+        if ok(s, &v) || Instant::now() > deadline {
+            return (s, v);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn temp_file(tag: &str, text: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("vigil-http-{}-{tag}", std::process::id()));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `n` agents joined through the first, all ready (bound 20 s: a join and
+/// two heartbeats from each watched member take about 3 s idle).
+fn cluster(n: usize, extra: &[&str]) -> Vec<Agent> {
+    let first = Agent::start("a0", None, extra);
+    let seed = first.addr.clone();
+    let mut all = vec![first];
+    for i in 1..n {
+        all.push(Agent::start(&format!("a{i}"), Some(&seed), extra));
+    }
+    for a in &all {
+        let (s, v) = until(&format!("{}/v1/self", a.url), Duration::from_secs(20), |_, v| {
+            v["members"]["alive"] == n - 1 && v["ready"] == true
+        });
+        assert_eq!(s, 200);
+        assert_eq!(
+            (v["members"]["alive"].as_u64(), v["ready"].as_bool()),
+            (Some(n as u64 - 1), Some(true)),
+            "{}: {v}",
+            a.name
+        );
+    }
+    all
+}
+
+/// The schema's required properties are all present in `v`.
+fn conforms(doc: &Value, schema: &str, v: &Value) {
+    let s = &doc["components"]["schemas"][schema];
+    for field in s["required"].as_array().unwrap_or_else(|| panic!("schema {schema} has required fields")) {
+        let f = field.as_str().unwrap();
+        assert!(v.get(f).is_some(), "{schema}: {f} is missing from {v}");
+    }
+}
+
+/// Reads server-sent events from `url` (with `Last-Event-ID` if given)
+/// until `count` data events arrived; returns `(id, json)` pairs.
+fn sse(url: &str, last_id: Option<&str>, count: usize, bound: Duration) -> Vec<(u64, Value)> {
+    let c: ureq::Agent =
+        ureq::Agent::config_builder().timeout_global(Some(bound)).http_status_as_error(false).build().into();
+    let mut req = c.get(url);
+    if let Some(id) = last_id {
+        req = req.header("Last-Event-ID", id);
+    }
+    let r = req.call().unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.headers().get("content-type").and_then(|v| v.to_str().ok()), Some("text/event-stream"));
+    let mut reader = BufReader::new(r.into_body().into_reader());
+    let mut out = Vec::new();
+    let (mut id, mut data) = (None, String::new());
+    let mut line = String::new();
+    while out.len() < count {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        let l = line.trim_end();
+        if let Some(v) = l.strip_prefix("id: ") {
+            id = v.parse::<u64>().ok();
+        } else if let Some(v) = l.strip_prefix("data: ") {
+            data = v.to_owned();
+        } else if l.is_empty() && !data.is_empty() {
+            out.push((id.take().expect("every event has an id"), serde_json::from_str(&data).unwrap()));
+            data.clear();
+        }
+    }
+    out
+}
+
+#[test]
+fn the_api_answers_as_documented_and_guards_changes_with_the_token() {
+    let keys = temp_file("keys", &format!("{KEY_A}\n"));
+    let token = temp_file("token", &format!("{TOKEN}\n"));
+    let extra = ["--key-file", keys.to_str().unwrap(), "--http-token-file", token.to_str().unwrap()];
+    let all = cluster(3, &extra);
+    let a0 = &all[0].url.clone();
+    let (status, doc) = get(&format!("{a0}/v1/openapi.json"));
+    assert_eq!((status, doc["openapi"].as_str()), (200, Some("3.1.0")));
+
+    // Members: both others, alive, watched with φ and the probe policy.
+    let (status, v) = get(&format!("{a0}/v1/members"));
+    assert_eq!(status, 200);
+    conforms(&doc, "Members", &v);
+    let members = v["members"].as_array().unwrap();
+    assert_eq!(members.iter().map(|m| m["name"].as_str().unwrap()).collect::<Vec<_>>(), ["a1", "a2"]);
+    for m in members {
+        conforms(&doc, "Member", m);
+        assert_eq!(m["status"], "alive");
+        let w = &m["watched"];
+        conforms(&doc, "Watched", w);
+        // With three members and two observers each, everyone watches
+        // everyone.
+        assert_eq!((w["model"].as_str(), w["heard"].as_bool()), (Some("akka"), Some(true)), "{m}");
+        let phi = w["phi"].as_f64().unwrap();
+        assert!((0.0..8.0).contains(&phi), "a healthy member's φ is below the suspect level: {phi}");
+        // Heartbeats every 1.05 s; the mean over a few is within 20 %.
+        let mean = w["mean_interval_ms"].as_f64().unwrap();
+        assert!((840.0..1260.0).contains(&mean), "mean interval {mean} ms");
+        let probe = &w["policies"][0];
+        conforms(&doc, "Policy", probe);
+        assert_eq!(
+            (probe["name"].as_str(), probe["threshold"].as_f64(), probe["state"].as_str()),
+            (Some("probe"), Some(8.0), Some("trusted"))
+        );
+        assert!(probe["time_to_threshold_ms"].as_f64().unwrap() > 0.0);
+    }
+    let (status, one) = get(&format!("{a0}/v1/members/a2"));
+    assert_eq!((status, one["name"].as_str(), one["address"].as_str()), (200, Some("a2"), Some(all[2].addr.as_str())));
+    let (status, e) = get(&format!("{a0}/v1/members/nobody"));
+    assert_eq!(status, 404);
+    assert!(e["error"].as_str().unwrap().contains("nobody"), "the error names what was asked: {e}");
+    let (status, me) = get(&format!("{a0}/v1/self"));
+    assert_eq!(status, 200);
+    conforms(&doc, "Self", &me);
+    assert_eq!(
+        (me["name"].as_str(), me["sealed"].as_bool(), me["ready"].as_bool()),
+        (Some("a0"), Some(true), Some(true))
+    );
+    assert_eq!(get(&format!("{a0}/v1/health/live")), (200, json!({"status": "live"})));
+    assert_eq!(get(&format!("{a0}/v1/health/ready")), (200, json!({"status": "ready"})));
+
+    // Every documented read answers (the fleet only in `vigil cluster`);
+    // an undocumented path is a JSON 404.
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if item.get("get").is_none() || path.contains('{') || path == "/" || path == "/metrics" || path == "/v1/events"
+        {
+            continue;
+        }
+        let auth = item["get"].get("security").map(|_| TOKEN);
+        let (s, _) = call("GET", &format!("{a0}{path}"), auth, None);
+        let want = if path == "/v1/fleet" { 404 } else { 200 };
+        assert_eq!(s, want, "GET {path}");
+    }
+    let (s, e) = get(&format!("{a0}/v1/nothing-here"));
+    assert_eq!(s, 404);
+    assert!(e["error"].as_str().unwrap().contains("/v1/nothing-here"));
+
+    // The keyring: refused without the token or with a wrong one.
+    let keys_url = format!("{a0}/v1/keys");
+    assert_eq!(call("GET", &keys_url, None, None).0, 401);
+    assert_eq!(call("GET", &keys_url, Some("wrong-token-wrong-token"), None).0, 403);
+    let (s, list) = call("GET", &keys_url, Some(TOKEN), None);
+    assert_eq!(s, 200);
+    conforms(&doc, "Keys", &list);
+    let old = list["keys"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(list["keys"].as_array().unwrap().len(), 1);
+    // Rotation on every member: install, use, remove the old key.
+    let mut new = String::new();
+    for a in &all {
+        let (s, v) = call("POST", &format!("{}/v1/keys", a.url), Some(TOKEN), Some(json!({"key": KEY_B})));
+        assert_eq!(s, 201, "{v}");
+        new = v["id"].as_str().unwrap().to_owned();
+    }
+    let (s, v) = call("POST", &format!("{a0}/v1/keys"), Some(TOKEN), Some(json!({"key": "not a key"})));
+    assert_eq!(s, 400, "{v}");
+    assert_eq!(call("POST", &format!("{a0}/v1/keys/zz/use"), Some(TOKEN), None).0, 400);
+    assert_eq!(call("POST", &format!("{a0}/v1/keys/0badc0de/use"), Some(TOKEN), None).0, 404);
+    for a in &all {
+        assert_eq!(call("POST", &format!("{}/v1/keys/{new}/use", a.url), Some(TOKEN), None).0, 200);
+    }
+    let (s, v) = call("DELETE", &format!("{a0}/v1/keys/{new}"), Some(TOKEN), None);
+    assert_eq!(s, 409, "the primary key cannot be removed: {v}");
+    std::thread::sleep(Duration::from_secs(2));
+    for a in &all {
+        assert_eq!(call("DELETE", &format!("{}/v1/keys/{old}", a.url), Some(TOKEN), None).0, 200);
+    }
+    // Still one healthy cluster on the new key (bound 5 s).
+    let (_, me) = until(&format!("{a0}/v1/self"), Duration::from_secs(5), |_, v| v["members"]["alive"] == 2);
+    assert_eq!(me["members"]["alive"], 2);
+    let (_, list) = call("GET", &keys_url, Some(TOKEN), None);
+    assert_eq!(list["keys"][0]["id"].as_str(), Some(new.as_str()));
+    assert!(list["keys"][0]["opened"].as_u64().unwrap() > 0, "the new key opens what arrives: {list}");
+
+    // The CLI clients, as processes.
+    let cli = |args: &[&str]| {
+        let host = all[0].url.trim_start_matches("http://").to_owned();
+        let o = Command::new(VIGIL).args(args).args(["--http", &host]).env("VIGIL_HTTP_TOKEN", TOKEN).output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = cli(&["members"]);
+    assert_eq!(code, Some(0), "{err}");
+    for name in ["a0 (self)", "a1", "a2"] {
+        assert!(out.lines().any(|l| l.starts_with(name) && l.contains("alive")), "{name} in\n{out}");
+    }
+    let (code, out, _) = cli(&["members", "--json"]);
+    assert_eq!(code, Some(0));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["members"].as_array().unwrap().len(), 2);
+    let (code, out, err) = cli(&["keys", "list"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(&new) && out.contains("yes"), "{out}");
+    let (code, out, _) = cli(&["events", "--count", "2", "--json"]);
+    assert_eq!(code, Some(0));
+    let ups: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(ups.iter().map(|v| v["event"].as_str().unwrap()).collect::<Vec<_>>(), ["up", "up"]);
+
+    // Leaving through the API: announced, and the process exits 0 (bound
+    // 5 s: the agent's own bound is 3 s).
+    let mut all = all;
+    let mut leaver = all.pop().unwrap();
+    assert_eq!(call("POST", &format!("{}/v1/leave", leaver.url), None, None).0, 401);
+    assert_eq!(call("POST", &format!("{}/v1/leave", leaver.url), Some(TOKEN), None).0, 202);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(s) = leaver.child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.is_some_and(|s| s.success()), "the agent exits 0 after leaving: {status:?}");
+    let (_, one) = until(&format!("{a0}/v1/members/a2"), Duration::from_secs(5), |_, v| v["status"] == "left");
+    assert_eq!(one["status"], "left");
+    let _ = std::fs::remove_file(keys);
+    let _ = std::fs::remove_file(token);
+}
+
+/// Without a token, changes are allowed only on a loopback address: an
+/// agent listening on every interface refuses them.
+#[test]
+fn without_a_token_changes_need_a_loopback_address() {
+    let mut cmd = Command::new(VIGIL);
+    cmd.args(["agent", "--name", "w", "--bind", "127.0.0.1:0", "--http", "0.0.0.0:0"]);
+    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut port = None;
+    let mut line = String::new();
+    while port.is_none() {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0);
+        port = line
+            .split("HTTP API on http://0.0.0.0:")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .map(str::to_owned);
+    }
+    let url = format!("http://127.0.0.1:{}", port.unwrap());
+    let (s, e) = call("POST", &format!("{url}/v1/leave"), None, None);
+    assert_eq!(s, 403);
+    assert!(e["error"].as_str().unwrap().contains("--http-token-file"), "{e}");
+    assert_eq!(get(&format!("{url}/v1/health/live")).0, 200, "reads stay open");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn counter(v: &OpenMetricsValue) -> f64 {
+    match v {
+        OpenMetricsValue::Counter(c) => c.value.as_f64(),
+        OpenMetricsValue::Gauge(g) => g.as_f64(),
+        other => panic!("not a counter or gauge: {other:?}"),
+    }
+}
+
+/// The metrics, parsed; the value of `family{label=value}` (or the only
+/// sample when `label` is empty).
+struct Metrics(openmetrics_parser::MetricsExposition<openmetrics_parser::OpenMetricsType, OpenMetricsValue>);
+
+impl Metrics {
+    fn fetch(url: &str) -> Metrics {
+        let mut r = client().get(format!("{url}/metrics")).call().unwrap();
+        assert_eq!(
+            r.headers().get("content-type").and_then(|v| v.to_str().ok()),
+            Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+        );
+        let text = r.body_mut().read_to_string().unwrap();
+        Metrics(
+            openmetrics_parser::openmetrics::parse_openmetrics(&text)
+                .unwrap_or_else(|e| panic!("not OpenMetrics ({e:?}):\n{text}")),
+        )
+    }
+
+    fn samples(&self, family: &str) -> Vec<(Vec<(String, String)>, OpenMetricsValue)> {
+        let f = self.0.families.get(family).unwrap_or_else(|| {
+            let mut names: Vec<&String> = self.0.families.keys().collect();
+            names.sort();
+            panic!("no family {family}; there are {names:?}")
+        });
+        f.iter_samples()
+            .map(|s| {
+                let labels = s.get_labelset().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                (labels, s.value.clone())
+            })
+            .collect()
+    }
+
+    fn value(&self, family: &str, label: &str, value: &str) -> Option<f64> {
+        self.samples(family)
+            .into_iter()
+            .find(|(ls, _)| label.is_empty() || ls.iter().any(|(k, v)| k == label && v == value))
+            .map(|(_, v)| counter(&v))
+    }
+
+    fn histogram(&self, family: &str, label: &str, value: &str) -> Option<(u64, f64)> {
+        self.samples(family)
+            .into_iter()
+            .find(|(ls, _)| label.is_empty() || ls.iter().any(|(k, v)| k == label && v == value))
+            .map(|(_, v)| match v {
+                OpenMetricsValue::Histogram(h) => {
+                    (h.count.unwrap_or(0), h.sum.map_or(0.0, |s: MetricNumber| s.as_f64()))
+                }
+                other => panic!("{family} is not a histogram: {other:?}"),
+            })
+    }
+}
+
+#[test]
+fn metrics_events_and_traces_follow_a_crash() {
+    let all = cluster(3, &[]);
+    let a0 = all[0].url.clone();
+    // A few more heartbeats for the distributions.
+    std::thread::sleep(Duration::from_secs(4));
+    let m = Metrics::fetch(&a0);
+    assert_eq!(m.value("vigil_members", "status", "alive"), Some(2.0));
+    assert_eq!(m.value("vigil_members", "status", "dead"), Some(0.0));
+    let phis: HashSet<String> =
+        m.samples("vigil_phi").into_iter().flat_map(|(ls, _)| ls.into_iter().map(|(_, v)| v)).collect();
+    assert_eq!(phis, HashSet::from(["a1".to_owned(), "a2".to_owned()]));
+    // Heartbeats every 1.05 s: the sampled intervals average within 20 %.
+    let (n, sum) = m.histogram("vigil_heartbeat_interval_seconds", "member", "a1").unwrap();
+    assert!(n >= 3, "{n} intervals sampled");
+    assert!((0.84..1.26).contains(&(sum / n as f64)), "mean interval {} s", sum / n as f64);
+    let (n, _) = m.histogram("vigil_phi_observed", "member", "a1").unwrap();
+    assert!(n >= 3, "φ sampled once a second: {n}");
+    assert!(m.value("vigil_messages", "kind", "heartbeat").unwrap() > 0.0);
+    assert!(m.value("vigil_protocol_bytes", "direction", "sent").unwrap() > 0.0);
+    assert_eq!(m.value("vigil_rejected_packets", "reason", "forged"), Some(0.0));
+    assert_eq!(m.value("vigil_awareness", "", ""), Some(0.0));
+    assert_eq!(m.value("vigil_deaths", "", ""), Some(0.0));
+
+    // The event stream: ids from 1, and a resume after the first id gives
+    // the rest.
+    let events = format!("{a0}/v1/events");
+    let first = sse(&events, None, 2, Duration::from_secs(5));
+    assert_eq!(first.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [1, 2]);
+    assert!(first.iter().all(|(_, v)| v["event"] == "up"));
+    let resumed = sse(&events, Some("1"), 1, Duration::from_secs(5));
+    assert_eq!(resumed[0], first[1], "resuming after id 1 starts at id 2");
+    let (s, e) = call("GET", &format!("{events}?after=x"), None, None);
+    assert_eq!(s, 400, "{e}");
+
+    // Kill a2: the follower sees it suspected and dead (bound 20 s; the
+    // LAN preset takes about 5), with growing ids.
+    let follower = {
+        let url = events.clone();
+        std::thread::spawn(move || sse(&format!("{url}?after=now"), None, 2, Duration::from_secs(20)))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let mut all = all;
+    let mut victim = all.pop().unwrap();
+    let _ = victim.child.kill();
+    let _ = victim.child.wait();
+    let seen = follower.join().unwrap();
+    let kinds: Vec<(&str, &str)> =
+        seen.iter().map(|(_, v)| (v["event"].as_str().unwrap(), v["member"].as_str().unwrap())).collect();
+    assert_eq!(kinds, [("suspected", "a2"), ("dead", "a2")]);
+    assert!(seen[0].0 > 2 && seen[1].0 == seen[0].0 + 1);
+    let (_, v) = until(&format!("{a0}/v1/health/ready"), Duration::from_secs(2), |s, _| s == 200);
+    assert_eq!(v["status"], "ready", "a dead member does not keep the others from being ready");
+
+    let m = Metrics::fetch(&a0);
+    assert_eq!(m.value("vigil_members", "status", "dead"), Some(1.0));
+    assert_eq!(m.value("vigil_deaths", "", ""), Some(1.0));
+    assert_eq!(m.value("vigil_suspicions_confirmed", "", ""), Some(1.0));
+    assert_eq!(m.value("vigil_suspicion_false_positive_ratio", "", ""), Some(0.0));
+    // a0 watched a2: from its last heartbeat to the verdict, at most 20 s.
+    let (n, sum) = m.histogram("vigil_detection_latency_seconds", "", "").unwrap();
+    assert_eq!(n, 1);
+    assert!((1.0..20.0).contains(&sum), "detection latency {sum} s");
+
+    // a1's recorded arrivals, downloaded, through the lab.
+    let mut r = client().get(format!("{a0}/v1/traces/a1")).call().unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let trace = r.body_mut().read_to_string().unwrap();
+    let beats = trace.lines().filter(|l| l.contains(",hb")).count();
+    assert!(beats >= 8, "{beats} heartbeats recorded:\n{trace}");
+    let path = temp_file("trace.csv", &trace);
+    let o = Command::new(VIGIL).args(["lab", "replay", "--json", path.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let replay: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(replay.to_string().contains("akka"), "every model replays the trace");
+    let o = Command::new(VIGIL)
+        .args(["lab", "recommend", "--max-mistakes-per-hour", "1", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("recommendation for"));
+    let (s, e) = call("GET", &format!("{a0}/v1/traces/a2"), None, None);
+    assert_eq!(s, 404, "a dead member is no longer watched: {e}");
+    let _ = std::fs::remove_file(path);
+}
