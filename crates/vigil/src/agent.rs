@@ -407,8 +407,7 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
         if let Some((listener, addr)) = http_listener(&http).await? {
             let api = Api {
                 cluster: member.clone(),
-                history: recorder.history.clone(),
-                metrics: recorder.metrics.clone(),
+                recorder: recorder.clone(),
                 token: token.map(Into::into),
                 loopback: http::is_loopback(addr),
                 leave: leave_tx,

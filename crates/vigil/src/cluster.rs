@@ -76,8 +76,7 @@ pub(crate) fn run(a: &ClusterArgs, out: &mut dyn Write) -> Result<()> {
         let (leave_tx, mut leave_rx) = mpsc::channel(1);
         let api = Api {
             cluster: observer.clone(),
-            history: recorder.history.clone(),
-            metrics: recorder.metrics.clone(),
+            recorder: recorder.clone(),
             token: None,
             loopback: http::is_loopback(http_local),
             leave: leave_tx,

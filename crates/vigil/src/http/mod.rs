@@ -8,7 +8,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -34,7 +34,7 @@ pub(crate) mod views;
 
 use fleet::Fleet;
 use history::{Entry, History};
-use metrics::Metrics;
+use recorder::Recorder;
 
 /// The dashboard: one page, no external assets.
 const DASHBOARD: &str = include_str!("dashboard.html");
@@ -49,8 +49,8 @@ const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=
 #[derive(Clone)]
 pub(crate) struct Api {
     pub(crate) cluster: Arc<Cluster>,
-    pub(crate) history: Arc<History>,
-    pub(crate) metrics: Arc<Mutex<Metrics>>,
+    /// The member's events, metrics and φ samples.
+    pub(crate) recorder: Recorder,
     /// The bearer token for changes, if one is set.
     pub(crate) token: Option<Arc<str>>,
     /// Whether the server listens on loopback only (changes are then
@@ -65,12 +65,6 @@ pub(crate) struct Api {
     pub(crate) expects_peers: bool,
     /// `vigil cluster`'s members, for injecting faults from the page.
     pub(crate) fleet: Option<Arc<Fleet>>,
-}
-
-impl Api {
-    pub(crate) fn metrics(&self) -> std::sync::MutexGuard<'_, Metrics> {
-        self.metrics.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// An error as the API answers it.
@@ -120,6 +114,7 @@ pub(crate) fn router(api: Api) -> Router {
         .route("/v1/traces", get(traces::list))
         .route("/v1/traces/{name}", get(traces::one))
         .route("/v1/fleet", get(fleet::list))
+        .route("/v1/phi", get(phi_history))
         .route("/v1/openapi.json", get(openapi))
         .route("/metrics", get(metrics_text))
         .merge(guarded)
@@ -235,11 +230,26 @@ async fn ready(State(api): State<Api>) -> Response {
 async fn metrics_text(State(api): State<Api>) -> ApiResult<Response> {
     let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
     let text = {
-        let m = api.metrics();
+        let m = api.recorder.metrics();
         m.refresh(&s);
         m.encode()
     };
     Ok(([(header::CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS))], text).into_response())
+}
+
+/// The last two minutes of φ of each watched member, sampled once a
+/// second, for the dashboard's charts.
+async fn phi_history(State(api): State<Api>) -> axum::Json<Value> {
+    let members: serde_json::Map<String, Value> = api
+        .recorder
+        .phi_history()
+        .into_iter()
+        .map(|(name, ring)| {
+            let points: Vec<Value> = ring.iter().map(|(t, phi)| json!([t, phi.filter(|p| p.is_finite())])).collect();
+            (name, Value::Array(points))
+        })
+        .collect();
+    axum::Json(json!({"interval_ms": 1000, "members": members}))
 }
 
 // ---- events ----
@@ -282,10 +292,10 @@ async fn events(
     headers: HeaderMap,
     Query(query): Query<EventsQuery>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
-    let after = start_after(&headers, &query, &api.history)?;
+    let after = start_after(&headers, &query, &api.recorder.history)?;
     // Subscribe first, then read the history: nothing falls in between.
-    let live = api.history.subscribe();
-    let resume = api.history.after(after);
+    let live = api.recorder.history.subscribe();
+    let resume = api.recorder.history.after(after);
     let mut first: Vec<SseEvent> = Vec::new();
     if resume.missed > 0 {
         first.push(missed(resume.missed));

@@ -1,7 +1,7 @@
 //! What the agent does with each event and once a second: the event
 //! history, the metrics, and the inter-arrival samples.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -14,22 +14,45 @@ use super::history::History;
 use super::metrics::Metrics;
 use super::views::event_json;
 
-/// Records one member's events into its history and metrics.
+/// φ samples kept per watched member for the dashboard: two minutes at
+/// one a second.
+pub(crate) const PHI_SAMPLES: usize = 120;
+
+/// The last [`PHI_SAMPLES`] levels of each watched member: `(ms since the
+/// epoch, φ)`, `None` before the first heartbeat.
+pub(crate) type PhiHistory = HashMap<String, VecDeque<(u64, Option<f64>)>>;
+
+/// Records one member's events into its history and metrics, and samples
+/// its watched members' levels.
 #[derive(Debug, Clone)]
 pub(crate) struct Recorder {
     pub(crate) history: Arc<History>,
     pub(crate) metrics: Arc<Mutex<Metrics>>,
+    pub(crate) phi: Arc<Mutex<PhiHistory>>,
 }
 
 impl Recorder {
     pub(crate) fn new(history_len: usize) -> Recorder {
-        Recorder { history: Arc::new(History::new(history_len)), metrics: Arc::new(Mutex::new(Metrics::new())) }
+        Recorder {
+            history: Arc::new(History::new(history_len)),
+            metrics: Arc::new(Mutex::new(Metrics::new())),
+            phi: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    pub(crate) fn metrics(&self) -> std::sync::MutexGuard<'_, Metrics> {
+        self.metrics.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The φ samples, copied.
+    pub(crate) fn phi_history(&self) -> PhiHistory {
+        self.phi.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Records `e`, an event of member `node`; returns it as JSON (`None`
     /// for events of no interest outside).
     pub(crate) fn record(&self, node: &str, e: &ClusterEvent, tags: Option<&Tags>) -> Option<Value> {
-        self.metrics.lock().unwrap_or_else(PoisonError::into_inner).observe(e.unix_ms, &e.event);
+        self.metrics().observe(e.unix_ms, &e.event);
         let v = event_json(node, e.unix_ms, &e.event, tags)?;
         self.history.push(v.to_string());
         Some(v)
@@ -44,7 +67,18 @@ impl Recorder {
         loop {
             tick.tick().await;
             let Some(s) = cluster.snapshot().await else { return };
-            self.metrics.lock().unwrap_or_else(PoisonError::into_inner).sample(&s);
+            self.metrics().sample(&s);
+            {
+                let mut phi = self.phi.lock().unwrap_or_else(PoisonError::into_inner);
+                phi.retain(|name, _| s.watched.iter().any(|w| w.name == *name));
+                for w in &s.watched {
+                    let ring = phi.entry(w.name.clone()).or_default();
+                    if ring.len() == PHI_SAMPLES {
+                        ring.pop_front();
+                    }
+                    ring.push_back((s.unix_ms, w.heard.then_some(w.level)));
+                }
+            }
             last.retain(|name, _| s.watched.iter().any(|w| w.name == *name));
             if s.recorded_arrivals == 0 {
                 continue;
@@ -63,7 +97,7 @@ impl Recorder {
                 if let Some(b) = before {
                     last.insert(w.name.clone(), (w.generation, b));
                 }
-                self.metrics.lock().unwrap_or_else(PoisonError::into_inner).intervals(&w.name, gaps);
+                self.metrics().intervals(&w.name, gaps);
             }
         }
     }

@@ -1,0 +1,260 @@
+//! The dashboard in a real browser: headless Chromium (Debian's
+//! `chromium`, installed by `.ci/run`), driven over the DevTools protocol,
+//! against five `vigil agent` processes. The page must load, show every
+//! member, and show a member going dead after it is killed; a screenshot is
+//! kept in `target/test-artifacts/`.
+//!
+//! Without Chromium on the PATH the tests say so and pass, unless
+//! `VIGIL_BROWSER=1` (set by `.ci/run`) demands them.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tungstenite::{Message, WebSocket, stream::MaybeTlsStream};
+
+const VIGIL: &str = env!("CARGO_BIN_EXE_vigil");
+
+/// A process killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The browser, or `None` (with the reason printed) when it is missing and
+/// not demanded.
+fn chromium() -> Option<PathBuf> {
+    let found = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
+        std::env::var_os("PATH")?.to_str()?.split(':').map(|d| PathBuf::from(d).join(name)).find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(std::env::var("VIGIL_BROWSER").is_err(), "VIGIL_BROWSER is set but chromium is not installed");
+        eprintln!("skipped: chromium is not installed (.ci/run installs it and sets VIGIL_BROWSER=1)");
+    }
+    found
+}
+
+/// A page in headless Chromium, driven over the DevTools protocol.
+struct Browser {
+    _proc: Proc,
+    ws: WebSocket<MaybeTlsStream<TcpStream>>,
+    next_id: u64,
+    _profile: TempDir,
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Browser {
+    fn start(exe: &std::path::Path) -> Browser {
+        let profile = TempDir(std::env::temp_dir().join(format!(
+            "vigil-browser-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        )));
+        std::fs::create_dir_all(&profile.0).unwrap();
+        let mut child = Command::new(exe)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-quic",
+                "--remote-debugging-port=0",
+                "--window-size=1400,900",
+            ])
+            .arg(format!("--user-data-dir={}", profile.0.display()))
+            .arg("about:blank")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("chromium starts");
+        // "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID"
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let port = loop {
+            line.clear();
+            assert!(err.read_line(&mut line).unwrap() > 0, "chromium exited before it listened");
+            if let Some(rest) = line.split("ws://127.0.0.1:").nth(1) {
+                break rest.split('/').next().unwrap().to_owned();
+            }
+        };
+        std::thread::spawn(move || for _ in err.lines() {});
+        let proc = Proc(child);
+        // The page target's socket.
+        let list: Value = {
+            let mut r = ureq::get(format!("http://127.0.0.1:{port}/json/list")).call().unwrap();
+            serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap()
+        };
+        let page = list.as_array().unwrap().iter().find(|t| t["type"] == "page").expect("a page target");
+        let (ws, _) = tungstenite::connect(page["webSocketDebuggerUrl"].as_str().unwrap()).unwrap();
+        Browser { _proc: proc, ws, next_id: 1, _profile: profile }
+    }
+
+    /// Sends a command and waits for its answer (events in between are
+    /// skipped).
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.ws.send(Message::text(json!({"id": id, "method": method, "params": params}).to_string())).unwrap();
+        loop {
+            let m = self.ws.read().unwrap();
+            let Message::Text(t) = m else { continue };
+            let v: Value = serde_json::from_str(&t).unwrap();
+            if v["id"] == id {
+                assert!(v.get("error").is_none(), "{method}: {v}");
+                return v["result"].clone();
+            }
+        }
+    }
+
+    /// Evaluates `expr` in the page; its value (JSON-serialisable).
+    fn eval(&mut self, expr: &str) -> Value {
+        let r = self.call("Runtime.evaluate", json!({"expression": expr, "returnByValue": true}));
+        r["result"]["value"].clone()
+    }
+
+    /// Evaluates `expr` until `ok` holds, for at most `bound`.
+    fn until(&mut self, expr: &str, bound: Duration, ok: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + bound;
+        loop {
+            let v = self.eval(expr);
+            if ok(&v) || Instant::now() > deadline {
+                return v;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// A PNG of the page.
+    fn screenshot(&mut self, path: &std::path::Path) {
+        let r = self.call("Page.captureScreenshot", json!({"format": "png"}));
+        let png = base64(r["data"].as_str().unwrap());
+        assert_eq!(&png[1..4], b"PNG");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, png).unwrap();
+    }
+}
+
+fn base64(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    } as u32;
+    let digits: Vec<u8> = text.bytes().filter(|&b| b != b'=').collect();
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let acc = chunk.iter().enumerate().fold(0u32, |a, (i, &c)| a | value(c) << (18 - 6 * i));
+        out.extend_from_slice(&acc.to_be_bytes()[1..chunk.len()]);
+    }
+    out
+}
+
+/// Where test artifacts go: `target/test-artifacts/`.
+fn artifact(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts").join(name)
+}
+
+/// Starts `vigil agent`; returns it with its gossip address and, if it
+/// serves one, its API's URL.
+fn agent(name: &str, join: Option<&str>, http: bool) -> (Proc, String, Option<String>) {
+    let mut cmd = Command::new(VIGIL);
+    cmd.args(["agent", "--name", name, "--bind", "127.0.0.1:0", "--http", if http { "127.0.0.1:0" } else { "off" }]);
+    if let Some(j) = join {
+        cmd.args(["--join", j]);
+    }
+    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let (mut addr, mut url) = (None, None);
+    let mut line = String::new();
+    while addr.is_none() || (http && url.is_none()) {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "{name} exited early");
+        if line.contains(" started ") {
+            addr = line.split(" on ").nth(1).and_then(|s| s.split(',').next()).map(str::to_owned);
+        }
+        if let Some(rest) = line.split("HTTP API on ").nth(1) {
+            url = rest.split_whitespace().next().map(str::to_owned);
+        }
+    }
+    std::thread::spawn(move || for _ in err.lines() {});
+    (Proc(child), addr.unwrap(), url)
+}
+
+const ROWS: &str =
+    "JSON.stringify([...document.querySelectorAll('#members tr')].map(tr => [tr.dataset.member, tr.dataset.status]))";
+
+fn rows(v: &Value) -> Vec<(String, String)> {
+    serde_json::from_str::<Vec<(String, String)>>(v.as_str().unwrap_or("[]")).unwrap_or_default()
+}
+
+/// Five agents; the dashboard of the first shows all of them, then shows
+/// the killed one dead. Bounds: 20 s for the page to show the joined
+/// cluster, 30 s for the death (the LAN preset takes about 5 s).
+#[test]
+fn the_dashboard_shows_every_member_and_a_death() {
+    let Some(exe) = chromium() else { return };
+    let (p0, seed, url) = agent("d0", None, true);
+    let url = url.unwrap();
+    let mut procs = vec![p0];
+    for i in 1..5 {
+        procs.push(agent(&format!("d{i}"), Some(&seed), false).0);
+    }
+    let mut b = Browser::start(&exe);
+    b.call("Page.enable", json!({}));
+    b.call("Page.navigate", json!({"url": format!("{url}/")}));
+    let all_alive = |v: &Value| {
+        let r = rows(v);
+        r.len() == 5 && r.iter().all(|(_, s)| s == "alive")
+    };
+    let v = b.until(ROWS, Duration::from_secs(20), all_alive);
+    assert!(all_alive(&v), "the page shows d0..d4 alive: {v}");
+    let names: Vec<String> = rows(&v).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["d0", "d1", "d2", "d3", "d4"]);
+    // The φ charts: one per watched member, each with its threshold line,
+    // drawn once a few samples are in.
+    let charts = b.until(
+        "JSON.stringify([...document.querySelectorAll('#charts svg')].map(s => [s.dataset.member, s.querySelectorAll('.threshold').length, !!s.querySelector('.phi-line')]))",
+        Duration::from_secs(10),
+        |v| v.as_str().is_some_and(|s| s.matches("true").count() == 2 && !s.contains("false")),
+    );
+    let charts: Vec<(String, usize, bool)> = serde_json::from_str(charts.as_str().unwrap()).unwrap();
+    assert_eq!(charts.len(), 2, "d0 watches its two ring predecessors: {charts:?}");
+    assert!(charts.iter().all(|(_, thresholds, line)| *thresholds == 1 && *line), "{charts:?}");
+    let ready = b.eval("document.getElementById('ready').textContent");
+    assert_eq!(ready, "ready");
+    b.screenshot(&artifact("dashboard.png"));
+
+    // Kill d3; the page shows it dead, from the event stream.
+    drop(procs.remove(3));
+    let dead = |v: &Value| rows(v).iter().any(|(n, s)| n == "d3" && s == "dead");
+    let v = b.until(ROWS, Duration::from_secs(30), dead);
+    assert!(dead(&v), "d3 shows dead: {v}");
+    let events = b.eval(
+        "JSON.stringify([...document.querySelectorAll('#events li')].map(li => [li.dataset.event, li.dataset.member]))",
+    );
+    let events: Vec<(String, String)> = serde_json::from_str(events.as_str().unwrap()).unwrap();
+    assert!(events.contains(&("dead".into(), "d3".into())), "the timeline has d3's death: {events:?}");
+    assert_eq!(events.iter().filter(|(e, _)| e == "up").count(), 4, "and the four joins: {events:?}");
+    let dead_count = b.eval("document.getElementById('count-dead').textContent");
+    assert_eq!(dead_count, "1 dead");
+    b.screenshot(&artifact("dashboard-dead.png"));
+}
