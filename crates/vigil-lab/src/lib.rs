@@ -27,6 +27,7 @@ pub mod chen;
 pub mod dist;
 pub mod engine;
 pub mod event;
+pub mod interactive;
 pub mod millis;
 pub mod nfds;
 pub mod qos;

@@ -612,6 +612,29 @@ fn base(name: &str, description: &str, period_ms: f64, phases: Vec<Phase>) -> Sc
 /// Seed 002's four paths: heartbeat period, jitter, pause chance (percent per
 /// heartbeat) and pause size, with the crash at 26 s.
 fn seed002(name: &str, label: &str, heartbeat: f64, jitter: f64, pause_chance: f64, pause_size: f64) -> Scenario {
+    seed002_path(name, label, heartbeat, jitter, pause_chance, pause_size)
+}
+
+/// A path in the manner of seed 002's lab: a heartbeat every `heartbeat` ms,
+/// each send offset uniformly within ±`jitter` ms, a `pause_chance` percent
+/// chance per heartbeat of a sender pause of half to all of `pause_size` ms,
+/// and the crash at 26 s ([`SEED002_CRASH_MS`]). The built-in `noisy`,
+/// `quiet`, `bursty` and `very-noisy` scenarios are its four audit cases.
+///
+/// ```
+/// let s = vigil_lab::scenario::seed002_path("mine", "my path", 500.0, 50.0, 5.0, 1000.0);
+/// let t = s.trace(1, 0);
+/// assert!(t.beats.iter().all(|b| b.arrival.as_millis_f64() < 26_000.0));
+/// assert_eq!(t.crash.unwrap().as_millis_f64(), 26_000.0);
+/// ```
+pub fn seed002_path(
+    name: &str,
+    label: &str,
+    heartbeat: f64,
+    jitter: f64,
+    pause_chance: f64,
+    pause_size: f64,
+) -> Scenario {
     let mut s = base(
         name,
         &format!(
@@ -620,13 +643,16 @@ fn seed002(name: &str, label: &str, heartbeat: f64, jitter: f64, pause_chance: f
             pause_size / 2.0
         ),
         heartbeat,
-        vec![phase((26_000.0 / heartbeat).ceil() as u64 + 1, Delay::Constant { ms: 0.0 })],
+        vec![phase((SEED002_CRASH_MS / heartbeat).ceil() as u64 + 1, Delay::Constant { ms: 0.0 })],
     );
     s.jitter = Jitter::Uniform { ms: jitter };
     s.sender_pauses = Some(Pauses { chance: pause_chance / 100.0, min_ms: pause_size / 2.0, max_ms: pause_size });
-    s.crash = Crash::AtMs(26_000.0);
+    s.crash = Crash::AtMs(SEED002_CRASH_MS);
     s
 }
+
+/// When seed 002's peer crashes, in milliseconds.
+pub const SEED002_CRASH_MS: f64 = 26_000.0;
 
 /// The names of the built-in scenarios.
 pub const BUILTIN: [&str; 11] = [

@@ -56,6 +56,37 @@ enum LabCommand {
     Configure(ConfigureArgs),
     /// Seed 001's story end to end, with an HTML report in ./vigil-report/.
     Demo(DemoArgs),
+    /// Seed 002's lab in the browser: sliders for the path and both
+    /// detectors, recomputed by the engine on every change.
+    Serve(ServeArgs),
+}
+
+/// Arguments of `vigil lab serve`.
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Where the page listens.
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:8471")]
+    http: String,
+}
+
+/// Runs `vigil lab serve` until interrupted.
+fn serve_cmd(a: &ServeArgs, out: &mut dyn Write) -> Result<()> {
+    let addr: std::net::SocketAddr =
+        a.http.parse().map_err(|_| UsageError(format!("--http: {} is not an address (IP:PORT)", quoted(&a.http))))?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| UsageError(format!("--http: cannot listen on {addr}: {e}")))?;
+        let local = listener.local_addr().context("the listener's address")?;
+        writeln!(out, "the lab: http://{local}/lab  (Ctrl-C to stop)")?;
+        out.flush()?;
+        tokio::select! {
+            r = crate::http::lab::serve(listener) => r.context("serving the lab")?,
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok(())
+    })
 }
 
 #[derive(Debug, Args)]
@@ -234,6 +265,7 @@ pub(crate) fn run(args: &LabArgs, out: &mut dyn Write) -> Result<()> {
         LabCommand::Recommend(a) => recommend_cmd(a, out),
         LabCommand::Configure(a) => configure_cmd(a, out),
         LabCommand::Demo(a) => demo_cmd(a, out),
+        LabCommand::Serve(a) => serve_cmd(a, out),
     }
 }
 

@@ -258,3 +258,70 @@ fn the_dashboard_shows_every_member_and_a_death() {
     assert_eq!(dead_count, "1 dead");
     b.screenshot(&artifact("dashboard-dead.png"));
 }
+
+/// `vigil lab serve`'s page: moving a control recomputes the chart and the
+/// table through the engine, and an audit case can be picked.
+#[test]
+fn the_lab_recomputes_when_a_control_moves() {
+    let Some(exe) = chromium() else { return };
+    let mut child = Command::new(VIGIL)
+        .args(["lab", "serve", "--http", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let _lab = Proc(child);
+    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("the lab says where it is").to_owned();
+    let mut b = Browser::start(&exe);
+    b.call("Page.navigate", json!({"url": url}));
+    let runs = "Number(document.body.dataset.runs || 0)";
+    let v = b.until(runs, Duration::from_secs(10), |v| v.as_u64() >= Some(1));
+    assert!(v.as_u64() >= Some(1), "the page computed the default case");
+    let table = "JSON.stringify([...document.querySelectorAll('#table tbody tr')].map(tr => [tr.dataset.detector, tr.querySelector('.false').textContent, tr.querySelector('.detect').textContent]))";
+    let chart = "JSON.stringify({line: document.querySelector('#chart .threshold').getAttribute('y1'), phi: document.querySelector('#chart path.phi').getAttribute('d').length, bands: [...document.querySelectorAll('#chart .false-band')].reduce((a, r) => a + Number(r.getAttribute('width')), 0)})";
+    let checks = "document.querySelectorAll('#checks li.pass').length";
+    let before = (b.eval(table), b.eval(chart));
+    assert_eq!(b.eval(checks), 7, "the seed's seven checks pass on the default case");
+    b.screenshot(&artifact("lab.png"));
+
+    // Lower φ's threshold from 4 to 1: no fewer false suspicions, longer
+    // ones, an earlier detection, the threshold line lower on the chart.
+    let move_to = |b: &mut Browser, name: &str, value: &str| {
+        let n = b.eval(runs).as_u64().unwrap();
+        b.eval(&format!(
+            "(() => {{ const r = document.querySelector('input[name={name}]'); r.value = '{value}'; r.dispatchEvent(new Event('input')); }})()"
+        ));
+        let v = b.until(runs, Duration::from_secs(10), |v| v.as_u64() > Some(n));
+        assert!(v.as_u64() > Some(n), "moving {name} recomputed");
+    };
+    move_to(&mut b, "phi_threshold", "1");
+    let after = (b.eval(table), b.eval(chart));
+    let rows = |v: &Value| serde_json::from_str::<Vec<(String, String, String)>>(v.as_str().unwrap()).unwrap();
+    let (t0, t1) = (rows(&before.0), rows(&after.0));
+    assert_eq!(t0[1], t1[1], "the fixed timeout's row does not depend on φ's threshold");
+    let false_phi = |t: &[(String, String, String)]| t[0].1.parse::<usize>().unwrap();
+    let detect_phi = |t: &[(String, String, String)]| t[0].2.trim_end_matches(" ms").parse::<f64>().unwrap();
+    assert!(false_phi(&t1) >= false_phi(&t0), "threshold 1 suspects falsely at least as often: {t0:?} → {t1:?}");
+    assert!(detect_phi(&t1) < detect_phi(&t0), "and detects sooner: {t0:?} → {t1:?}");
+    let c = |v: &Value| serde_json::from_str::<Value>(v.as_str().unwrap()).unwrap();
+    let (c0, c1) = (c(&before.1), c(&after.1));
+    assert_ne!(c0["line"], c1["line"], "the threshold line moved");
+    assert!(c1["bands"].as_f64() > c0["bands"].as_f64(), "false suspicions cover more of the chart: {c0} → {c1}");
+
+    // Another seed: another trace, another φ curve.
+    let phi_before = c1["phi"].clone();
+    move_to(&mut b, "seed", "5");
+    let c2 = c(&b.eval(chart));
+    assert_ne!(c2["phi"], phi_before, "a new seed draws a new φ curve");
+
+    // The audit cases: picking the very noisy path sets its controls.
+    let n = b.eval(runs).as_u64().unwrap();
+    b.eval(
+        "(() => { const s = document.getElementById('case'); s.value = '3'; s.dispatchEvent(new Event('change')); })()",
+    );
+    b.until(runs, Duration::from_secs(10), |v| v.as_u64() > Some(n));
+    assert_eq!(b.eval("document.querySelector('input[name=heartbeat]').value"), "1500");
+    assert_eq!(b.eval(checks), 7, "the seed's checks pass on the very noisy path");
+}

@@ -250,14 +250,20 @@ fn the_api_answers_as_documented_and_guards_changes_with_the_token() {
     // Every documented read answers (the fleet only in `vigil cluster`);
     // an undocumented path is a JSON 404.
     for (path, item) in doc["paths"].as_object().unwrap() {
-        if item.get("get").is_none() || path.contains('{') || path == "/" || path == "/metrics" || path == "/v1/events"
-        {
+        let pages = ["/", "/lab", "/metrics", "/v1/events"];
+        if item.get("get").is_none() || path.contains('{') || pages.contains(&path.as_str()) {
             continue;
         }
         let auth = item["get"].get("security").map(|_| TOKEN);
         let (s, _) = call("GET", &format!("{a0}{path}"), auth, None);
         let want = if path == "/v1/fleet" { 404 } else { 200 };
         assert_eq!(s, want, "GET {path}");
+    }
+    for page in ["/", "/lab"] {
+        let r = client().get(format!("{a0}{page}")).call().unwrap();
+        assert_eq!(r.status().as_u16(), 200, "GET {page}");
+        let kind = r.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+        assert!(kind.starts_with("text/html"), "GET {page}: {kind}");
     }
     let (s, e) = get(&format!("{a0}/v1/nothing-here"));
     assert_eq!(s, 404);

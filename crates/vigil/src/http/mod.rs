@@ -27,6 +27,7 @@ use vigil_net::Cluster;
 
 pub(crate) mod fleet;
 pub(crate) mod history;
+pub(crate) mod lab;
 pub(crate) mod metrics;
 pub(crate) mod recorder;
 pub(crate) mod traces;
@@ -118,6 +119,7 @@ pub(crate) fn router(api: Api) -> Router {
         .route("/v1/openapi.json", get(openapi))
         .route("/metrics", get(metrics_text))
         .merge(guarded)
+        .merge(lab::routes())
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(api)
