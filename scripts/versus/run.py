@@ -103,7 +103,8 @@ def start(impl, n, topo, bins):
         seed_ip, seed_port = topo.addr(impl, 0)
         name = f"{impl[0]}{i}"
         if impl == "vigil":
-            argv = [bins["vigil"], "agent", "--name", name, "--bind", f"{ip}:{port}", "--key-file", bins["keyfile"]]
+            # No HTTP API: memberlist's side has none either (its cost is measured on its own).
+            argv = [bins["vigil"], "agent", "--name", name, "--bind", f"{ip}:{port}", "--key-file", bins["keyfile"], "--http", "off"]
             argv += ["--preset", bins["preset"]]
             if i:
                 argv += ["--join", f"{seed_ip}:{seed_port}"]

@@ -378,6 +378,8 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
     let _ = tracing_subscriber::fmt().with_max_level(level.filter()).with_writer(std::io::stderr).try_init();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
     runtime.block_on(async move {
+        // The API's address is checked before the member starts.
+        let http_listener = http_listener(&http).await?;
         let mut builder = Cluster::builder(&name).bind(bind).seeds(seeds).config(config).tags(tags);
         if let Some(addr) = advertise {
             builder = builder.advertise(addr);
@@ -404,7 +406,7 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
         let member = Arc::new(member);
         let recorder = Recorder::new(history);
         let (leave_tx, mut leave_rx) = mpsc::channel(1);
-        if let Some((listener, addr)) = http_listener(&http).await? {
+        if let Some((listener, addr)) = http_listener {
             let api = Api {
                 cluster: member.clone(),
                 recorder: recorder.clone(),
@@ -421,8 +423,10 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
                     tracing::error!("the HTTP API stopped: {e}");
                 }
             });
+            // The samples feed the metrics and the charts, which only the
+            // API shows.
+            tokio::spawn(recorder.clone().sample(member.clone()));
         }
-        tokio::spawn(recorder.clone().sample(member.clone()));
         let mut events = member.events();
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("installing the SIGTERM handler")?;

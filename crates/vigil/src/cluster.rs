@@ -169,7 +169,9 @@ async fn command(fleet: &Fleet, line: &str) -> String {
                 })
                 .unwrap_or_default()
         }
-        [fault, name] | [fault @ "pause", name, _] => {
+        [fault @ ("crash" | "restart" | "partition" | "heal"), name]
+        | [fault @ "pause", name]
+        | [fault @ "pause", name, _] => {
             let seconds = match words.get(2) {
                 Some(s) => match s.parse::<f64>() {
                     Ok(x) if x > 0.0 && x <= MAX_PAUSE.as_secs_f64() => x,

@@ -20,15 +20,20 @@ struct Agent {
 impl Agent {
     fn start(name: &str, join: Option<&str>, extra: &[&str]) -> Agent {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_vigil"));
-        cmd.args(["agent", "--name", name, "--bind", "127.0.0.1:0"]).args(extra);
+        cmd.args(["agent", "--name", name, "--bind", "127.0.0.1:0", "--http", "off"]).args(extra);
         if let Some(j) = join {
             cmd.args(["--join", j]);
         }
         let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("vigil agent starts");
-        // The first line on stderr says where it listens.
+        // A line on stderr says where it listens.
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut first = String::new();
-        err.read_line(&mut first).unwrap();
+        while !first.contains(" started ") {
+            first.clear();
+            if err.read_line(&mut first).unwrap() == 0 {
+                panic!("{name}: stderr ended before it said where it listens");
+            }
+        }
         let addr = first
             .split(" on ")
             .nth(1)
@@ -202,7 +207,9 @@ fn bad_settings_exit_2_naming_the_setting() {
     let long = format!("k={}", "v".repeat(300));
     let tagged = dir.join("tagged.toml");
     std::fs::write(&tagged, format!("name = \"x\"\n[tags]\nk = \"{}\"\n", "v".repeat(300))).unwrap();
-    let cases: [(Vec<&str>, &str); 9] = [
+    let short_token = dir.join("token");
+    std::fs::write(&short_token, "abc\n").unwrap();
+    let cases: [(Vec<&str>, &str); 14] = [
         (vec!["agent"], "--name: every member needs a name"),
         (vec!["agent", "--name", "x", "--bind", "1.2.3"], "--bind: '1.2.3' is not an address"),
         (vec!["agent", "--name", "x", "--key-file", keys.to_str().unwrap()], "--key-file: line 1: not a 32-byte key"),
@@ -212,6 +219,20 @@ fn bad_settings_exit_2_naming_the_setting() {
         (vec!["agent", "--name", "x", "--tag", &long], "--tag: tag \"k\": 300 bytes"),
         (vec!["agent", "--config", tagged.to_str().unwrap()], "tagged.toml: tags: tag \"k\": 300 bytes"),
         (vec!["agent", "--name", "x", "--datagram-budget", "100"], "datagram_budget is 100, expected 1024 to 65000"),
+        (vec!["agent", "--name", "x", "--http", "localhost"], "--http: 'localhost' is not an address"),
+        (
+            vec!["agent", "--name", "x", "--bind", "127.0.0.1:0", "--http", "8.8.8.8:80"],
+            "--http: cannot listen on 8.8.8.8:80",
+        ),
+        (
+            vec!["agent", "--name", "x", "--http-token-file", short_token.to_str().unwrap()],
+            "must be 16 to 4096 printable",
+        ),
+        (
+            vec!["agent", "--name", "x", "--record-arrivals", "2000000"],
+            "--record-arrivals: invalid membership configuration: recorded_arrivals is 2000000, expected 0 to 1000000",
+        ),
+        (vec!["agent", "--name", "x", "--event-history", "0"], "--event-history: 0 is out of range (1 to 100000)"),
     ];
     for (args, says) in cases {
         let o = Command::new(env!("CARGO_BIN_EXE_vigil")).args(&args).output().unwrap();

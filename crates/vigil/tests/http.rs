@@ -268,6 +268,7 @@ fn the_api_answers_as_documented_and_guards_changes_with_the_token() {
     let (s, e) = get(&format!("{a0}/v1/nothing-here"));
     assert_eq!(s, 404);
     assert!(e["error"].as_str().unwrap().contains("/v1/nothing-here"));
+    hostile_requests(a0);
 
     // The keyring: refused without the token or with a wrong one.
     let keys_url = format!("{a0}/v1/keys");
@@ -353,6 +354,48 @@ fn the_api_answers_as_documented_and_guards_changes_with_the_token() {
     assert_eq!(one["status"], "left");
     let _ = std::fs::remove_file(keys);
     let _ = std::fs::remove_file(token);
+}
+
+/// Requests no client should send: each gets a JSON error that names the
+/// problem, bounded in size, and the agent goes on answering.
+fn hostile_requests(a0: &str) {
+    let raw = |method: &str, path: &str, body: Vec<u8>| -> (u16, Value) {
+        let c = client();
+        let url = format!("{a0}{path}");
+        let r = match method {
+            "POST" => c.post(&url).header("Authorization", format!("Bearer {TOKEN}")).send(&body[..]),
+            "PUT" => c.put(&url).send(&body[..]),
+            _ => c.get(&url).call(),
+        };
+        let mut r = r.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let status = r.status().as_u16();
+        let text = r.body_mut().read_to_string().unwrap();
+        let v = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{method} {path} → {status}: not JSON ({e}): {text}"));
+        (status, v)
+    };
+    let cases: Vec<(&str, String, Vec<u8>, u16, &str)> = vec![
+        ("POST", "/v1/keys".into(), vec![b'{'; 1 << 20], 413, ""),
+        ("POST", "/v1/keys".into(), b"{\"key\": 5}".to_vec(), 400, "expected"),
+        ("POST", "/v1/keys".into(), b"\xff\xfe".to_vec(), 400, "expected"),
+        ("POST", "/v1/keys/00000000/use".into(), vec![], 404, "00000000"),
+        ("PUT", "/v1/members".into(), vec![], 405, ""),
+        ("GET", format!("/v1/members/{}", "x".repeat(10_000)), vec![], 404, "10000 bytes"),
+        ("GET", "/v1/events?after=99999999999999999999999".into(), vec![], 400, "not an event id"),
+        ("GET", "/v1/traces/a1?format=exe".into(), vec![], 400, "exe"),
+        ("GET", "/v1/lab/run?heartbeat=-1".into(), vec![], 400, "heartbeat"),
+        ("GET", "/v1/lab/run?seed=1e99".into(), vec![], 400, "seed"),
+        ("GET", "/v1/lab/run?phi_threshold=NaN".into(), vec![], 400, "phi_threshold"),
+    ];
+    for (method, path, body, want, names) in cases {
+        let (status, v) = raw(method, &path, body);
+        let shown = &path[..path.len().min(60)];
+        assert_eq!(status, want, "{method} {shown}: {v}");
+        let message = v["error"].as_str().unwrap_or_else(|| panic!("{method} {shown}: {v}"));
+        assert!(message.contains(names), "{method} {shown}: {message:?} names {names:?}");
+        assert!(message.len() < 600, "{method} {shown}: the message is bounded ({} bytes)", message.len());
+    }
+    assert_eq!(get(&format!("{a0}/v1/health/live")).0, 200, "still answering");
 }
 
 /// Without a token, changes are allowed only on a loopback address: an

@@ -82,8 +82,10 @@ async fn lab_run(Query(q): Query<HashMap<String, String>>) -> Result<axum::Json<
 pub(crate) async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let app = routes::<()>().route("/", get(|| async { axum::response::Redirect::to("/lab") })).fallback(
         |req: axum::extract::Request| async move {
-            ApiError::new(StatusCode::NOT_FOUND, format!("no such page: {} (the lab is at /lab)", req.uri().path()))
+            let path = vigil_lab::millis::quoted(req.uri().path());
+            ApiError::new(StatusCode::NOT_FOUND, format!("no such page: {path} (the lab is at /lab)"))
         },
     );
-    axum::serve(listener, app).await
+    axum::serve(super::listener::Bounded::new(listener), app.layer(axum::middleware::map_response(super::json_errors)))
+        .await
 }

@@ -28,6 +28,7 @@ use vigil_net::Cluster;
 pub(crate) mod fleet;
 pub(crate) mod history;
 pub(crate) mod lab;
+mod listener;
 pub(crate) mod metrics;
 pub(crate) mod recorder;
 pub(crate) mod traces;
@@ -122,12 +123,39 @@ pub(crate) fn router(api: Api) -> Router {
         .merge(lab::routes())
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::map_response(json_errors))
         .with_state(api)
 }
 
 /// Serves `api` on `listener` until the process ends.
 pub(crate) async fn serve(listener: tokio::net::TcpListener, api: Api) -> std::io::Result<()> {
-    axum::serve(listener, router(api)).await
+    axum::serve(listener::Bounded::new(listener), router(api)).await
+}
+
+/// Every error as JSON: what axum answers by itself (a body too large, a
+/// query that does not parse, a method not allowed) is plain text, and is
+/// wrapped here as `{"error": "..."}`.
+async fn json_errors(res: Response) -> Response {
+    let status = res.status();
+    let is_json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return res;
+    }
+    let (parts, body) = res.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
+    let mut message = String::from_utf8_lossy(&text).trim().to_owned();
+    if message.is_empty() {
+        message = status.canonical_reason().unwrap_or("error").to_owned();
+    }
+    let mut out = ApiError::new(status, message).into_response();
+    for (k, v) in parts.headers.iter().filter(|(k, _)| *k == header::ALLOW) {
+        out.headers_mut().insert(k, v.clone());
+    }
+    out
 }
 
 /// Whether the server may be reached from elsewhere than this host.
