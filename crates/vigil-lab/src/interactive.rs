@@ -189,6 +189,8 @@ pub struct Outcome {
 
 /// Points per gap between heartbeats in [`Outcome::phi`].
 const STEPS: u64 = 12;
+/// Points across the silence after the last heartbeat.
+const TAIL_STEPS: u64 = 200;
 
 fn ms(t: Instant) -> f64 {
     t.as_nanos() as f64 / 1e6
@@ -224,7 +226,11 @@ pub fn run(c: &Controls) -> Result<Outcome, ControlError> {
     let phi_t = judge(&trace, &phi_cfg, &[c.phi_threshold, c.phi_threshold + 1.0], 1).map_err(internal)?;
     let fixed_t = judge(&trace, &fixed_cfg, &[1.0], 1).map_err(internal)?;
     let last = trace.beats.len().saturating_sub(1);
-    let phi = level_series(&trace, &phi_cfg, 0, last, STEPS, trace.end).map_err(internal)?;
+    // Between heartbeats a few points a gap; after the last one (the
+    // crash), many, since that silence is what the page is about.
+    let mut phi = level_series(&trace, &phi_cfg, 0, last, STEPS, None).map_err(internal)?;
+    let tail = level_series(&trace, &phi_cfg, last, last, TAIL_STEPS, trace.end).map_err(internal)?;
+    phi.extend(tail.into_iter().skip(1));
     let arrivals: Vec<f64> = trace.beats.iter().map(|b| ms(b.arrival)).collect();
     let intervals: Vec<f64> = arrivals.windows(2).map(|w| w[1] - w[0]).collect();
     let window = &intervals[intervals.len().saturating_sub(100)..];

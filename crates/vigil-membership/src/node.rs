@@ -464,6 +464,7 @@ impl Node {
         }
         self.stats.received[kind] += 1;
         self.stats.bytes_received += bytes.len() as u64;
+        self.stats.bytes_received_by_kind[kind] += bytes.len() as u64;
         self.receive(now, from, packet);
         self.settle(now);
         Ok(())
@@ -753,6 +754,7 @@ impl Node {
             Ok(bytes) => {
                 self.stats.sent[kind] += 1;
                 self.stats.bytes_sent += bytes.len() as u64;
+                self.stats.bytes_sent_by_kind[kind] += bytes.len() as u64;
                 self.transmits.push_back(Transmit { to, bytes, kind, stream });
             }
             Err(_) => self.stats.encode_failures += 1,

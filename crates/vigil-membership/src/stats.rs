@@ -56,6 +56,11 @@ pub struct Stats {
     pub bytes_sent: u64,
     /// Bytes received (accepted messages).
     pub bytes_received: u64,
+    /// Bytes sent, by the kind of message that carried them (piggybacked
+    /// rumours count with their carrier).
+    pub bytes_sent_by_kind: KindCounts,
+    /// Bytes received, by the kind of message that carried them.
+    pub bytes_received_by_kind: KindCounts,
     /// Malformed input dropped (including input over the size limit).
     pub rejected_malformed: u64,
     /// Packets of another cluster dropped.

@@ -325,3 +325,51 @@ fn the_lab_recomputes_when_a_control_moves() {
     assert_eq!(b.eval("document.querySelector('input[name=heartbeat]').value"), "1500");
     assert_eq!(b.eval(checks), 7, "the seed's checks pass on the very noisy path");
 }
+
+/// Regenerates the README's screenshots, `docs/dashboard.png` and
+/// `docs/lab.png`, from `vigil cluster` after two minutes with two pauses
+/// and a crash:
+/// `cargo test -p vigil --test browser -- --ignored --nocapture readme_screenshots`
+#[test]
+#[ignore = "regenerates the README's screenshots (two minutes)"]
+fn readme_screenshots() {
+    let Some(exe) = chromium() else { return };
+    let mut child = Command::new(VIGIL)
+        .args(["cluster", "--nodes", "5", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("dashboard: ") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0);
+    }
+    std::thread::spawn(move || for _ in out.lines() {});
+    let _demo = (Proc(child), stdin);
+    let url = line.split_whitespace().nth(1).unwrap().trim_end_matches('/').to_owned();
+    let post = |path: &str| {
+        let _ = ureq::post(format!("{url}{path}")).send_empty();
+    };
+    std::thread::sleep(Duration::from_secs(40));
+    post("/v1/fleet/n2/pause?seconds=2");
+    std::thread::sleep(Duration::from_secs(25));
+    post("/v1/fleet/n4/pause?seconds=2.5");
+    std::thread::sleep(Duration::from_secs(25));
+    post("/v1/fleet/n5/pause?seconds=2.5");
+    std::thread::sleep(Duration::from_secs(15));
+    post("/v1/fleet/n3/crash");
+    std::thread::sleep(Duration::from_secs(12));
+    let mut b = Browser::start(&exe);
+    b.call("Page.navigate", json!({"url": format!("{url}/")}));
+    b.until(ROWS, Duration::from_secs(10), |v| rows(v).len() == 5);
+    std::thread::sleep(Duration::from_secs(2));
+    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    b.screenshot(&docs.join("dashboard.png"));
+    b.call("Page.navigate", json!({"url": format!("{url}/lab")}));
+    b.until("Number(document.body.dataset.runs || 0)", Duration::from_secs(10), |v| v.as_u64() >= Some(1));
+    b.screenshot(&docs.join("lab.png"));
+}

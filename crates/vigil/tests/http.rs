@@ -505,7 +505,26 @@ fn metrics_events_and_traces_follow_a_crash() {
     let (n, _) = m.histogram("vigil_phi_observed", "member", "a1").unwrap();
     assert!(n >= 3, "φ sampled once a second: {n}");
     assert!(m.value("vigil_messages", "kind", "heartbeat").unwrap() > 0.0);
-    assert!(m.value("vigil_protocol_bytes", "direction", "sent").unwrap() > 0.0);
+    // Heartbeats: sent and counted by kind and direction, in bytes too.
+    let hb_bytes: f64 = m
+        .samples("vigil_protocol_bytes")
+        .into_iter()
+        .filter(|(ls, _)| {
+            ls.contains(&("kind".into(), "heartbeat".into())) && ls.contains(&("direction".into(), "sent".into()))
+        })
+        .map(|(_, v)| counter(&v))
+        .sum();
+    let hb_sent: f64 = m
+        .samples("vigil_messages")
+        .into_iter()
+        .filter(|(ls, _)| {
+            ls.contains(&("kind".into(), "heartbeat".into())) && ls.contains(&("direction".into(), "sent".into()))
+        })
+        .map(|(_, v)| counter(&v))
+        .sum();
+    assert!(hb_sent >= 6.0, "a0 heartbeats two observers every 1.05 s: {hb_sent} sent");
+    // A heartbeat is tens of bytes; with piggybacked rumours, under 1,400.
+    assert!((20.0 * hb_sent..1400.0 * hb_sent).contains(&hb_bytes), "{hb_bytes} bytes in {hb_sent} heartbeats");
     assert_eq!(m.value("vigil_rejected_packets", "reason", "forged"), Some(0.0));
     assert_eq!(m.value("vigil_awareness", "", ""), Some(0.0));
     assert_eq!(m.value("vigil_deaths", "", ""), Some(0.0));

@@ -61,11 +61,6 @@ struct MessageLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DirectionLabel {
-    direction: Direction,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabel {
     reason: &'static str,
 }
@@ -114,7 +109,7 @@ pub(crate) struct Metrics {
     awareness_max: Gauge,
     queues: Family<QueueLabel, Gauge>,
     messages: Family<MessageLabel, Counter>,
-    bytes: Family<DirectionLabel, Counter>,
+    bytes: Family<MessageLabel, Counter>,
     rejected: Family<ReasonLabel, Counter>,
     suspicions: Counter,
     confirmed: Counter,
@@ -194,7 +189,7 @@ impl Metrics {
         r.register("messages", "Protocol messages, by kind and direction", m.messages.clone());
         r.register_with_unit(
             "protocol",
-            "Protocol bytes, by direction",
+            "Protocol bytes (before sealing), by the kind of message that carried them and direction",
             prometheus_client::registry::Unit::Bytes,
             m.bytes.clone(),
         );
@@ -262,8 +257,12 @@ impl Metrics {
             let label = MessageLabel { kind: kind.to_string(), direction: RECEIVED };
             advance(&self.messages.get_or_create(&label), n);
         }
-        advance(&self.bytes.get_or_create(&DirectionLabel { direction: SENT }), node.bytes_sent);
-        advance(&self.bytes.get_or_create(&DirectionLabel { direction: RECEIVED }), node.bytes_received);
+        for (kind, n) in node.bytes_sent_by_kind.iter() {
+            advance(&self.bytes.get_or_create(&MessageLabel { kind: kind.to_string(), direction: SENT }), n);
+        }
+        for (kind, n) in node.bytes_received_by_kind.iter() {
+            advance(&self.bytes.get_or_create(&MessageLabel { kind: kind.to_string(), direction: RECEIVED }), n);
+        }
         let net = &s.stats.net;
         let mut reasons: Vec<(&'static str, u64)> = vec![
             ("malformed", node.rejected_malformed),
