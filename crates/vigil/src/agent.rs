@@ -78,6 +78,17 @@ pub(crate) struct AgentArgs {
     /// sends) or trace.
     #[arg(long, value_enum)]
     log_level: Option<LogLevel>,
+    /// A graded policy on the members this one watches: `NAME=THRESHOLD`
+    /// (repeatable), e.g. `--policy route=2 --policy remove=8`. Each reports
+    /// `policy` events for members given with `--watch`, and its time to
+    /// threshold for every watched member in the API.
+    #[arg(long = "policy", value_name = "NAME=THRESHOLD")]
+    policies: Vec<String>,
+    /// Watch this member for the application too (repeatable): its policies'
+    /// verdicts become `policy` events (its heartbeats are asked for if it
+    /// is not one this member watches anyway).
+    #[arg(long = "watch", value_name = "NAME")]
+    watch: Vec<String>,
     /// The HTTP API, metrics and dashboard: `IP:PORT`, or `off` (default
     /// 127.0.0.1:8470; if that port is taken, the agent runs without it and
     /// says so).
@@ -100,8 +111,9 @@ pub(crate) struct AgentArgs {
     /// A TOML file with the same settings (`name`, `bind`, `advertise`,
     /// `join`, `key_file`, `seal_mode`, `preset`, `cluster`, `data_dir`,
     /// `datagram_budget`, `log_level`, `http`, `http_token_file`,
-    /// `record_arrivals`, `event_history`, and a `[tags]` table); flags
-    /// override it, tag by tag.
+    /// `record_arrivals`, `event_history`, `watch`, a `[tags]` table and a
+    /// `[policies]` table of name = threshold); flags override it, tag by
+    /// tag and policy by policy.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 }
@@ -166,7 +178,11 @@ struct FileSettings {
     record_arrivals: Option<usize>,
     event_history: Option<usize>,
     #[serde(default)]
+    watch: Vec<String>,
+    #[serde(default)]
     tags: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    policies: std::collections::BTreeMap<String, f64>,
 }
 
 /// Where a setting came from, for errors.
@@ -257,6 +273,28 @@ fn tags(flags: &[String], file: &std::collections::BTreeMap<String, String>, pat
         let from = if flags.is_empty() { origin(false, "tags", path) } else { "--tag".to_owned() };
         UsageError(format!("{from}: {e}")).into()
     })
+}
+
+/// The graded policies: the file's `[policies]`, then each `--policy
+/// NAME=THRESHOLD` over them.
+fn policies(
+    flags: &[String],
+    file: &std::collections::BTreeMap<String, f64>,
+    path: Option<&Path>,
+) -> Result<Vec<vigil_detector::Policy>> {
+    let mut all = file.clone();
+    for p in flags {
+        let (name, threshold) = p
+            .split_once('=')
+            .and_then(|(n, t)| Some((n.trim(), t.trim().parse::<f64>().ok()?)))
+            .ok_or_else(|| UsageError(format!("--policy {}: expected NAME=THRESHOLD", vigil_lab::millis::quoted(p))))?;
+        all.insert(name.to_owned(), threshold);
+    }
+    if all.len() > 16 {
+        let from = if flags.is_empty() { origin(false, "policies", path) } else { "--policy".to_owned() };
+        return Err(UsageError(format!("{from}: {} policies, at most 16", all.len())).into());
+    }
+    Ok(all.into_iter().map(|(name, threshold)| vigil_detector::Policy::new(name, threshold)).collect())
 }
 
 /// The log line of an event: verdicts and warnings about this member itself.
@@ -373,6 +411,13 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
         ))
         .into());
     }
+    config.policies = policies(&a.policies, &file.policies, file_path)?;
+    config.validate().map_err(|e| {
+        let from = if a.policies.is_empty() { origin(false, "policies", file_path) } else { "--policy".to_owned() };
+        UsageError(format!("{from}: {e}"))
+    })?;
+    let watch: std::collections::BTreeSet<String> =
+        if a.watch.is_empty() { file.watch.iter().cloned().collect() } else { a.watch.iter().cloned().collect() };
     let level = a.log_level.or(file.log_level).unwrap_or(LogLevel::Info);
     // Logs go to stderr, plain text; stdout is for events.
     let _ = tracing_subscriber::fmt().with_max_level(level.filter()).with_writer(std::io::stderr).try_init();
@@ -418,14 +463,7 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
                 fleet: None,
             };
             tracing::info!("HTTP API on http://{addr} (dashboard at /, metrics at /metrics)");
-            tokio::spawn(async move {
-                if let Err(e) = http::serve(listener, api).await {
-                    tracing::error!("the HTTP API stopped: {e}");
-                }
-            });
-            // The samples feed the metrics and the charts, which only the
-            // API shows.
-            tokio::spawn(recorder.clone().sample(member.clone()));
+            http::start(listener, api);
         }
         let mut events = member.events();
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -434,6 +472,12 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
             tokio::select! {
                 e = events.next() => {
                     let Some(e) = e else { break };
+                    // Members to watch for the application, as they come.
+                    if let Event::Up { id, .. } = &e.event
+                        && watch.contains(&*id.name)
+                    {
+                        member.watch(&id.name).await;
+                    }
                     let tags = match &e.event {
                         Event::Up { id, .. } => member.member(&id.name).await.filter(|v| v.id == *id).map(|v| v.tags),
                         _ => None,

@@ -84,12 +84,7 @@ pub(crate) fn run(a: &ClusterArgs, out: &mut dyn Write) -> Result<()> {
             expects_peers: true,
             fleet: Some(fleet.clone()),
         };
-        tokio::spawn(async move {
-            if let Err(e) = http::serve(listener, api).await {
-                tracing::error!("the HTTP API stopped: {e}");
-            }
-        });
-        tokio::spawn(recorder.clone().sample(observer.clone()));
+        http::start(listener, api);
         writeln!(
             out,
             "vigil cluster: {} members on 127.0.0.1 (n1 at {}), seen from n1\ndashboard: http://{http_local}/   API: http://{http_local}/v1/members\n{HELP}",

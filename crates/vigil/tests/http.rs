@@ -488,10 +488,38 @@ impl Metrics {
 
 #[test]
 fn metrics_events_and_traces_follow_a_crash() {
-    let all = cluster(3, &[]);
+    let all = cluster(3, &["--policy", "route=2", "--watch", "a1"]);
     let a0 = all[0].url.clone();
     // A few more heartbeats for the distributions.
     std::thread::sleep(Duration::from_secs(4));
+    // The graded policy is judged beside monitoring's own, with its time to
+    // threshold: sooner than the probe's.
+    let (_, a1) = get(&format!("{a0}/v1/members/a1"));
+    let policies = a1["watched"]["policies"].as_array().unwrap();
+    let names: Vec<&str> = policies.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["probe", "route"]);
+    let to = |i: usize| policies[i]["time_to_threshold_ms"].as_f64().unwrap();
+    assert!(to(1) < to(0), "route (φ 2) is reached before probe (φ 8): {a1}");
+    assert_eq!(a1["watched"]["by_app"], true, "a1 is watched for the application");
+    // Stop a1 for 2.5 s: route fires (φ 2 is about 1.4 s of silence), then
+    // recovers; no death.
+    let stop = |sig: &str, pid: u32| Command::new("kill").args([sig, &pid.to_string()]).status().unwrap();
+    let policy_events = {
+        let url = format!("{a0}/v1/events?after=now");
+        std::thread::spawn(move || sse(&url, None, 2, Duration::from_secs(15)))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    stop("-STOP", all[1].child.id());
+    std::thread::sleep(Duration::from_millis(2500));
+    stop("-CONT", all[1].child.id());
+    let seen: Vec<Value> =
+        policy_events.join().unwrap().into_iter().map(|(_, v)| v).filter(|v| v["event"] == "policy").collect();
+    assert!(!seen.is_empty(), "route fired for a1");
+    assert_eq!(
+        (seen[0]["member"].as_str(), seen[0]["policy"].as_str(), seen[0]["fired"].as_bool()),
+        (Some("a1"), Some("route"), Some(true))
+    );
+    assert!(seen[0]["phi"].as_f64().unwrap() >= 2.0);
     let m = Metrics::fetch(&a0);
     assert_eq!(m.value("vigil_members", "status", "alive"), Some(2.0));
     assert_eq!(m.value("vigil_members", "status", "dead"), Some(0.0));
@@ -526,8 +554,13 @@ fn metrics_events_and_traces_follow_a_crash() {
     // A heartbeat is tens of bytes; with piggybacked rumours, under 1,400.
     assert!((20.0 * hb_sent..1400.0 * hb_sent).contains(&hb_bytes), "{hb_bytes} bytes in {hb_sent} heartbeats");
     assert_eq!(m.value("vigil_rejected_packets", "reason", "forged"), Some(0.0));
-    assert_eq!(m.value("vigil_awareness", "", ""), Some(0.0));
+    // Local health: a0's probes of the stopped a1 may have failed, which
+    // raises it; within its bound.
+    let awareness = m.value("vigil_awareness", "", "").unwrap();
+    assert!((0.0..=m.value("vigil_awareness_max", "", "").unwrap()).contains(&awareness));
     assert_eq!(m.value("vigil_deaths", "", ""), Some(0.0));
+    let (n, _) = m.histogram("vigil_phi_at_verdict", "verdict", "policy:route").unwrap();
+    assert!(n >= 1, "φ at route's verdict recorded");
 
     // The event stream: ids from 1, and a resume after the first id gives
     // the rest.
@@ -563,7 +596,11 @@ fn metrics_events_and_traces_follow_a_crash() {
     assert_eq!(m.value("vigil_members", "status", "dead"), Some(1.0));
     assert_eq!(m.value("vigil_deaths", "", ""), Some(1.0));
     assert_eq!(m.value("vigil_suspicions_confirmed", "", ""), Some(1.0));
-    assert_eq!(m.value("vigil_suspicion_false_positive_ratio", "", ""), Some(0.0));
+    // The headline: refuted over settled suspicions (the 2.5 s stop of a1
+    // may have been suspected and refuted).
+    let refuted = m.value("vigil_refutations", "", "").unwrap();
+    let ratio = m.value("vigil_suspicion_false_positive_ratio", "", "").unwrap();
+    assert!((ratio - refuted / (refuted + 1.0)).abs() < 1e-12, "{ratio} with {refuted} refuted and 1 confirmed");
     // a0 watched a2: from its last heartbeat to the verdict, at most 20 s.
     let (n, sum) = m.histogram("vigil_detection_latency_seconds", "", "").unwrap();
     assert_eq!(n, 1);

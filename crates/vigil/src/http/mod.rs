@@ -127,9 +127,15 @@ pub(crate) fn router(api: Api) -> Router {
         .with_state(api)
 }
 
-/// Serves `api` on `listener` until the process ends.
-pub(crate) async fn serve(listener: tokio::net::TcpListener, api: Api) -> std::io::Result<()> {
-    axum::serve(listener::Bounded::new(listener), router(api)).await
+/// Serves `api` on `listener`, and samples its member once a second for
+/// the metrics and the charts, in the background until the process ends.
+pub(crate) fn start(listener: tokio::net::TcpListener, api: Api) {
+    tokio::spawn(api.recorder.clone().sample(api.cluster.clone()));
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener::Bounded::new(listener), router(api)).await {
+            tracing::error!("the HTTP API stopped: {e}");
+        }
+    });
 }
 
 /// Every error as JSON: what axum answers by itself (a body too large, a
