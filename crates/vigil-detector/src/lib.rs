@@ -118,6 +118,7 @@ mod error;
 pub mod fnv;
 mod math;
 mod models;
+pub mod outlier;
 mod registry;
 mod time;
 mod window;
