@@ -257,3 +257,22 @@ fn a_cluster_wide_brownout_ejects_nobody() {
     // Judged, not skipped: every host had its interval counted.
     assert!((0..10u8).all(|h| od.report(&h).unwrap().success_rate.is_some_and(|(r, n)| n == 200 && r < 90.0)));
 }
+
+/// An embedder that never takes the events does not make the detector grow
+/// without bound: past `MAX_EVENTS` they are counted and dropped.
+#[test]
+fn untaken_events_are_bounded_and_counted() {
+    use vigil_detector::outlier::MAX_EVENTS;
+    // Five hosts at 10 %: every streak of five is an overflow event.
+    let mut od: Outliers<u8> = Outliers::new(OutlierConfig::envoy()).unwrap();
+    let t = Instant::from_secs(1);
+    for h in 0..5u8 {
+        od.insert(h, t).unwrap();
+    }
+    let streaks = MAX_EVENTS as u64 + 100;
+    for _ in 0..streaks * 5 {
+        od.record(0, Outcome::Response(500), None, t).unwrap();
+    }
+    assert_eq!(od.events_dropped(), 100);
+    assert_eq!(od.take_events().len(), MAX_EVENTS);
+}

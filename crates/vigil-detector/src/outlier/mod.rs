@@ -221,8 +221,13 @@ pub struct Outliers<K> {
     ejected: usize,
     next_tick: Option<Instant>,
     events: Vec<OutlierEvent<K>>,
+    events_dropped: u64,
     rng: u64,
 }
+
+/// Events kept until taken; beyond, new ones are counted and dropped (an
+/// embedder that never takes them does not grow without bound).
+pub const MAX_EVENTS: usize = 65_536;
 
 /// splitmix64: the detector's own small generator, seeded from the config.
 fn next_random(state: &mut u64) -> u64 {
@@ -249,6 +254,7 @@ impl<K: Hash + Eq + Clone> Outliers<K> {
             ejected: 0,
             next_tick: None,
             events: Vec::new(),
+            events_dropped: 0,
             rng,
         })
     }
@@ -452,33 +458,41 @@ impl<K: Hash + Eq + Clone> Outliers<K> {
     fn eject(&mut self, i: usize, reason: EjectReason, now: Instant) {
         let key = self.hosts[i].key.clone();
         if !self.may_eject_one_more() {
-            self.events.push(OutlierEvent::Overflow { host: key, reason, at: now });
+            self.emit(OutlierEvent::Overflow { host: key, reason, at: now });
             return;
         }
         let enforcing = self.enforcing(reason);
         let enforced = enforcing >= 100 || (enforcing > 0 && next_random(&mut self.rng) % 100 < u64::from(enforcing));
         if !enforced {
-            self.events.push(OutlierEvent::NotEnforced { host: key, reason, at: now });
+            self.emit(OutlierEvent::NotEnforced { host: key, reason, at: now });
             return;
         }
-        let jitter_ns = u64::try_from(self.config.max_ejection_time_jitter.as_millis()).unwrap_or(u64::MAX);
-        let jitter = if jitter_ns == 0 {
+        let jitter_ms = u64::try_from(self.config.max_ejection_time_jitter.as_millis()).unwrap_or(u64::MAX);
+        let jitter = if jitter_ms == 0 {
             Duration::ZERO
         } else {
-            Duration::from_millis(next_random(&mut self.rng) % jitter_ns.saturating_add(1))
+            Duration::from_millis(next_random(&mut self.rng) % jitter_ms.saturating_add(1))
         };
         let (base, max) = (self.config.base_ejection_time, self.config.max_ejection_time);
         let h = &mut self.hosts[i];
         h.eject(reason, now, base, max, jitter);
         let e = h.ejection.expect("just ejected");
         self.ejected += 1;
-        self.events.push(OutlierEvent::Ejected {
-            host: key,
-            reason,
-            at: now,
-            until: e.until,
-            multiplier: h.multiplier,
-        });
+        let multiplier = h.multiplier;
+        self.emit(OutlierEvent::Ejected { host: key, reason, at: now, until: e.until, multiplier });
+    }
+
+    /// Events dropped because [`MAX_EVENTS`] were waiting to be taken.
+    pub fn events_dropped(&self) -> u64 {
+        self.events_dropped
+    }
+
+    fn emit(&mut self, e: OutlierEvent<K>) {
+        if self.events.len() < MAX_EVENTS {
+            self.events.push(e);
+        } else {
+            self.events_dropped += 1;
+        }
     }
 
     /// The events since the last call, oldest first.
@@ -511,7 +525,7 @@ impl<K: Hash + Eq + Clone> Outliers<K> {
                 h.uneject(t);
                 self.ejected -= 1;
                 let host = h.key.clone();
-                self.events.push(OutlierEvent::Returned { host, at: t });
+                self.emit(OutlierEvent::Returned { host, at: t });
             }
             let h = &mut self.hosts[i];
             h.previous = std::mem::take(&mut h.current);
