@@ -116,6 +116,7 @@ mod any;
 mod detector;
 mod error;
 pub mod fnv;
+pub mod health;
 mod math;
 mod models;
 pub mod outlier;
