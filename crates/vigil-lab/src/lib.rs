@@ -27,6 +27,8 @@ pub mod chen;
 pub mod dist;
 pub mod engine;
 pub mod event;
+pub mod fleet;
+pub mod fleet_trace;
 pub mod interactive;
 pub mod millis;
 pub mod nfds;

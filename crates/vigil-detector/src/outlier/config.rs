@@ -103,6 +103,11 @@ pub struct OutlierConfig {
     /// A host whose success rate is below `mean − factor × σ` of the
     /// qualifying hosts' is an outlier. Envoy: 1.9 (1900 / 1000).
     pub success_rate_stdev_factor: f64,
+    /// ... and at least this many percentage points below the mean (vigil's
+    /// addition; Envoy: 0). In a fleet of equally healthy hosts the rates
+    /// differ by noise alone, σ is tiny, and `mean − 1.9 σ` ejects whichever
+    /// host was unluckiest; a floor on the drop keeps noise from ejecting.
+    pub success_rate_minimum_drop: f64,
     /// A host failing at least this percent of its requests is an outlier.
     /// Envoy: 85.
     pub failure_percentage_threshold: u32,
@@ -151,6 +156,7 @@ impl OutlierConfig {
             success_rate_minimum_hosts: 5,
             success_rate_request_volume: 100,
             success_rate_stdev_factor: 1.9,
+            success_rate_minimum_drop: 0.0,
             failure_percentage_threshold: 85,
             enforcing_failure_percentage: 0,
             enforcing_failure_percentage_local_origin: 0,
@@ -163,11 +169,12 @@ impl OutlierConfig {
     }
 
     /// vigil's recommendation: Envoy's defaults, plus one host may always be
-    /// ejected, failure-percentage ejection enforced, and latency-based
-    /// ejection on.
+    /// ejected, a success rate must also be 5 points below the mean,
+    /// failure-percentage ejection enforced, and latency-based ejection on.
     pub fn vigil() -> OutlierConfig {
         OutlierConfig {
             always_eject_one_host: true,
+            success_rate_minimum_drop: 5.0,
             enforcing_failure_percentage: 100,
             enforcing_failure_percentage_local_origin: 100,
             latency: Some(LatencyConfig::default()),
@@ -217,6 +224,9 @@ impl OutlierConfig {
             if p > 100 {
                 return Err(out(name, f64::from(p), "[0, 100]"));
             }
+        }
+        if !(self.success_rate_minimum_drop.is_finite() && (0.0..=100.0).contains(&self.success_rate_minimum_drop)) {
+            return Err(out("success_rate_minimum_drop", self.success_rate_minimum_drop, "[0, 100]"));
         }
         if !(self.success_rate_stdev_factor.is_finite() && self.success_rate_stdev_factor >= 0.0) {
             return Err(out("success_rate_stdev_factor", self.success_rate_stdev_factor, "[0, ∞)"));

@@ -564,7 +564,7 @@ impl<K: Hash + Eq + Clone> Outliers<K> {
             let n = sr.len() as f64;
             let mean = sr.iter().map(|r| r.1).sum::<f64>() / n;
             let var = sr.iter().map(|r| (r.1 - mean) * (r.1 - mean)).sum::<f64>() / n;
-            let threshold = mean - c.success_rate_stdev_factor * var.sqrt();
+            let threshold = (mean - c.success_rate_stdev_factor * var.sqrt()).min(mean - c.success_rate_minimum_drop);
             let mut outliers: Vec<(usize, f64)> = sr.into_iter().filter(|r| r.1 < threshold).collect();
             outliers.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
             let reason = if local { EjectReason::LocalOriginSuccessRate } else { EjectReason::SuccessRate };
