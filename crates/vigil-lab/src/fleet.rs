@@ -143,17 +143,18 @@ pub enum JudgeKind {
 }
 
 /// The built-in setups' names.
-pub const SETUPS: [&str; 6] = ["none", "phi", "phi-tight", "outliers", "outliers-tight", "composed"];
+pub const SETUPS: [&str; 6] = ["none", "phi", "phi-tight", "outliers", "outliers-eager", "composed"];
 
 impl Setup {
     /// A built-in setup ([`SETUPS`]): `none` (no detection: the baseline),
     /// `phi` (φ ≥ 2), `phi-tight` (φ ≥ 1),
-    /// `outliers` (vigil's outlier preset), `outliers-tight` (a streak of 2
-    /// ejects, a 5 s interval, success rate at 1 σ), `composed` (φ ≥ 2 or
+    /// `outliers` (vigil's outlier preset), `outliers-eager` (tuned to catch
+    /// a crash on its first failed request: one server error ejects, a 5 s
+    /// interval, success rate at 1 σ over 20 requests), `composed` (φ ≥ 2 or
     /// ejected, vigil's preset).
     pub fn builtin(name: &str) -> Option<Setup> {
-        let tight = OutlierConfig {
-            consecutive_5xx: 2,
+        let eager = OutlierConfig {
+            consecutive_5xx: 1,
             interval: Duration::from_secs(5),
             success_rate_stdev_factor: 1.0,
             success_rate_request_volume: 20,
@@ -165,7 +166,7 @@ impl Setup {
             "phi" => JudgeKind::Phi(2.0),
             "phi-tight" => JudgeKind::Phi(1.0),
             "outliers" => JudgeKind::Outliers(OutlierConfig::vigil()),
-            "outliers-tight" => JudgeKind::Outliers(tight),
+            "outliers-eager" => JudgeKind::Outliers(eager),
             "composed" => JudgeKind::Composed(2.0, OutlierConfig::vigil()),
             _ => return None,
         };

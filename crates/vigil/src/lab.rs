@@ -59,6 +59,10 @@ enum LabCommand {
     /// Seed 002's lab in the browser: sliders for the path and both
     /// detectors, recomputed by the engine on every change.
     Serve(ServeArgs),
+    /// φ alone, outlier detection alone, and both composed, on fleets whose
+    /// hosts crash, fail gray, slow down or brown out (or on a recorded
+    /// fleet trace).
+    Fleet(crate::fleet::FleetArgs),
 }
 
 /// Arguments of `vigil lab serve`.
@@ -266,6 +270,7 @@ pub(crate) fn run(args: &LabArgs, out: &mut dyn Write) -> Result<()> {
         LabCommand::Configure(a) => configure_cmd(a, out),
         LabCommand::Demo(a) => demo_cmd(a, out),
         LabCommand::Serve(a) => serve_cmd(a, out),
+        LabCommand::Fleet(a) => crate::fleet::run_cmd(a, out),
     }
 }
 

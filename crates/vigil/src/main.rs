@@ -12,6 +12,7 @@ mod agent;
 mod client;
 mod cluster;
 mod demo;
+mod fleet;
 mod http;
 mod input;
 mod json;

@@ -709,3 +709,101 @@ fn every_lab_command_writes_a_report_when_asked() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--report") && !stderr(&o).contains("traces, seed"), "{}", stderr(&o));
 }
+
+/// `vigil lab fleet`: the composition catches the gray failure φ misses and
+/// the low-traffic crash outlier detection misses, without the false
+/// removals of outlier detection tuned to catch that crash; a recorded
+/// trace replays; the report has the table and a figure per scenario.
+#[test]
+fn fleet_shows_what_each_signal_misses_and_the_composition_catches() {
+    let o = vigil(&["lab", "fleet", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 30, "5 scenarios × 6 setups");
+    let get = |scenario: &str, setup: &str| {
+        results
+            .iter()
+            .find(|r| r["scenario"] == scenario && r["setup"] == setup)
+            .unwrap_or_else(|| panic!("{scenario}/{setup}"))
+    };
+    let stop = |scenario: &str, setup: &str| get(scenario, setup)["stopped_routing_after_ms"].as_f64();
+    let reached = |scenario: &str, setup: &str| get(scenario, setup)["requests_to_bad_host"].as_u64().unwrap();
+    // Gray failure: heartbeats are fine, so φ at any threshold never stops
+    // routing to h3; the composition does within the first interval tick.
+    assert_eq!((stop("gray", "phi"), stop("gray", "phi-tight")), (None, None));
+    assert!(stop("gray", "composed").is_some_and(|ms| ms <= 10_000.0));
+    assert!(reached("gray", "composed") * 10 < reached("gray", "phi"));
+    // Low-traffic crash: outlier detection alone never does (three requests
+    // in four minutes); the composition does on φ, within 10 s.
+    assert_eq!(stop("low-traffic-crash", "outliers"), None);
+    assert!(stop("low-traffic-crash", "composed").is_some_and(|ms| ms < 10_000.0));
+    // Outlier detection tuned to catch that crash removes healthy hosts;
+    // the composition removes none outside the brownout.
+    let false_removals = |setup: &str| -> u64 {
+        results
+            .iter()
+            .filter(|r| r["setup"] == setup && r["scenario"] != "brownout")
+            .map(|r| r["false_removals"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(false_removals("composed"), 0);
+    assert!(false_removals("outliers-eager") > 0);
+    // Brownout: no more removed at once than the cap (1 of 10).
+    for setup in ["outliers", "outliers-eager", "composed"] {
+        assert!(get("brownout", setup)["max_removed_at_once"].as_u64().unwrap() <= 1, "{setup}");
+    }
+
+    // A recorded trace of the gray failure, replayed open-loop.
+    let dir = std::env::temp_dir().join(format!("vigil-fleet-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("gray.csv");
+    let report = dir.join("report");
+    let o = vigil(&[
+        "lab",
+        "fleet",
+        "gray",
+        "--setup",
+        "phi",
+        "--setup",
+        "composed",
+        "--write-trace",
+        trace.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("requests that reached the bad host"));
+    assert!(report.join("fleet-gray.svg").exists());
+    let o = vigil(&["lab", "fleet", trace.to_str().unwrap(), "--setup", "phi", "--setup", "composed", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    let (phi, composed) = (&v["results"][0], &v["results"][1]);
+    assert_eq!(phi["spared"].as_u64(), Some(0), "φ spares nothing from a gray failure");
+    let total = composed["spared"].as_u64().unwrap() + composed["requests_to_bad_host"].as_u64().unwrap();
+    assert_eq!(
+        total,
+        phi["requests_to_bad_host"].as_u64().unwrap(),
+        "every request to h3 after the fault is counted once"
+    );
+    assert!(composed["spared"].as_u64().unwrap() > 10 * composed["requests_to_bad_host"].as_u64().unwrap());
+
+    // Bad input is named.
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, "0,h0,hb\n5,h0,req,999\n").unwrap();
+    for (args, says) in [
+        (vec!["lab", "fleet", "--setup", "magic"], "--setup: 'magic' is not a setup"),
+        (vec!["lab", "fleet", "earthquake"], "'earthquake': neither a fleet scenario"),
+        (vec!["lab", "fleet", bad.to_str().unwrap()], "line 2, field outcome: '999' is not an outcome"),
+        (
+            vec!["lab", "fleet", "gray", "crash", "--write-trace", "/tmp/x.csv"],
+            "--write-trace: give exactly one built-in scenario",
+        ),
+    ] {
+        let o = vigil(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
