@@ -147,6 +147,11 @@ pub struct Config {
     /// network that the lab replays to choose a detector and a threshold.
     /// 0 (the default) records nothing; at most 1,000,000 (8 bytes each).
     pub recorded_arrivals: usize,
+    /// Outlier detection over the outcomes of the application's requests to
+    /// members ([`Node::record_outcome`](crate::Node::record_outcome)): idle
+    /// until the first outcome. Default
+    /// [`OutlierConfig::vigil`](vigil_detector::outlier::OutlierConfig::vigil).
+    pub outliers: vigil_detector::outlier::OutlierConfig,
 }
 
 /// The most arrivals [`Config::recorded_arrivals`] may keep per member.
@@ -207,6 +212,7 @@ impl Config {
             local_stall: Duration::from_millis(200),
             datagram_budget: crate::wire::MAX_DATAGRAM,
             recorded_arrivals: 0,
+            outliers: vigil_detector::outlier::OutlierConfig::vigil(),
         }
     }
 
@@ -344,6 +350,7 @@ impl Config {
             ));
         }
         self.detector.validate().map_err(ConfigError::Detector)?;
+        self.outliers.validate().map_err(ConfigError::Detector)?;
         let mut names: Vec<&str> = vec!["probe"];
         for p in &self.policies {
             p.validate().map_err(ConfigError::Detector)?;

@@ -94,6 +94,22 @@ pub enum Event {
         /// that recovered it; `None` for a member never heard from.
         level: Option<f64>,
     },
+    /// Outlier detection ejected a member, from the outcomes of the
+    /// application's requests to it ([`Node::record_outcome`](crate::Node::record_outcome)):
+    /// stop sending it requests until it returns.
+    Ejected {
+        /// Who.
+        id: NodeId,
+        /// Why.
+        reason: vigil_detector::outlier::EjectReason,
+        /// The earliest return (at the first interval tick after).
+        until: vigil_detector::Instant,
+    },
+    /// An ejected member is back in service.
+    Returned {
+        /// Who.
+        id: NodeId,
+    },
     /// This node noticed that it had stalled (its timers ran late): it
     /// raised its awareness and makes no accusation for a while.
     LocalStall {

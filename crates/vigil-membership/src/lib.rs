@@ -61,6 +61,7 @@ mod members;
 pub mod message;
 mod monitor;
 mod node;
+mod outcomes;
 mod probe;
 mod rejected;
 pub mod replay;

@@ -41,6 +41,7 @@ use crate::health::LocalHealth;
 use crate::members::{Member, MemberTable};
 use crate::message::{MAX_NAME_LEN, Message, MessageKind, NodeId, Packet, Status, Update};
 use crate::monitor::Monitor;
+use crate::outcomes::RequestOutcomes;
 use crate::probe::{Answered, Probe, ProbeOrder, Probes, Purpose, Stage};
 use crate::rejected::Rejected;
 use crate::stats::Stats;
@@ -103,6 +104,7 @@ pub struct Node {
     probes: Probes,
     order: ProbeOrder,
     monitor: Monitor,
+    outcomes: RequestOutcomes,
     subscribers: Subscribers,
     health: LocalHealth,
     timers: Timers,
@@ -154,6 +156,7 @@ impl Node {
         stagger(Timer::Collect, COLLECT_INTERVAL);
         let mut node = Node {
             health: LocalHealth::new(config.max_awareness),
+            outcomes: RequestOutcomes::new(config.outliers.clone()),
             config,
             me: id,
             addr,
@@ -251,6 +254,72 @@ impl Node {
     /// unless [`Config::recorded_arrivals`] is set.
     pub fn arrivals(&self, name: &str, after: Option<Instant>) -> Option<Arrivals> {
         self.monitor.arrivals(name, after)
+    }
+
+    /// Records the outcome of one of the application's requests to the live
+    /// member `name` (and its latency, if measured), for outlier detection:
+    /// consecutive errors eject the member at once; success rate, failure
+    /// percentage and latency are judged on the detector's interval
+    /// ([`Config::outliers`]). An ejection is reported as
+    /// [`Event::Ejected`], a return as [`Event::Returned`]. Returns `false`
+    /// (and records nothing) for a member not known to be alive.
+    ///
+    /// ```
+    /// use vigil_detector::Instant;
+    /// use vigil_detector::outlier::Outcome;
+    /// use vigil_membership::{Config, Event, Node, NodeId};
+    ///
+    /// let mut node = Node::new(NodeId::new("a", 1), "10.0.0.1:7946".parse()?, Config::lan(7), 1, Instant::ZERO)?;
+    /// node.bootstrap(Instant::ZERO, &[(NodeId::new("b", 1), "10.0.0.2:7946".parse()?)]);
+    /// for _ in 0..5 {
+    ///     assert!(node.record_outcome(Instant::from_millis(10), "b", Outcome::Response(500), None));
+    /// }
+    /// let ejected = std::iter::from_fn(|| node.poll_event()).any(|e| matches!(e, Event::Ejected { .. }));
+    /// assert!(ejected);
+    /// assert!(node.outlier_report("b").unwrap().ejected.is_some());
+    /// assert!(!node.record_outcome(Instant::from_millis(10), "nobody", Outcome::Response(200), None));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn record_outcome(
+        &mut self,
+        now: Instant,
+        name: &str,
+        outcome: vigil_detector::outlier::Outcome,
+        latency: Option<Duration>,
+    ) -> bool {
+        let now = self.enter(now);
+        let Some(key) = self.members.get(name).filter(|m| m.is_live()).map(|m| m.name.clone()) else { return false };
+        let members = &self.members;
+        let live = || members.iter().filter(|m| m.is_live()).map(|m| m.name.clone()).collect();
+        let events = self.outcomes.record(now, key, outcome, latency, live);
+        self.outlier_events(events);
+        self.settle(now);
+        true
+    }
+
+    /// What outlier detection knows of `name` (once outcomes are recorded).
+    pub fn outlier_report(&self, name: &str) -> Option<vigil_detector::outlier::HostReport> {
+        self.outcomes.report(name)
+    }
+
+    /// Outlier detection's ejections and returns, as events.
+    fn outlier_events(&mut self, events: Vec<vigil_detector::outlier::OutlierEvent<Arc<str>>>) {
+        use vigil_detector::outlier::OutlierEvent;
+        for e in events {
+            match e {
+                OutlierEvent::Ejected { host, reason, until, .. } => {
+                    if let Some(id) = self.members.get(&host).map(|m| m.id()) {
+                        self.emit(Event::Ejected { id, reason, until });
+                    }
+                }
+                OutlierEvent::Returned { host, .. } => {
+                    if let Some(id) = self.members.get(&host).map(|m| m.id()) {
+                        self.emit(Event::Returned { id });
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Suspicions open at this node.
@@ -612,6 +681,10 @@ impl Node {
         if self.timers.is_due(Timer::Rejoin, now) {
             self.rejoin(now);
         }
+        if self.timers.is_due(Timer::Outliers, now) {
+            let events = self.outcomes.poll(now);
+            self.outlier_events(events);
+        }
         self.settle(now);
     }
 
@@ -685,6 +758,7 @@ impl Node {
         self.timers.set(Timer::Probes, self.probes.next_deadline());
         self.timers.set(Timer::Suspicions, self.suspicions.next_deadline());
         self.timers.set(Timer::Monitor, self.monitor.next_deadline());
+        self.timers.set(Timer::Outliers, self.outcomes.next_deadline());
     }
 
     fn heartbeat(&mut self) {
@@ -762,6 +836,16 @@ impl Node {
     }
 
     fn emit(&mut self, event: Event) {
+        // Outlier detection follows the live membership.
+        match &event {
+            Event::Up { id, .. } => {
+                if let Some(key) = self.members.get(&id.name).map(|m| m.name.clone()) {
+                    self.outcomes.member_up(key, self.now);
+                }
+            }
+            Event::Dead { id, .. } | Event::Left { id } => self.outcomes.member_gone(&id.name),
+            _ => {}
+        }
         if self.events.len() < MAX_QUEUE {
             self.events.push_back(event);
         } else {

@@ -37,10 +37,12 @@ pub(crate) enum Timer {
     Subscribe,
     /// Ask the seeds again: a join that no member has answered yet.
     Rejoin,
+    /// Outlier detection's next interval tick.
+    Outliers,
 }
 
 impl Timer {
-    const COUNT: usize = 11;
+    const COUNT: usize = 12;
 
     fn index(self) -> usize {
         match self {
@@ -55,6 +57,7 @@ impl Timer {
             Timer::Monitor => 8,
             Timer::Subscribe => 9,
             Timer::Rejoin => 10,
+            Timer::Outliers => 11,
         }
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use vigil_detector::Instant;
+use vigil_detector::outlier::Outcome;
 use vigil_membership::keyring::{KeyId, KeyInfo, Keyring, KeyringError};
 use vigil_membership::seal::{Mode, Seal, SealStats};
 use vigil_membership::{Arrivals, Config, Event, MemberView, Node, NodeId, Stats, Tags};
@@ -386,6 +387,23 @@ impl Cluster {
     /// [`recorded_arrivals`](Config::recorded_arrivals) is set.
     pub async fn arrivals(&self, name: &str, after: Option<Instant>) -> Option<(Arrivals, Instant)> {
         self.ask(|tx| Command::Arrivals(name.to_owned(), after, tx)).await.flatten()
+    }
+
+    /// Records the outcome of one of the application's requests to member
+    /// `name` (and its latency, if measured) for outlier detection: a member
+    /// whose requests fail or crawl is ejected ([`Event::Ejected`]) even if
+    /// its heartbeats are fine, and returns after its ejection time
+    /// ([`Event::Returned`]). Does not wait; an outcome for a member not
+    /// known to be alive is ignored.
+    pub async fn record_outcome(&self, name: &str, outcome: Outcome, latency: Option<Duration>) {
+        let _ = self.cmd.send(Command::Outcomes(vec![(name.to_owned(), outcome, latency)], None)).await;
+    }
+
+    /// Records several outcomes at once, and says, for each, whether it was
+    /// taken (its member known to be alive). Empty once the member has
+    /// stopped.
+    pub async fn record_outcomes(&self, outcomes: Vec<(String, Outcome, Option<Duration>)>) -> Vec<bool> {
+        self.ask(|tx| Command::Outcomes(outcomes, Some(tx))).await.unwrap_or_default()
     }
 
     /// The keys, by id (never the keys), with what each sealed and opened.

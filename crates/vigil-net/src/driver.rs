@@ -19,6 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{Semaphore, broadcast, mpsc, oneshot};
 use vigil_detector::Instant;
+use vigil_detector::outlier::Outcome;
 use vigil_membership::keyring::{KeyId, KeyInfo, KeyringError};
 use vigil_membership::seal::{self, OVERHEAD, Seal};
 use vigil_membership::wire::{MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
@@ -50,6 +51,7 @@ pub(crate) enum Command {
     Shutdown,
     Pause(Duration),
     Block(Vec<SocketAddr>),
+    Outcomes(Vec<(String, Outcome, Option<Duration>)>, Option<oneshot::Sender<Vec<bool>>>),
 }
 
 /// The runtime's own counters.
@@ -301,6 +303,11 @@ impl Driver {
                     max_awareness: self.node.config().max_awareness,
                     tags: self.node.tags(),
                     members: self.node.members().collect(),
+                    outliers: self
+                        .node
+                        .members()
+                        .filter_map(|m| self.node.outlier_report(&m.id.name).map(|r| (m.id.name.to_string(), r)))
+                        .collect(),
                     watched: self.node.watching().filter_map(|n| self.node.watch_report(n, now)).collect(),
                     suspicions: self.node.suspicions(),
                     queued_broadcasts: self.node.queued_broadcasts(),
@@ -332,6 +339,15 @@ impl Driver {
                 let _ = tx.send(r);
             }
             Command::Block(peers) => self.blocked = peers.into_iter().collect(),
+            Command::Outcomes(outcomes, tx) => {
+                let taken: Vec<bool> = outcomes
+                    .into_iter()
+                    .map(|(name, o, latency)| self.node.record_outcome(now, &name, o, latency))
+                    .collect();
+                if let Some(tx) = tx {
+                    let _ = tx.send(taken);
+                }
+            }
             Command::Leave(_) | Command::Shutdown | Command::Pause(_) => {}
         }
     }

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use vigil_detector::Instant;
+use vigil_detector::outlier::HostReport;
 use vigil_membership::{MemberView, NodeId, Tags, WatchReport};
 
 use crate::cluster::ClusterStats;
@@ -35,6 +36,9 @@ pub struct Snapshot {
     pub members: Vec<MemberView>,
     /// The members it watches, with their detectors' state.
     pub watched: Vec<WatchReport>,
+    /// Outlier detection's view of each member, once the application has
+    /// recorded request outcomes ([`Cluster::record_outcome`](crate::Cluster::record_outcome)).
+    pub outliers: Vec<(String, HostReport)>,
     /// Suspicions open.
     pub suspicions: usize,
     /// Rumours waiting to be piggybacked.

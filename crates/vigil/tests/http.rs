@@ -333,6 +333,39 @@ fn the_api_answers_as_documented_and_guards_changes_with_the_token() {
     let ups: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(ups.iter().map(|v| v["event"].as_str().unwrap()).collect::<Vec<_>>(), ["up", "up"]);
 
+    // Request outcomes from a sidecar: five 503s from a1 eject it at once
+    // (its heartbeats are fine); every entry is checked first.
+    let outcomes_url = format!("{a0}/v1/outcomes");
+    let batch = |n: usize, outcome: Value| json!({"outcomes": (0..n).map(|_| json!({"member": "a1", "outcome": outcome, "latency_ms": 3.5})).collect::<Vec<_>>()});
+    assert_eq!(call("POST", &outcomes_url, None, Some(batch(5, json!(503)))).0, 401, "behind the token");
+    let (s, e) = call(
+        "POST",
+        &outcomes_url,
+        Some(TOKEN),
+        Some(json!({"outcomes": [{"member": "a1", "outcome": 200}, {"member": "a1", "outcome": "999"}]})),
+    );
+    assert_eq!(s, 400, "{e}");
+    assert!(e["error"].as_str().unwrap().starts_with("outcomes[1].outcome: '999'"), "{e}");
+    let (s, v) = call(
+        "POST",
+        &outcomes_url,
+        Some(TOKEN),
+        Some(json!({"outcomes": [{"member": "nobody", "outcome": "timeout"}]})),
+    );
+    assert_eq!((s, v["accepted"].as_u64(), v["unknown_members"][0].as_str()), (200, Some(0), Some("'nobody'")));
+    let (s, v) = call("POST", &outcomes_url, Some(TOKEN), Some(batch(5, json!(503))));
+    assert_eq!((s, v["accepted"].as_u64()), (200, Some(5)));
+    let (_, one) = get(&format!("{a0}/v1/members/a1"));
+    conforms(&doc, "Outlier", &one["outlier"]);
+    assert_eq!(
+        (one["outlier"]["ejected"].as_bool(), one["outlier"]["reason"].as_str()),
+        (Some(true), Some("consecutive-5xx")),
+        "{one}"
+    );
+    assert_eq!(one["status"], "alive", "ejected, not dead: its heartbeats are fine");
+    let returns = one["outlier"]["returns_in_ms"].as_f64().unwrap();
+    assert!((0.0..=30_000.0).contains(&returns), "the base ejection time is 30 s: {returns}");
+
     // Leaving through the API: announced, and the process exits 0 (bound
     // 5 s: the agent's own bound is 3 s).
     let mut all = all;
@@ -561,6 +594,19 @@ fn metrics_events_and_traces_follow_a_crash() {
     assert_eq!(m.value("vigil_deaths", "", ""), Some(0.0));
     let (n, _) = m.histogram("vigil_phi_at_verdict", "verdict", "policy:route").unwrap();
     assert!(n >= 1, "φ at route's verdict recorded");
+
+    // Outcomes from the application eject a1 (loopback, no token needed):
+    // counted by reason, and shown as ejected now.
+    let five: Vec<Value> = (0..5).map(|_| json!({"member": "a1", "outcome": "connect-failed"})).collect();
+    let (s, v) = call("POST", &format!("{a0}/v1/outcomes"), None, Some(json!({"outcomes": five})));
+    assert_eq!((s, v["accepted"].as_u64()), (200, Some(5)));
+    let m = Metrics::fetch(&a0);
+    assert_eq!(
+        m.value("vigil_ejections", "reason", "consecutive-5xx"),
+        Some(1.0),
+        "connect failures count as 5xx unless split"
+    );
+    assert_eq!(m.value("vigil_members_ejected", "", ""), Some(1.0));
 
     // The event stream: ids from 1, and a resume after the first id gives
     // the rest.

@@ -75,6 +75,11 @@ struct VerdictLabel {
     verdict: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EjectLabel {
+    reason: &'static str,
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// Makes a histogram with fixed buckets, for a family.
@@ -122,6 +127,9 @@ pub(crate) struct Metrics {
     stalls: Counter,
     false_positive_ratio: FloatGauge,
     detection_latency: Histogram,
+    ejections: Family<EjectLabel, Counter>,
+    returns: Counter,
+    ejected: Gauge,
     phi_at_verdict: Family<VerdictLabel, Histogram, HistogramMaker>,
     /// Open suspicions this member saw: name → (generation, when, ms since
     /// the epoch).
@@ -163,6 +171,9 @@ impl Metrics {
             stalls: Counter::default(),
             false_positive_ratio: FloatGauge::default(),
             detection_latency: Histogram::new(LATENCY_BUCKETS.iter().copied()),
+            ejections: Family::default(),
+            returns: Counter::default(),
+            ejected: Gauge::default(),
             phi_at_verdict: Family::new_with_constructor(phi_histogram as HistogramMaker),
             open: HashMap::new(),
             last_heard: HashMap::new(),
@@ -214,6 +225,9 @@ impl Metrics {
             m.detection_latency.clone(),
         );
         r.register("phi_at_verdict", "Level at each verdict, by verdict", m.phi_at_verdict.clone());
+        r.register("ejections", "Members ejected by outlier detection, by reason", m.ejections.clone());
+        r.register("returns", "Ejected members back in service", m.returns.clone());
+        r.register("members_ejected", "Members ejected by outlier detection now", m.ejected.clone());
         m
     }
 
@@ -277,6 +291,7 @@ impl Metrics {
         for (reason, n) in reasons {
             advance(&self.rejected.get_or_create(&ReasonLabel { reason }), n);
         }
+        self.ejected.set(s.outliers.iter().filter(|(_, r)| r.ejected.is_some()).count() as i64);
         let settled = self.refuted.get() + self.confirmed.get();
         if settled > 0 {
             self.false_positive_ratio.set(self.refuted.get() as f64 / settled as f64);
@@ -326,6 +341,12 @@ impl Metrics {
             }
             Event::LocalStall { .. } => {
                 self.stalls.inc();
+            }
+            Event::Ejected { reason, .. } => {
+                self.ejections.get_or_create(&EjectLabel { reason: reason.name() }).inc();
+            }
+            Event::Returned { .. } => {
+                self.returns.inc();
             }
             Event::Policy { policy, fired: true, level: Some(l), .. } => {
                 self.phi_at_verdict.get_or_create(&VerdictLabel { verdict: format!("policy:{policy}") }).observe(*l);

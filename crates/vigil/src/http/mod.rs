@@ -44,6 +44,9 @@ const DASHBOARD: &str = include_str!("dashboard.html");
 pub(crate) const OPENAPI: &str = include_str!("openapi.json");
 /// The largest request body taken (a key is well under 1 KiB).
 const MAX_BODY: usize = 16 * 1024;
+/// The largest batch of outcomes, in bytes and in entries.
+const MAX_OUTCOMES_BODY: usize = 1024 * 1024;
+const MAX_OUTCOMES: usize = 10_000;
 /// OpenMetrics' content type.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -103,6 +106,7 @@ pub(crate) fn router(api: Api) -> Router {
         .route("/v1/keys/{id}/use", post(keys_use))
         .route("/v1/keys/{id}", delete(keys_remove))
         .route("/v1/leave", post(leave))
+        .route("/v1/outcomes", post(outcomes).layer(axum::extract::DefaultBodyLimit::max(MAX_OUTCOMES_BODY)))
         .route("/v1/fleet/{name}/{fault}", post(fleet::inject))
         .route_layer(middleware::from_fn_with_state(api.clone(), authorize));
     Router::new()
@@ -425,6 +429,62 @@ async fn keys_remove(State(api): State<Api>, Path(id): Path<String>) -> ApiResul
     has_keyring(&api).await?;
     api.cluster.remove_key(id).await.map_err(keyring_error)?;
     Ok(axum::Json(json!({"removed": id.to_string()})))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutcomeIn {
+    member: String,
+    outcome: Value,
+    #[serde(default)]
+    latency_ms: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutcomesIn {
+    outcomes: Vec<OutcomeIn>,
+}
+
+/// Request outcomes from the application (a sidecar, a proxy's log), for
+/// outlier detection. Every entry is checked before any is recorded.
+async fn outcomes(State(api): State<Api>, body: axum::body::Bytes) -> ApiResult<axum::Json<Value>> {
+    let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, m);
+    let batch: OutcomesIn = serde_json::from_slice(&body).map_err(|e| {
+        bad(format!("expected {{\"outcomes\": [{{\"member\": NAME, \"outcome\": STATUS or \"timeout\", \"latency_ms\": MS}}]}}: {e}"))
+    })?;
+    if batch.outcomes.len() > MAX_OUTCOMES {
+        return Err(bad(format!("{} outcomes in one batch, at most {MAX_OUTCOMES}", batch.outcomes.len())));
+    }
+    let mut parsed = Vec::with_capacity(batch.outcomes.len());
+    for (i, o) in batch.outcomes.into_iter().enumerate() {
+        let text = o.outcome.as_str().map_or_else(|| o.outcome.to_string(), str::to_owned);
+        let outcome = vigil_lab::fleet_trace::parse_outcome(&text).ok_or_else(|| {
+            bad(format!(
+                "outcomes[{i}].outcome: {} is not an outcome (an HTTP status 100-599, timeout, connect-failed or connected)",
+                vigil_lab::millis::quoted(&text)
+            ))
+        })?;
+        let latency = match o.latency_ms {
+            Some(ms) if ms.is_finite() && (0.0..=86_400_000.0).contains(&ms) => Some(Duration::from_secs_f64(ms / 1e3)),
+            Some(ms) => {
+                return Err(bad(format!("outcomes[{i}].latency_ms: {ms} is not a latency (0 to a day, in ms)")));
+            }
+            None => None,
+        };
+        parsed.push((o.member, outcome, latency));
+    }
+    let names: Vec<String> = parsed.iter().map(|p| p.0.clone()).collect();
+    let taken = api.cluster.record_outcomes(parsed).await;
+    if taken.len() != names.len() {
+        return Err(stopped());
+    }
+    let mut unknown: Vec<String> = names.into_iter().zip(&taken).filter(|(_, t)| !**t).map(|(n, _)| n).collect();
+    unknown.sort();
+    unknown.dedup();
+    unknown.truncate(20);
+    let unknown: Vec<String> = unknown.iter().map(|n| vigil_lab::millis::quoted(n)).collect();
+    Ok(axum::Json(json!({"accepted": taken.iter().filter(|t| **t).count(), "unknown_members": unknown})))
 }
 
 async fn leave(State(api): State<Api>) -> (StatusCode, axum::Json<Value>) {

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use vigil_detector::outlier::HostReport;
 use vigil_membership::{Event, MemberView, PolicyState, Status, Tags, WatchReport};
 use vigil_net::Snapshot;
 
@@ -67,9 +68,25 @@ pub(crate) fn watch_json(w: &WatchReport) -> Value {
     })
 }
 
+/// Outlier detection's view of a member.
+fn outlier_json(s: &Snapshot, r: &HostReport) -> Value {
+    json!({
+        "ejected": r.ejected.is_some(),
+        "reason": r.ejected.map(|(reason, _)| reason.name()),
+        "returns_in_ms": r.ejected.map(|(_, until)| ms(until.saturating_duration_since(s.now))),
+        "ejections": r.ejections,
+        "multiplier": r.multiplier,
+        "consecutive_errors": r.consecutive.0,
+        "success_rate": r.success_rate.map(|(rate, _)| rate),
+        "requests": r.success_rate.map_or(0, |(_, n)| n),
+        "latency_ms": r.latency_ms.map(|(l, _)| l),
+    })
+}
+
 /// One member as the snapshot's member sees it.
 pub(crate) fn member_json(s: &Snapshot, m: &MemberView) -> Value {
     let watched = s.watched.iter().find(|w| w.name == *m.id.name && w.generation == m.id.generation);
+    let outlier = s.outliers.iter().find(|(n, _)| *n == *m.id.name).map(|(_, r)| outlier_json(s, r));
     json!({
         "name": &*m.id.name,
         "generation": m.id.generation,
@@ -79,6 +96,7 @@ pub(crate) fn member_json(s: &Snapshot, m: &MemberView) -> Value {
         "status_for_ms": ms(s.now.saturating_duration_since(m.since)),
         "tags": tags_json(&m.tags),
         "watched": watched.map(watch_json),
+        "outlier": outlier,
     })
 }
 
@@ -192,6 +210,10 @@ pub(crate) fn event_json(node: &str, unix_ms: u64, e: &Event, tags: Option<&Tags
         Event::LocalStall { late } => {
             json!({"event": "local_stall", "member": node, "late_ms": late.as_secs_f64() * 1e3})
         }
+        Event::Ejected { id, reason, .. } => {
+            json!({"event": "ejected", "member": id.name, "generation": id.generation, "reason": reason.name()})
+        }
+        Event::Returned { id } => json!({"event": "returned", "member": id.name, "generation": id.generation}),
         _ => return None,
     };
     let mut v = v;
