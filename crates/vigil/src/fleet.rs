@@ -259,10 +259,22 @@ fn report(sources: &[Source], results: &[FleetResult], table: &Table, seed: u64)
         };
         let mut chart =
             Chart::new(format!("{name}: requests that reached the bad host"), "time (s)", "requests, cumulative");
-        for r in results.iter().filter(|r| r.scenario == name) {
+        let mine: Vec<&FleetResult> = results.iter().filter(|r| r.scenario == name).collect();
+        for (i, r) in mine.iter().enumerate() {
             let points = r.to_bad_host_over_time.iter().map(|&(t, n)| (t / 1e3, n as f64));
-            chart = chart.with_series(Series::new(r.setup.clone(), points).with_style(Style::Step));
+            // Every other line dashed, so that lines that coincide still show.
+            chart = chart.with_series(Series::new(r.setup.clone(), points).with_style(Style::Step).with_dashed(i % 2 == 1));
         }
+        // Setups whose lines coincide, said in the caption.
+        let mut groups: Vec<Vec<&str>> = Vec::new();
+        for r in &mine {
+            match groups.iter_mut().find(|g| mine.iter().any(|o| o.setup == g[0] && o.to_bad_host_over_time == r.to_bad_host_over_time)) {
+                Some(g) => g.push(&r.setup),
+                None => groups.push(vec![&r.setup]),
+            }
+        }
+        let same: Vec<String> = groups.iter().filter(|g| g.len() > 1).map(|g| g.join(" = ")).collect();
+        let coincide = if same.is_empty() { String::new() } else { format!(" Lines that coincide: {}.", same.join("; ")) };
         if let Some(at) = fault_at {
             chart = chart.with_vline(at / 1e3, "fault");
         }
@@ -272,7 +284,9 @@ fn report(sources: &[Source], results: &[FleetResult], table: &Table, seed: u64)
         );
         doc.figure(
             &file,
-            &format!("{name}: cumulative requests that reached the bad host after the fault, per setup; a flat line is a host no longer routed to."),
+            &format!(
+                "{name}: cumulative requests that reached the bad host after the fault, per setup; a flat line is a host no longer routed to.{coincide}"
+            ),
             chart.to_svg(),
         );
     }
