@@ -206,6 +206,32 @@ pub struct FleetResult {
     pub to_bad_host_over_time: Vec<(f64, u64)>,
 }
 
+impl FleetResult {
+    fn empty(scenario: &str, setup: &str) -> FleetResult {
+        FleetResult {
+            scenario: scenario.to_owned(),
+            setup: setup.to_owned(),
+            stopped_routing_after_ms: None,
+            requests_to_bad_host: 0,
+            bad_requests: 0,
+            false_removals: 0,
+            max_removed_at_once: 0,
+            requests: 0,
+            spared: 0,
+            to_bad_host_over_time: vec![(0.0, 0)],
+        }
+    }
+
+    /// A request that reached the bad host, and whether it went badly
+    /// (failed, or slower than 50 ms).
+    fn reached_bad_host(&mut self, outcome: Outcome, latency: Option<Duration>) {
+        self.requests_to_bad_host += 1;
+        if outcome != Outcome::Response(200) || latency.is_some_and(|l| l > Duration::from_millis(50)) {
+            self.bad_requests += 1;
+        }
+    }
+}
+
 /// The judge under test, routing requests.
 #[derive(Debug)]
 enum Judge {
@@ -385,18 +411,7 @@ fn simulate(
     // Next heartbeat per host, and the next request.
     let mut next_hb: Vec<f64> = (0..n).map(|h| f64::from(h) * scenario.heartbeat_ms / f64::from(n)).collect();
     let mut next_req = gaps.sample(&mut rng);
-    let mut result = FleetResult {
-        scenario: scenario.name.clone(),
-        setup: setup.name.clone(),
-        stopped_routing_after_ms: None,
-        requests_to_bad_host: 0,
-        bad_requests: 0,
-        false_removals: 0,
-        max_removed_at_once: 0,
-        requests: 0,
-        spared: 0,
-        to_bad_host_over_time: vec![(0.0, 0)],
-    };
+    let mut result = FleetResult::empty(&scenario.name, &setup.name);
     let mut away = vec![false; n as usize];
     let mut next_sample = 5_000.0;
     let brownout = scenario.fault == Fault::Brownout;
@@ -439,10 +454,7 @@ fn simulate(
             let (outcome, latency) = answer(scenario, h, t, &mut rng, &healthy_latency);
             result.requests += 1;
             if h == scenario.bad_host && t >= scenario.fault_at_ms && !brownout {
-                result.requests_to_bad_host += 1;
-                if outcome != Outcome::Response(200) || latency.is_some_and(|l| l > Duration::from_millis(50)) {
-                    result.bad_requests += 1;
-                }
+                result.reached_bad_host(outcome, latency);
             }
             judge.record(h, outcome, latency, now);
             log(t, h, FleetEventKind::Request { outcome, latency });
@@ -496,18 +508,7 @@ pub fn replay(trace: &FleetTrace, name: &str, setup: &Setup) -> Result<FleetResu
     let bad_events: Vec<&FleetEvent> = trace.events.iter().filter(|e| e.kind == FleetEventKind::Bad).collect();
     let single = bad_events.iter().map(|e| e.host).collect::<std::collections::BTreeSet<_>>().len() == 1;
     let bad = bad_events.first().filter(|_| single).map(|e| (e.host, e.at.as_nanos() as f64 / 1e6));
-    let mut result = FleetResult {
-        scenario: name.to_owned(),
-        setup: setup.name.clone(),
-        stopped_routing_after_ms: None,
-        requests_to_bad_host: 0,
-        bad_requests: 0,
-        false_removals: 0,
-        max_removed_at_once: 0,
-        requests: 0,
-        spared: 0,
-        to_bad_host_over_time: vec![(0.0, 0)],
-    };
+    let mut result = FleetResult::empty(name, &setup.name);
     let mut away = vec![false; n as usize];
     for e in &trace.events {
         // Decisions due before this event come first.
@@ -528,10 +529,7 @@ pub fn replay(trace: &FleetTrace, name: &str, setup: &Setup) -> Result<FleetResu
                     if judge.routed_away(e.host) {
                         result.spared += 1;
                     } else {
-                        result.requests_to_bad_host += 1;
-                        if outcome != Outcome::Response(200) || latency.is_some_and(|l| l > Duration::from_millis(50)) {
-                            result.bad_requests += 1;
-                        }
+                        result.reached_bad_host(outcome, latency);
                     }
                 }
                 judge.record(e.host, outcome, latency, e.at);

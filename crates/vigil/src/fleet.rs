@@ -263,18 +263,23 @@ fn report(sources: &[Source], results: &[FleetResult], table: &Table, seed: u64)
         for (i, r) in mine.iter().enumerate() {
             let points = r.to_bad_host_over_time.iter().map(|&(t, n)| (t / 1e3, n as f64));
             // Every other line dashed, so that lines that coincide still show.
-            chart = chart.with_series(Series::new(r.setup.clone(), points).with_style(Style::Step).with_dashed(i % 2 == 1));
+            chart =
+                chart.with_series(Series::new(r.setup.clone(), points).with_style(Style::Step).with_dashed(i % 2 == 1));
         }
         // Setups whose lines coincide, said in the caption.
         let mut groups: Vec<Vec<&str>> = Vec::new();
         for r in &mine {
-            match groups.iter_mut().find(|g| mine.iter().any(|o| o.setup == g[0] && o.to_bad_host_over_time == r.to_bad_host_over_time)) {
+            match groups
+                .iter_mut()
+                .find(|g| mine.iter().any(|o| o.setup == g[0] && o.to_bad_host_over_time == r.to_bad_host_over_time))
+            {
                 Some(g) => g.push(&r.setup),
                 None => groups.push(vec![&r.setup]),
             }
         }
         let same: Vec<String> = groups.iter().filter(|g| g.len() > 1).map(|g| g.join(" = ")).collect();
-        let coincide = if same.is_empty() { String::new() } else { format!(" Lines that coincide: {}.", same.join("; ")) };
+        let coincide =
+            if same.is_empty() { String::new() } else { format!(" Lines that coincide: {}.", same.join("; ")) };
         if let Some(at) = fault_at {
             chart = chart.with_vline(at / 1e3, "fault");
         }
