@@ -237,6 +237,9 @@ pub struct Health<K, D = AnyDetector> {
     /// Registry policy → health policy index.
     by_registry: HashMap<PolicyId, usize>,
     peers: HashMap<K, PeerState>,
+    /// Per policy: peers for which it has fired now (derived from the
+    /// verdicts, kept beside them so the brake costs nothing to check).
+    fired: Vec<usize>,
     seq: u64,
     brake_fraction: f64,
     brake_min: usize,
@@ -293,6 +296,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                 phi_ids.push(None);
             }
         }
+        let policies_len = policies.len();
         Ok(Health {
             registry: Registry::new(prototype, registry)?,
             outliers: Outliers::new(outliers)?,
@@ -300,6 +304,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
             phi_ids,
             by_registry,
             peers: HashMap::new(),
+            fired: vec![0; policies_len],
             seq: 0,
             brake_fraction,
             brake_min,
@@ -344,7 +349,13 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
     pub fn remove(&mut self, peer: &K, now: Instant) {
         self.registry.remove(peer, now);
         self.outliers.remove(peer);
-        self.peers.remove(peer);
+        if let Some(s) = self.peers.remove(peer) {
+            for (i, v) in s.verdicts.iter().enumerate() {
+                if matches!(v, Verdict::Fired(_)) {
+                    self.fired[i] -= 1;
+                }
+            }
+        }
         self.release(now);
     }
 
@@ -453,7 +464,20 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
     }
 
     fn fired_count(&self, i: usize) -> usize {
-        self.peers.values().filter(|s| matches!(s.verdicts[i], Verdict::Fired(_))).count()
+        self.fired[i]
+    }
+
+    /// Sets a verdict, keeping the fired counts.
+    fn set_verdict(&mut self, peer: &K, i: usize, next: Verdict) {
+        let Some(s) = self.peers.get_mut(peer) else { return };
+        let was = matches!(s.verdicts[i], Verdict::Fired(_));
+        let is = matches!(next, Verdict::Fired(_));
+        s.verdicts[i] = next;
+        match (was, is) {
+            (false, true) => self.fired[i] += 1,
+            (true, false) => self.fired[i] -= 1,
+            _ => {}
+        }
     }
 
     /// Whether policy `i` wants to fire for this peer, and on which signal
@@ -495,9 +519,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
             (None, Verdict::Withheld(_)) => Verdict::Clear,
             (None, Verdict::Clear) => return,
         };
-        if let Some(s) = self.peers.get_mut(peer) {
-            s.verdicts[i] = next;
-        }
+        self.set_verdict(peer, i, next);
     }
 
     /// Withheld destructive verdicts fire, oldest peers first, as far as the
@@ -526,9 +548,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                     signal,
                     at,
                 });
-                if let Some(s) = self.peers.get_mut(&peer) {
-                    s.verdicts[i] = Verdict::Fired(signal);
-                }
+                self.set_verdict(&peer, i, Verdict::Fired(signal));
             }
         }
     }

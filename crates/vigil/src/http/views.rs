@@ -85,8 +85,14 @@ fn outlier_json(s: &Snapshot, r: &HostReport) -> Value {
 
 /// One member as the snapshot's member sees it.
 pub(crate) fn member_json(s: &Snapshot, m: &MemberView) -> Value {
+    let outlier = s.outliers.iter().find(|(n, _)| *n == *m.id.name).map(|(_, r)| r);
+    member_json_with(s, m, outlier)
+}
+
+/// One member, with outlier detection's report on it already found.
+fn member_json_with(s: &Snapshot, m: &MemberView, outlier: Option<&HostReport>) -> Value {
     let watched = s.watched.iter().find(|w| w.name == *m.id.name && w.generation == m.id.generation);
-    let outlier = s.outliers.iter().find(|(n, _)| *n == *m.id.name).map(|(_, r)| outlier_json(s, r));
+    let outlier = outlier.map(|r| outlier_json(s, r));
     json!({
         "name": &*m.id.name,
         "generation": m.id.generation,
@@ -104,10 +110,13 @@ pub(crate) fn member_json(s: &Snapshot, m: &MemberView) -> Value {
 pub(crate) fn members_json(s: &Snapshot) -> Value {
     let mut members: Vec<&MemberView> = s.members.iter().collect();
     members.sort_by(|a, b| a.id.name.cmp(&b.id.name));
+    // One lookup table, not a search per member.
+    let outliers: std::collections::HashMap<&str, &HostReport> =
+        s.outliers.iter().map(|(n, r)| (n.as_str(), r)).collect();
     json!({
         "node": &*s.id.name,
         "unix_ms": s.unix_ms,
-        "members": members.iter().map(|m| member_json(s, m)).collect::<Vec<_>>(),
+        "members": members.iter().map(|m| member_json_with(s, m, outliers.get(&*m.id.name).copied())).collect::<Vec<_>>(),
     })
 }
 
