@@ -553,6 +553,9 @@ fn metrics_events_and_traces_follow_a_crash() {
         (Some("a1"), Some("route"), Some(true))
     );
     assert!(seen[0]["phi"].as_f64().unwrap() >= 2.0);
+    // The stop may have been suspected; wait for the refutation (bound 10 s).
+    let (_, me) = until(&format!("{a0}/v1/self"), Duration::from_secs(10), |_, v| v["members"]["alive"] == 2);
+    assert_eq!(me["members"]["alive"], 2, "a1 is back: {me}");
     let m = Metrics::fetch(&a0);
     assert_eq!(m.value("vigil_members", "status", "alive"), Some(2.0));
     assert_eq!(m.value("vigil_members", "status", "dead"), Some(0.0));
