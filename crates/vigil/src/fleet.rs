@@ -134,7 +134,8 @@ pub(crate) fn run_cmd(a: &FleetArgs, out: &mut dyn Write) -> Result<()> {
             results.push(r);
         }
     }
-    let table = results_table(&results);
+    let replayed = sources.iter().any(|s| matches!(s, Source::Trace(..)));
+    let table = results_table(&results, replayed);
     if let Some(dir) = &report_dir {
         let doc = report(&sources, &results, &table, a.seed);
         let page = crate::report::write(dir, &doc)?;
@@ -150,38 +151,35 @@ pub(crate) fn run_cmd(a: &FleetArgs, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn results_table(results: &[FleetResult]) -> Table {
+/// The results as a table; the `spared` column only when a trace was
+/// replayed (a closed-loop run spares nothing: the requests went elsewhere).
+fn results_table(results: &[FleetResult], replayed: bool) -> Table {
     let rows = results
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 r.scenario.clone(),
                 r.setup.clone(),
                 ms(r.stopped_routing_after_ms),
                 format!("{} ({} bad)", r.requests_to_bad_host, r.bad_requests),
-                r.spared.to_string(),
-                r.false_removals.to_string(),
-                r.max_removed_at_once.to_string(),
-                r.requests.to_string(),
-            ]
+            ];
+            if replayed {
+                row.push(r.spared.to_string());
+            }
+            row.extend([r.false_removals.to_string(), r.max_removed_at_once.to_string(), r.requests.to_string()]);
+            row
         })
         .collect();
+    let mut header = vec!["scenario", "setup", "stopped routing after", "requests to the bad host"];
+    if replayed {
+        header.push("spared (replay)");
+    }
+    header.extend(["false removals", "most removed at once", "requests"]);
     Table {
         id: "fleet".into(),
         title: "Each setup on each fleet: how soon it stopped routing to the bad host, what reached it, what it removed wrongly"
             .into(),
-        header: [
-            "scenario",
-            "setup",
-            "stopped routing after",
-            "requests to the bad host",
-            "spared (replay)",
-            "false removals",
-            "most removed at once",
-            "requests",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
+        header: header.into_iter().map(str::to_owned).collect(),
         rows,
     }
 }
