@@ -244,6 +244,7 @@ pub struct Health<K, D = AnyDetector> {
     brake_fraction: f64,
     brake_min: usize,
     events: Vec<HealthEvent<K>>,
+    events_dropped: u64,
 }
 
 impl<K: Hash + Eq + Clone> Health<K, AnyDetector> {
@@ -280,6 +281,9 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
             }
             names.push(&p.name);
         }
+        if policies.len() > usize::from(u16::MAX) {
+            return Err(ConfigError::Inconsistent { reason: "too many health policies (at most 65535)".into() });
+        }
         registry.policies = policies.iter().filter_map(|p| p.phi.clone()).collect();
         if registry.policies.is_empty() {
             return Err(ConfigError::Inconsistent { reason: "at least one health policy must listen to φ".into() });
@@ -309,6 +313,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
             brake_fraction,
             brake_min,
             events: Vec::new(),
+            events_dropped: 0,
         })
     }
 
@@ -408,14 +413,15 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                         crate::registry::Cause::Level(l) => Some(l),
                         _ => None,
                     };
-                    if let Some(&i) = self.by_registry.get(&policy) {
-                        self.state(&peer).phi[i] = Some(level);
+                    // A peer removed since the registry queued this: gone.
+                    if let (Some(&i), Some(s)) = (self.by_registry.get(&policy), self.peers.get_mut(&peer)) {
+                        s.phi[i] = Some(level);
                         self.judge(&peer, i, Signal::Phi { level }, at);
                     }
                 }
                 RegistryEvent::Recovered { peer, policy, at, .. } => {
-                    if let Some(&i) = self.by_registry.get(&policy) {
-                        self.state(&peer).phi[i] = None;
+                    if let (Some(&i), Some(s)) = (self.by_registry.get(&policy), self.peers.get_mut(&peer)) {
+                        s.phi[i] = None;
                         self.judge(&peer, i, Signal::Phi { level: None }, at);
                     }
                 }
@@ -433,7 +439,8 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
             match &e {
                 OutlierEvent::Ejected { host, reason, at, .. } => {
                     let (host, reason, at) = (host.clone(), *reason, *at);
-                    self.state(&host).ejected = Some(reason);
+                    let Some(s) = self.peers.get_mut(&host) else { continue };
+                    s.ejected = Some(reason);
                     for i in 0..self.policies.len() {
                         if self.policies[i].on_ejection {
                             self.judge(&host, i, Signal::Ejected { reason }, at);
@@ -442,7 +449,8 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                 }
                 OutlierEvent::Returned { host, at } => {
                     let (host, at) = (host.clone(), *at);
-                    let reason = self.state(&host).ejected.take();
+                    let Some(s) = self.peers.get_mut(&host) else { continue };
+                    let reason = s.ejected.take();
                     if let Some(reason) = reason {
                         for i in 0..self.policies.len() {
                             if self.policies[i].on_ejection {
@@ -453,9 +461,22 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                 }
                 _ => {}
             }
-            self.events.push(HealthEvent::Outlier(e));
+            // Outlier detection's diagnostics are bounded, as in the
+            // detector; ejections and returns are kept.
+            let diagnostic = matches!(e, OutlierEvent::NotEnforced { .. } | OutlierEvent::Overflow { .. });
+            if diagnostic && self.events.len() >= crate::outlier::MAX_EVENTS {
+                self.events_dropped += 1;
+            } else {
+                self.events.push(HealthEvent::Outlier(e));
+            }
         }
         let _ = now;
+    }
+
+    /// Outlier diagnostics dropped because [`MAX_EVENTS`](crate::outlier::MAX_EVENTS)
+    /// events were waiting to be taken.
+    pub fn events_dropped(&self) -> u64 {
+        self.events_dropped
     }
 
     /// How many peers a destructive policy may have fired at once.

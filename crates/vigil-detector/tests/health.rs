@@ -190,3 +190,34 @@ fn bad_compositions_are_refused() {
     brake.brake_fraction = 0.0;
     assert!(Health::<u32>::new(&model, brake).is_err());
 }
+
+/// A peer removed while the registry still held news of it stays removed,
+/// and untaken outlier diagnostics are bounded.
+#[test]
+fn removed_peers_stay_removed_and_diagnostics_are_bounded() {
+    let peers = ["a", "b", "c"];
+    let mut h = health(&peers);
+    for s in 0..10u64 {
+        for p in ["a", "c"] {
+            h.heartbeat(p, ms(s * 1000)).unwrap();
+        }
+        h.poll(ms(s * 1000 + 10));
+    }
+    assert!(matches!(h.verdict(&"b", "route"), Some(Verdict::Fired(_))), "b is silent");
+    // A heartbeat queues b's recovery; b is removed before the next poll.
+    h.heartbeat("b", ms(10_000)).unwrap();
+    h.remove(&"b", ms(10_001));
+    h.poll(ms(10_002));
+    assert!(h.report(&"b", ms(10_003)).is_none(), "no ghost of b");
+
+    // A million server errors over ten peers, never polled: the diagnostics
+    // (cap overflows) stop at the bound.
+    let many: Vec<&'static str> = vec!["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"];
+    let mut h = health(&many);
+    for k in 0..1_000_000u64 {
+        h.record(many[(k % 10) as usize], Outcome::Response(500), None, ms(1)).unwrap();
+    }
+    let events = h.poll(ms(2));
+    assert!(events.len() <= vigil_detector::outlier::MAX_EVENTS + 10, "{} events", events.len());
+    assert!(h.events_dropped() > 0);
+}

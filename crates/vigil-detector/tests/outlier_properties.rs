@@ -162,6 +162,50 @@ proptest! {
         }
     }
 
+    /// A poll long after the last one does in one step what a poll at every
+    /// tick would do: the same returns at the same times, the same
+    /// multipliers, the same next tick.
+    #[test]
+    fn a_long_gap_is_caught_up_as_its_ticks_would_be(
+        c in config(),
+        ops in proptest::collection::vec(op(8), 1..200),
+        gap_ms in 0u64..3_000_000,
+    ) {
+        let mut od: Outliers<u8> = Outliers::new(c.clone()).unwrap();
+        let mut now = Instant::from_secs(1);
+        for op in ops {
+            match op {
+                Op::Record { host, outcome, latency_us } => {
+                    let _ = od.record(host, outcome, latency_us.map(Duration::from_micros), now);
+                }
+                Op::Advance { ms } => {
+                    now = now + Duration::from_millis(ms);
+                    od.poll(now);
+                }
+                Op::Insert { host } => {
+                    let _ = od.insert(host, now);
+                }
+                Op::Remove { .. } => {}
+            }
+        }
+        od.take_events();
+        let target = now + Duration::from_millis(gap_ms);
+        let mut at_once = od.clone();
+        let one_step = at_once.poll(target);
+        let mut stepwise = od.clone();
+        let mut step_events = Vec::new();
+        while let Some(t) = stepwise.next_deadline().filter(|&t| t <= target) {
+            step_events.extend(stepwise.poll(t));
+        }
+        step_events.extend(stepwise.poll(target));
+        prop_assert_eq!(one_step, step_events);
+        prop_assert_eq!(at_once.next_deadline(), stepwise.next_deadline());
+        prop_assert_eq!(at_once.ejected_count(), stepwise.ejected_count());
+        for h in 0..8u8 {
+            prop_assert_eq!(at_once.report(&h), stepwise.report(&h), "host {}", h);
+        }
+    }
+
     /// The longer a host keeps failing, the longer each ejection: lengths are
     /// non-decreasing in the multiplier, and never past the cap.
     #[test]
@@ -259,7 +303,7 @@ fn a_cluster_wide_brownout_ejects_nobody() {
 }
 
 /// An embedder that never takes the events does not make the detector grow
-/// without bound: past `MAX_EVENTS` they are counted and dropped.
+/// without bound: past `MAX_EVENTS` the diagnostics are counted and dropped.
 #[test]
 fn untaken_events_are_bounded_and_counted() {
     use vigil_detector::outlier::MAX_EVENTS;
@@ -275,4 +319,34 @@ fn untaken_events_are_bounded_and_counted() {
     }
     assert_eq!(od.events_dropped(), 100);
     assert_eq!(od.take_events().len(), MAX_EVENTS);
+}
+
+/// Time at the end of the range: polling there ends (there is no tick
+/// after the last representable one), and a poll months past the last one
+/// returns and decays hosts as its million ticks would.
+#[test]
+fn polls_at_the_end_of_time_and_after_long_gaps_end() {
+    let mut od: Outliers<u8> = Outliers::new(OutlierConfig::vigil()).unwrap();
+    let late = Instant::MAX - Duration::from_secs(25);
+    od.insert(0, late).unwrap();
+    for _ in 0..5 {
+        od.record(0, Outcome::Response(500), None, late).unwrap();
+    }
+    let events = od.poll(Instant::MAX);
+    assert!(events.iter().any(|e| matches!(e, OutlierEvent::Ejected { .. })));
+    assert_eq!(od.next_deadline(), None, "no tick after the end of time");
+    assert!(od.poll(Instant::MAX).is_empty());
+    // 10,000 hosts, a poll 10^10 ms later: about 10^6 intervals.
+    let mut big: Outliers<u32> = Outliers::new(OutlierConfig::vigil()).unwrap();
+    for h in 0..10_000 {
+        big.insert(h, Instant::ZERO).unwrap();
+    }
+    for _ in 0..5 {
+        big.record(7, Outcome::Response(500), None, Instant::ZERO).unwrap();
+    }
+    // One tick's work and a closed-form catch-up (tick by tick, this poll
+    // took about a minute in a debug build).
+    let events = big.poll(Instant::from_millis(10_000_000_000));
+    assert!(events.iter().any(|e| matches!(e, OutlierEvent::Returned { host: 7, .. })));
+    assert_eq!(big.report(&7).unwrap().multiplier, 0, "decayed over the long quiet");
 }

@@ -206,6 +206,36 @@ pub struct FleetResult {
     pub to_bad_host_over_time: Vec<(f64, u64)>,
 }
 
+impl FleetScenario {
+    /// Checks the scenario.
+    ///
+    /// # Errors
+    ///
+    /// The first field out of range, named.
+    pub fn validate(&self) -> Result<(), vigil_detector::ConfigError> {
+        let out = |field: &'static str, value: f64, range: &'static str| {
+            Err(vigil_detector::ConfigError::OutOfRange { field, value, range })
+        };
+        if !(1..=10_000).contains(&self.hosts) {
+            return out("hosts", f64::from(self.hosts), "[1, 10000]");
+        }
+        if self.bad_host >= self.hosts {
+            return out("bad_host", f64::from(self.bad_host), "[0, hosts)");
+        }
+        for (field, v, lo, hi, range) in [
+            ("request_rate", self.request_rate, 1e-6, 100_000.0, "[1e-6, 100000] per second"),
+            ("heartbeat_ms", self.heartbeat_ms, 1.0, 3_600_000.0, "[1, 3600000]"),
+            ("duration_ms", self.duration_ms, 1.0, 86_400_000.0, "[1, 86400000]"),
+            ("fault_at_ms", self.fault_at_ms, 0.0, 86_400_000.0, "[0, 86400000]"),
+        ] {
+            if !(v.is_finite() && (lo..=hi).contains(&v)) {
+                return out(field, v, range);
+            }
+        }
+        Ok(())
+    }
+}
+
 impl FleetResult {
     fn empty(scenario: &str, setup: &str) -> FleetResult {
         FleetResult {
@@ -386,12 +416,15 @@ pub fn run(scenario: &FleetScenario, setup: &Setup, seed: u64) -> Result<FleetRe
 /// setup) and returns what a client would have recorded: every heartbeat,
 /// every request's outcome and latency, and the fault as `bad` (a trace for
 /// [`replay`], or to write out).
-pub fn record(scenario: &FleetScenario, seed: u64) -> FleetTrace {
+///
+/// # Errors
+///
+/// The scenario is invalid ([`FleetScenario::validate`]).
+pub fn record(scenario: &FleetScenario, seed: u64) -> Result<FleetTrace, vigil_detector::ConfigError> {
     let mut trace = FleetTrace { hosts: (0..scenario.hosts).map(|h| format!("h{h}")).collect(), events: Vec::new() };
     let none = Setup { name: "none".into(), judge: JudgeKind::None };
-    // The baseline has no configuration to refuse.
-    let _ = simulate(scenario, &none, seed, Some(&mut trace));
-    trace
+    simulate(scenario, &none, seed, Some(&mut trace))?;
+    Ok(trace)
 }
 
 fn simulate(
@@ -400,6 +433,7 @@ fn simulate(
     seed: u64,
     mut trace: Option<&mut FleetTrace>,
 ) -> Result<FleetResult, vigil_detector::ConfigError> {
+    scenario.validate()?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut judge = Judge::new(&setup.judge, scenario.hosts)?;
     let n = scenario.hosts;
@@ -423,12 +457,18 @@ fn simulate(
     };
     loop {
         let hb = next_hb.iter().copied().enumerate().min_by(|a, b| a.1.total_cmp(&b.1)).expect("hosts");
-        let deadline = judge.next_deadline().map_or(f64::INFINITY, |d| d.as_nanos() as f64 / 1e6);
+        let deadline_at = judge.next_deadline();
+        let deadline = deadline_at.map_or(f64::INFINITY, |d| d.as_nanos() as f64 / 1e6);
         let t = hb.1.min(next_req).min(deadline).min(next_sample);
         if t > scenario.duration_ms {
             break;
         }
-        let now = Instant::from_nanos((t * 1e6) as u64);
+        // A deadline is polled at its exact instant (milliseconds as a float
+        // could land a nanosecond short of it, and nothing would be due).
+        let now = match deadline_at {
+            Some(d) if t == deadline => d,
+            _ => Instant::from_nanos((t * 1e6) as u64),
+        };
         if !marked_bad && t >= scenario.fault_at_ms {
             marked_bad = true;
             let bad: Vec<u32> = if brownout { (0..n).collect() } else { vec![scenario.bad_host] };
@@ -492,6 +532,41 @@ fn simulate(
     Ok(result)
 }
 
+/// Deadlines taken one by one, at their own times, before an event of a
+/// replayed trace.
+const MAX_STEPS: usize = 64;
+
+/// Notes the routing changes among `hosts` at `t` (ms).
+fn note_routing(
+    judge: &Judge,
+    away: &mut [bool],
+    result: &mut FleetResult,
+    bad: Option<(u32, f64)>,
+    hosts: std::ops::Range<u32>,
+    t: f64,
+) {
+    let mut changed = false;
+    for h in hosts {
+        let a = judge.routed_away(h);
+        if a != away[h as usize] {
+            changed = true;
+            away[h as usize] = a;
+            let is_bad = bad.is_some_and(|(b, at)| b == h && t >= at);
+            if a && !is_bad {
+                result.false_removals += 1;
+            }
+            if a && is_bad && result.stopped_routing_after_ms.is_none() {
+                result.stopped_routing_after_ms = bad.map(|(_, at)| t - at);
+            }
+        }
+    }
+    if changed {
+        result.to_bad_host_over_time.push((t, result.requests_to_bad_host));
+        let removed = away.iter().filter(|&&a| a).count() as u32;
+        result.max_removed_at_once = result.max_removed_at_once.max(removed);
+    }
+}
+
 /// Replays a recorded fleet trace under `setup` (open loop: requests went
 /// where the trace says). The first `bad` event names the bad host and the
 /// fault time; requests that reached it while the setup had it routed away
@@ -511,13 +586,23 @@ pub fn replay(trace: &FleetTrace, name: &str, setup: &Setup) -> Result<FleetResu
     let mut result = FleetResult::empty(name, &setup.name);
     let mut away = vec![false; n as usize];
     for e in &trace.events {
-        // Decisions due before this event come first.
+        // Decisions due before this event, each at its own time (at most
+        // MAX_STEPS of them; the rest are taken with the event, their times
+        // kept by the detectors themselves). Routing changes are noted when
+        // they happen.
+        let mut steps = 0;
         while let Some(d) = judge.next_deadline().filter(|&d| d <= e.at) {
+            if steps == MAX_STEPS {
+                break;
+            }
+            steps += 1;
             judge.poll(d);
+            note_routing(&judge, &mut away, &mut result, bad, 0..n, d.as_nanos() as f64 / 1e6);
             if judge.next_deadline() == Some(d) {
                 break;
             }
         }
+        let due = judge.next_deadline().is_some_and(|d| d <= e.at);
         judge.poll(e.at);
         let t = e.at.as_nanos() as f64 / 1e6;
         let after = bad.is_some_and(|(_, at)| t >= at);
@@ -537,26 +622,10 @@ pub fn replay(trace: &FleetTrace, name: &str, setup: &Setup) -> Result<FleetResu
             FleetEventKind::Bad => {}
         }
         judge.poll(e.at);
-        let mut changed = false;
-        for h in 0..n {
-            let a = judge.routed_away(h);
-            if a != away[h as usize] {
-                changed = true;
-                away[h as usize] = a;
-                let is_bad = bad.is_some_and(|(b, at)| b == h && t >= at);
-                if a && !is_bad {
-                    result.false_removals += 1;
-                }
-                if a && is_bad && result.stopped_routing_after_ms.is_none() {
-                    result.stopped_routing_after_ms = bad.map(|(_, at)| t - at);
-                }
-            }
-        }
-        if changed {
-            result.to_bad_host_over_time.push((t, result.requests_to_bad_host));
-            let removed = away.iter().filter(|&&a| a).count() as u32;
-            result.max_removed_at_once = result.max_removed_at_once.max(removed);
-        }
+        // Only a decision falling due can change other hosts than this
+        // event's.
+        let hosts = if due { 0..n } else { e.host..e.host + 1 };
+        note_routing(&judge, &mut away, &mut result, bad, hosts, t);
     }
     let end = trace.events.last().map_or(0.0, |e| e.at.as_nanos() as f64 / 1e6);
     result.to_bad_host_over_time.push((end, result.requests_to_bad_host));
@@ -574,7 +643,7 @@ mod tests {
     #[test]
     fn a_recorded_scenario_replays_like_the_baseline() {
         let s = FleetScenario::builtin("gray").unwrap();
-        let trace = record(&s, 1);
+        let trace = record(&s, 1).unwrap();
         let none = go("gray", "none");
         // The trace is what the baseline sent, and reads back the same.
         let requests = trace.events.iter().filter(|e| matches!(e.kind, FleetEventKind::Request { .. })).count() as u64;
@@ -590,6 +659,22 @@ mod tests {
         assert!(composed.spared > composed.requests_to_bad_host, "{composed:?}");
         let phi = replay(&trace, "gray", &Setup::builtin("phi").unwrap()).unwrap();
         assert_eq!(phi.spared, 0, "heartbeats do not see it");
+    }
+
+    #[test]
+    fn bad_scenarios_and_hostile_traces_are_refused_or_bounded() {
+        let mut s = FleetScenario::builtin("gray").unwrap();
+        s.hosts = 0;
+        assert!(run(&s, &Setup::builtin("phi").unwrap(), 1).is_err());
+        let mut s = FleetScenario::builtin("gray").unwrap();
+        s.request_rate = -1.0;
+        assert!(record(&s, 1).is_err());
+        // A trace whose last line is at the end of time: replayed at once.
+        let t = FleetTrace::parse("0,a,req,200\n18446744073709.551615,a,hb\n").unwrap();
+        for setup in SETUPS {
+            let r = replay(&t, "end", &Setup::builtin(setup).unwrap()).unwrap();
+            assert_eq!(r.requests, 1, "{setup}");
+        }
     }
 
     #[test]

@@ -11,8 +11,8 @@
 //! the host ended with OUTCOME: an HTTP status `100`–`599`, `timeout`,
 //! `connect-failed` or `connected`; LATENCY_MS optional), and `bad` (the
 //! host went bad: the ground truth the lab scores against). Times are
-//! non-decreasing; host names are 1 to 64 bytes; at most
-//! [`MAX_HOSTS`] hosts.
+//! non-decreasing; host names are 1 to 64 bytes, without commas, control
+//! characters or surrounding spaces; at most [`MAX_HOSTS`] hosts.
 //!
 //! ```
 //! use vigil_lab::fleet_trace::FleetTrace;
@@ -141,6 +141,7 @@ impl FleetTrace {
         let mut index: std::collections::HashMap<String, u32> = Default::default();
         let mut last = Instant::ZERO;
         let mut json = None;
+        let mut seen_data = false;
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let l = raw.trim();
@@ -167,7 +168,10 @@ impl FleetTrace {
                     };
                     (t, j.host, j.event, outcome, latency)
                 } else {
-                    if i == 0 && l.starts_with("time_ms") {
+                    // The header: the first line that is not blank or a
+                    // comment.
+                    if !seen_data && l.starts_with("time_ms") {
+                        seen_data = true;
                         continue;
                     }
                     let fields: Vec<&str> = l.split(',').map(str::trim).collect();
@@ -199,8 +203,17 @@ impl FleetTrace {
                 ));
             }
             last = t;
+            seen_data = true;
             if host.is_empty() || host.len() > MAX_HOST_NAME {
                 return Err(err("host", format!("{} must be 1 to {MAX_HOST_NAME} bytes", quoted(&host))));
+            }
+            // Names that CSV could not carry back are refused in both
+            // formats, so that a trace always reads back as itself.
+            if host.contains(',') || host.chars().any(char::is_control) || host.trim() != host {
+                return Err(err(
+                    "host",
+                    format!("{} holds a comma, a control character or surrounding spaces", quoted(&host)),
+                ));
             }
             let kind = match event.as_str() {
                 "hb" => FleetEventKind::Heartbeat,
@@ -273,6 +286,8 @@ mod tests {
             ("0,,hb\n", 1, "host"),
             ("0,a\n", 1, "line"),
             ("0,a,req,200,-3\n", 1, "latency_ms"),
+            ("{\"t\": 1, \"host\": \"a,b\", \"event\": \"hb\"}\n", 1, "host"),
+            ("{\"t\": 1, \"host\": \" c\", \"event\": \"hb\"}\n", 1, "host"),
             ("{\"t\": -1, \"host\": \"a\", \"event\": \"hb\"}\n", 1, "t"),
             ("{\"t\": 1, \"host\": \"a\"}\n", 1, "line"),
         ] {
@@ -281,6 +296,14 @@ mod tests {
         }
         let long = format!("0,{},hb\n", "h".repeat(65));
         assert_eq!(FleetTrace::parse(&long).unwrap_err().field, "host");
+    }
+
+    #[test]
+    fn the_header_may_follow_comments_and_blank_lines() {
+        let t = FleetTrace::parse("# recorded by x\n\ntime_ms,host,event,outcome,latency_ms\n0,a,hb\n").unwrap();
+        assert_eq!(t.events.len(), 1);
+        // After data, a header line is an error.
+        assert_eq!(FleetTrace::parse("0,a,hb\ntime_ms,host,event\n").unwrap_err().line, 2);
     }
 
     #[test]

@@ -96,7 +96,9 @@ pub enum Event {
     },
     /// Outlier detection ejected a member, from the outcomes of the
     /// application's requests to it ([`Node::record_outcome`](crate::Node::record_outcome)):
-    /// stop sending it requests until it returns.
+    /// stop sending it requests until it returns. Its death, its leaving or
+    /// its coming up again as a new process ends the ejection too, without
+    /// a [`Event::Returned`].
     Ejected {
         /// Who.
         id: NodeId,

@@ -839,6 +839,10 @@ impl Node {
         // Outlier detection follows the live membership.
         match &event {
             Event::Up { id, .. } => {
+                // A member up again (a new process, or back from the dead)
+                // starts afresh: the old one's ejection and streaks are not
+                // its own.
+                self.outcomes.member_gone(&id.name);
                 if let Some(key) = self.members.get(&id.name).map(|m| m.name.clone()) {
                     self.outcomes.member_up(key, self.now);
                 }

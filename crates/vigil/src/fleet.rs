@@ -119,7 +119,8 @@ pub(crate) fn run_cmd(a: &FleetArgs, out: &mut dyn Write) -> Result<()> {
         let [Source::Scenario(s)] = &sources[..] else {
             return Err(UsageError("--write-trace: give exactly one built-in scenario".into()).into());
         };
-        write_whole(path, record(s, a.seed).to_csv().as_bytes())?;
+        let trace = record(s, a.seed).map_err(|e| UsageError(format!("{}: {e}", s.name)))?;
+        write_whole(path, trace.to_csv().as_bytes())?;
         eprintln!("trace: {}", path.display());
     }
     eprintln!("seed {}", a.seed);

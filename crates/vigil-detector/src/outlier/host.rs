@@ -50,6 +50,8 @@ pub(crate) struct Ejection {
 #[derive(Debug, Clone)]
 pub(crate) struct Host<K> {
     pub(crate) key: K,
+    /// When it was first tracked, in order: ties are broken on it.
+    pub(crate) seq: u64,
     pub(crate) consecutive_5xx: u32,
     pub(crate) consecutive_gateway: u32,
     pub(crate) consecutive_local: u32,
@@ -68,9 +70,10 @@ pub(crate) struct Host<K> {
 }
 
 impl<K> Host<K> {
-    pub(crate) fn new(key: K) -> Host<K> {
+    pub(crate) fn new(key: K, seq: u64) -> Host<K> {
         Host {
             key,
+            seq,
             consecutive_5xx: 0,
             consecutive_gateway: 0,
             consecutive_local: 0,

@@ -222,6 +222,8 @@ pub struct Outliers<K> {
     next_tick: Option<Instant>,
     events: Vec<OutlierEvent<K>>,
     events_dropped: u64,
+    /// Insertion order, for ties.
+    next_seq: u64,
     rng: u64,
 }
 
@@ -255,6 +257,7 @@ impl<K: Hash + Eq + Clone> Outliers<K> {
             next_tick: None,
             events: Vec::new(),
             events_dropped: 0,
+            next_seq: 0,
             rng,
         })
     }
@@ -312,7 +315,8 @@ impl<K: Hash + Eq + Clone> Outliers<K> {
             return Err(OutlierError::Full { max_hosts: self.config.max_hosts });
         }
         self.index.insert(host.clone(), self.hosts.len());
-        self.hosts.push(Host::new(host));
+        self.next_seq += 1;
+        self.hosts.push(Host::new(host, self.next_seq));
         self.next_tick.get_or_insert(now + self.config.interval);
         Ok(true)
     }
@@ -488,7 +492,11 @@ impl<K: Hash + Eq + Clone> Outliers<K> {
     }
 
     fn emit(&mut self, e: OutlierEvent<K>) {
-        if self.events.len() < MAX_EVENTS {
+        // Ejections and returns carry state a consumer follows: never
+        // dropped (there is at most one of each per host and tick). Only the
+        // diagnostics (overflow, not enforced) are bounded.
+        let keeps_state = matches!(e, OutlierEvent::Ejected { .. } | OutlierEvent::Returned { .. });
+        if keeps_state || self.events.len() < MAX_EVENTS {
             self.events.push(e);
         } else {
             self.events_dropped += 1;
@@ -508,12 +516,70 @@ impl<K: Hash + Eq + Clone> Outliers<K> {
     /// Runs every interval tick due by `now`, each at its own time (hosts
     /// return, statistics are judged, multipliers decay), and returns the
     /// events since the last call (those of [`Outliers::record`] included).
+    ///
+    /// However far `now` is past the next tick, the work is bounded: the
+    /// first due tick judges the last interval in full; the ticks after it
+    /// have no requests to judge, so their returns and multiplier decays are
+    /// applied at once, each at its tick's time.
     pub fn poll(&mut self, now: Instant) -> Vec<OutlierEvent<K>> {
-        while let Some(t) = self.next_tick.filter(|&t| t <= now) {
+        let interval = self.config.interval;
+        if let Some(t) = self.next_tick.filter(|&t| t <= now) {
             self.tick(t);
-            self.next_tick = Some(t + self.config.interval);
+            // Ticks after the first: as many as fit by `now`.
+            let more = (now - t).as_nanos() / interval.as_nanos();
+            let more = u32::try_from(more).unwrap_or(u32::MAX);
+            if more > 0 {
+                self.skip_quiet_ticks(t, more);
+            }
+            let last = interval.checked_mul(more).and_then(|d| t.checked_add(d));
+            // Past the end of time there are no more ticks.
+            self.next_tick = last.and_then(|l| l.checked_add(interval));
         }
         self.take_events()
+    }
+
+    /// The `k` ticks after the one at `t1`, none of which has requests to
+    /// judge (nothing was recorded since `t1`): hosts whose ejection ends
+    /// return at the first of them at or after its end, and multipliers
+    /// decay once for each of them that a host spends back for a whole
+    /// interval, as `k` calls of [`Outliers::tick`] would do.
+    fn skip_quiet_ticks(&mut self, t1: Instant, k: u32) {
+        let i_ns = self.config.interval.as_nanos();
+        let tick =
+            |j: u32| t1.saturating_add(Duration::from_nanos(u64::try_from(u128::from(j) * i_ns).unwrap_or(u64::MAX)));
+        // The index of the first of the ticks t1 + j·I (j ≥ 1) at or after `at`.
+        let first_at_or_after = |at: Instant| -> u128 {
+            let d = at.saturating_duration_since(t1).as_nanos();
+            d.div_ceil(i_ns).max(1)
+        };
+        let mut returns = Vec::new();
+        for h in &mut self.hosts {
+            h.previous = Bucket::default();
+            let mut decays = 0u128;
+            match h.ejection {
+                Some(e) => {
+                    let j = first_at_or_after(e.until);
+                    if j <= u128::from(k) {
+                        let at = tick(j as u32);
+                        h.uneject(at);
+                        returns.push((at, h.seq, h.key.clone()));
+                        decays = u128::from(k) - j;
+                    }
+                }
+                None => {
+                    if let Some(u) = h.last_unejected {
+                        let j0 = first_at_or_after(u.saturating_add(self.config.interval));
+                        decays = (u128::from(k) + 1).saturating_sub(j0);
+                    }
+                }
+            }
+            h.multiplier = h.multiplier.saturating_sub(u32::try_from(decays).unwrap_or(u32::MAX));
+        }
+        returns.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        for (at, _, host) in returns {
+            self.ejected -= 1;
+            self.emit(OutlierEvent::Returned { host, at });
+        }
     }
 
     /// One interval tick at `t`, in Envoy's order.
@@ -566,7 +632,7 @@ impl<K: Hash + Eq + Clone> Outliers<K> {
             let var = sr.iter().map(|r| (r.1 - mean) * (r.1 - mean)).sum::<f64>() / n;
             let threshold = (mean - c.success_rate_stdev_factor * var.sqrt()).min(mean - c.success_rate_minimum_drop);
             let mut outliers: Vec<(usize, f64)> = sr.into_iter().filter(|r| r.1 < threshold).collect();
-            outliers.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            outliers.sort_by(|a, b| a.1.total_cmp(&b.1).then(self.hosts[a.0].seq.cmp(&self.hosts[b.0].seq)));
             let reason = if local { EjectReason::LocalOriginSuccessRate } else { EjectReason::SuccessRate };
             for (i, _) in outliers {
                 self.eject(i, reason, t);
@@ -576,7 +642,7 @@ impl<K: Hash + Eq + Clone> Outliers<K> {
         if !fp.is_empty() && fp.len() as u64 >= u64::from(c.failure_percentage_minimum_hosts) {
             let bound = f64::from(c.failure_percentage_threshold);
             let mut outliers: Vec<(usize, f64)> = fp.into_iter().filter(|r| 100.0 - r.1 >= bound).collect();
-            outliers.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            outliers.sort_by(|a, b| a.1.total_cmp(&b.1).then(self.hosts[a.0].seq.cmp(&self.hosts[b.0].seq)));
             let reason = if local { EjectReason::LocalOriginFailurePercentage } else { EjectReason::FailurePercentage };
             for (i, _) in outliers {
                 // Not twice in one tick.
@@ -608,7 +674,7 @@ impl<K: Hash + Eq + Clone> Outliers<K> {
         let mid = sorted.len() / 2;
         let median = if sorted.len() % 2 == 1 { sorted[mid] } else { (sorted[mid - 1] + sorted[mid]) / 2.0 };
         typical.retain(|x| x.1 >= l.factor * median);
-        typical.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        typical.sort_by(|a, b| b.1.total_cmp(&a.1).then(self.hosts[a.0].seq.cmp(&self.hosts[b.0].seq)));
         for (i, _) in typical {
             self.eject(i, EjectReason::Latency, t);
         }
