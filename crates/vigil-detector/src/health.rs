@@ -391,7 +391,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
         self.outliers.record(peer.clone(), outcome, latency, now).map_err(HealthError::Outlier)?;
         self.state(&peer);
         let events = self.outliers.take_events();
-        self.take_outlier_events(events, now);
+        self.take_outlier_events(events);
         Ok(())
     }
 
@@ -429,12 +429,12 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
             }
         }
         let events = self.outliers.poll(now);
-        self.take_outlier_events(events, now);
+        self.take_outlier_events(events);
         self.release(now);
         std::mem::take(&mut self.events)
     }
 
-    fn take_outlier_events(&mut self, events: Vec<OutlierEvent<K>>, now: Instant) {
+    fn take_outlier_events(&mut self, events: Vec<OutlierEvent<K>>) {
         for e in events {
             match &e {
                 OutlierEvent::Ejected { host, reason, at, .. } => {
@@ -470,7 +470,6 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                 self.events.push(HealthEvent::Outlier(e));
             }
         }
-        let _ = now;
     }
 
     /// Outlier diagnostics dropped because [`MAX_EVENTS`](crate::outlier::MAX_EVENTS)

@@ -264,18 +264,15 @@ impl Metrics {
             self.queues.get_or_create(&QueueLabel { queue }).set(i64::try_from(n).unwrap_or(i64::MAX));
         }
         let node = &s.stats.node;
-        for (kind, n) in node.sent.iter() {
-            advance(&self.messages.get_or_create(&MessageLabel { kind: kind.to_string(), direction: SENT }), n);
-        }
-        for (kind, n) in node.received.iter() {
-            let label = MessageLabel { kind: kind.to_string(), direction: RECEIVED };
-            advance(&self.messages.get_or_create(&label), n);
-        }
-        for (kind, n) in node.bytes_sent_by_kind.iter() {
-            advance(&self.bytes.get_or_create(&MessageLabel { kind: kind.to_string(), direction: SENT }), n);
-        }
-        for (kind, n) in node.bytes_received_by_kind.iter() {
-            advance(&self.bytes.get_or_create(&MessageLabel { kind: kind.to_string(), direction: RECEIVED }), n);
+        for (family, direction, counts) in [
+            (&self.messages, SENT, &node.sent),
+            (&self.messages, RECEIVED, &node.received),
+            (&self.bytes, SENT, &node.bytes_sent_by_kind),
+            (&self.bytes, RECEIVED, &node.bytes_received_by_kind),
+        ] {
+            for (kind, n) in counts.iter() {
+                advance(&family.get_or_create(&MessageLabel { kind: kind.to_string(), direction }), n);
+            }
         }
         let net = &s.stats.net;
         let mut reasons: Vec<(&'static str, u64)> = vec![
