@@ -103,13 +103,35 @@ pub struct Config {
     /// Push-pull anti-entropy interval (scaled up beyond 32 members as
     /// memberlist does). LAN 30 s.
     pub push_pull_interval: Duration,
-    /// How long dead members still receive gossip; tombstones are kept four
-    /// times as long. LAN 30 s.
+    /// How long dead members still receive gossip (so a member declared
+    /// dead by mistake hears of it and refutes). LAN 30 s.
     pub dead_retention: Duration,
-    /// How often a node re-announces itself to one member it believes dead
-    /// (a push-pull), so a partition heals and an isolated node comes back.
-    /// LAN 5 s.
-    pub reannounce_interval: Duration,
+    /// How often a node tries to reconnect to one member it believes dead,
+    /// chosen at random: a short push-pull (this node, and the death it
+    /// believes), so a partition of any length heals and an isolated node
+    /// comes back. One attempt per interval, whatever the number of dead
+    /// members. LAN 10 s (Serf's `reconnect_interval`: 30 s).
+    pub reconnect_interval: Duration,
+    /// How long a dead member is still tried ([`Config::reconnect_interval`])
+    /// and kept as a tombstone; then it is reaped ([`Event::Reaped`](crate::Event::Reaped)).
+    /// LAN 24 h (Serf's `reconnect_timeout`).
+    pub reconnect_timeout: Duration,
+    /// How long a member that left is kept as a tombstone (so a late rumour
+    /// of it alive cannot bring it back); then it is reaped. LAN 24 h
+    /// (Serf's `tombstone_timeout`).
+    pub tombstone_timeout: Duration,
+    /// New members one source may propose per
+    /// [`Config::introduction_window`], where a source is an address that
+    /// is not the known address of the member its packets claim to come
+    /// from (a stranger): each proposal is checked with a ping before the
+    /// member is admitted, and proposals beyond the budget are refused and
+    /// counted ([`Stats::introductions_refused`](crate::Stats::introductions_refused)).
+    /// Members vouched for by a known member at its own address, and the
+    /// answers to this node's own push-pulls, are not limited. LAN 32.
+    pub introductions_per_source: u32,
+    /// The window of [`Config::introductions_per_source`]: the budget
+    /// refills at that many per window. LAN 10 s.
+    pub introduction_window: Duration,
     /// Classic mode: pick probe targets at random each period instead of
     /// from a shuffled round-robin list (SWIM's original analysis).
     pub random_probe_targets: bool,
@@ -153,6 +175,12 @@ pub struct Config {
     /// [`OutlierConfig::vigil`](vigil_detector::outlier::OutlierConfig::vigil).
     pub outliers: vigil_detector::outlier::OutlierConfig,
 }
+
+/// A day: the LAN preset's reconnect and tombstone timeouts.
+const DAY: Duration = Duration::from_secs(86_400);
+
+/// The longest [`Config::reconnect_timeout`] and [`Config::tombstone_timeout`].
+pub const MAX_TOMBSTONE_AGE: Duration = Duration::from_secs(365 * 86_400);
 
 /// The most arrivals [`Config::recorded_arrivals`] may keep per member.
 pub const MAX_RECORDED_ARRIVALS: usize = 1_000_000;
@@ -203,7 +231,11 @@ impl Config {
             retransmit_mult: 4,
             push_pull_interval: Duration::from_secs(30),
             dead_retention: Duration::from_secs(30),
-            reannounce_interval: Duration::from_secs(5),
+            reconnect_interval: Duration::from_secs(10),
+            reconnect_timeout: DAY,
+            tombstone_timeout: DAY,
+            introductions_per_source: 32,
+            introduction_window: Duration::from_secs(10),
             random_probe_targets: false,
             stagger_timers: true,
             policies: Vec::new(),
@@ -245,6 +277,7 @@ impl Config {
             gossip_nodes: 4,
             push_pull_interval: Duration::from_secs(60),
             dead_retention: Duration::from_secs(60),
+            reconnect_interval: Duration::from_secs(30),
             ..Config::lan(cluster)
         }
     }
@@ -299,7 +332,8 @@ impl Config {
             ("suspicion_max", self.suspicion_max),
             ("gossip_interval", self.gossip_interval),
             ("push_pull_interval", self.push_pull_interval),
-            ("reannounce_interval", self.reannounce_interval),
+            ("reconnect_interval", self.reconnect_interval),
+            ("introduction_window", self.introduction_window),
         ] {
             // Durations are bounded so that scaling them (by local health,
             // by the cluster size) cannot overflow.
@@ -310,6 +344,12 @@ impl Config {
         for (field, d) in [("dead_retention", self.dead_retention), ("local_stall", self.local_stall)] {
             if d > day {
                 return Err(ConfigError::out_of_range(field, format!("{d:?}"), "at most a day"));
+            }
+        }
+        for (field, d) in [("reconnect_timeout", self.reconnect_timeout), ("tombstone_timeout", self.tombstone_timeout)]
+        {
+            if d > MAX_TOMBSTONE_AGE {
+                return Err(ConfigError::out_of_range(field, format!("{d:?}"), "at most 365 days"));
             }
         }
         if self.suspicion_max < self.suspicion_min {
@@ -337,6 +377,7 @@ impl Config {
             ("retransmit_mult", self.retransmit_mult, 1, 100, "1 to 100"),
             ("max_confirmations_gossiped", self.max_confirmations_gossiped, 0, 64, "0 to 64"),
             ("max_awareness", self.max_awareness, 0, 64, "0 to 64"),
+            ("introductions_per_source", self.introductions_per_source, 0, 65_535, "0 to 65535"),
         ] {
             if !(lo..=hi).contains(&v) {
                 return Err(ConfigError::out_of_range(field, v.to_string(), allowed));
@@ -408,6 +449,12 @@ pub enum ConfigError {
         /// Its length in bytes.
         len: usize,
     },
+    /// The node's name holds a control character (a terminal escape, a
+    /// newline).
+    NameCharacter {
+        /// Where, in bytes from the start of the name.
+        at: usize,
+    },
 }
 
 impl ConfigError {
@@ -420,7 +467,7 @@ impl ConfigError {
         match self {
             ConfigError::OutOfRange { field, .. } | ConfigError::Inconsistent { field, .. } => field,
             ConfigError::Detector(_) => "detector",
-            ConfigError::Name { .. } => "name",
+            ConfigError::Name { .. } | ConfigError::NameCharacter { .. } => "name",
         }
     }
 }
@@ -434,6 +481,9 @@ impl fmt::Display for ConfigError {
             ConfigError::Detector(e) => write!(f, "detector: {e}"),
             ConfigError::Name { len } => {
                 write!(f, "name is {len} bytes long, expected 1 to {}", crate::message::MAX_NAME_LEN)
+            }
+            ConfigError::NameCharacter { at } => {
+                write!(f, "name has a control character at byte {at}, expected printable characters only")
             }
         }
     }

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::message::NodeId;
+use crate::message::{NodeId, Status};
 use crate::tags::Tags;
 
 /// Something the node observed. Drain with
@@ -47,6 +47,19 @@ pub enum Event {
     Left {
         /// Who.
         id: NodeId,
+    },
+    /// A tombstone was forgotten: a member dead for
+    /// [`Config::reconnect_timeout`](crate::Config::reconnect_timeout) (this
+    /// node stops trying to reconnect to it), a member that left
+    /// [`Config::tombstone_timeout`](crate::Config::tombstone_timeout) ago,
+    /// or the oldest tombstone beyond
+    /// [`Config::max_tombstones`](crate::Config::max_tombstones). If it comes
+    /// back, it is a new member ([`Event::Up`]).
+    Reaped {
+        /// Who.
+        id: NodeId,
+        /// What it was when reaped: [`Status::Dead`] or [`Status::Left`].
+        status: Status,
     },
     /// Monitoring said a member was silent, but it answered a probe (or a
     /// heartbeat arrived while the probe was out): its heartbeats are not

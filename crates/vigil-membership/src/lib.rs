@@ -56,6 +56,7 @@ mod broadcast;
 pub mod config;
 mod event;
 mod health;
+mod introductions;
 pub mod keyring;
 mod members;
 pub mod message;

@@ -38,6 +38,7 @@ use crate::broadcast::Broadcasts;
 use crate::config::{Config, ConfigError, Mode};
 use crate::event::Event;
 use crate::health::LocalHealth;
+use crate::introductions::{Candidate, Introductions, Refusal};
 use crate::members::{Member, MemberTable};
 use crate::message::{MAX_NAME_LEN, Message, MessageKind, NodeId, Packet, Status, Update};
 use crate::monitor::Monitor;
@@ -67,8 +68,12 @@ const MAX_BROADCASTS: usize = 4_096;
 /// Indirect probes relayed at once, at most.
 const MAX_RELAYS: usize = 4_096;
 
-/// A join no member answered is sent again after this, then twice as
-/// long each time, up to [`JOIN_RETRY_MAX`].
+/// Seeds kept at most.
+const MAX_SEEDS: usize = 256;
+
+/// A node that knows no live member asks its seeds again after this, then
+/// twice as long each time, up to [`JOIN_RETRY_MAX`], for as long as it
+/// runs.
 const JOIN_RETRY_FIRST: Duration = Duration::from_secs(1);
 const JOIN_RETRY_MAX: Duration = Duration::from_secs(30);
 
@@ -92,10 +97,16 @@ pub struct Node {
     now: Instant,
     /// The overdue deadline a stall was last noticed for.
     stall_seen: Option<Instant>,
-    /// The seeds of a join no member has answered yet, and the wait before
+    /// The seeds given to [`Node::join`] (or [`Node::set_seeds`]), asked
+    /// again whenever this node knows no live member, and the wait before
     /// asking them again.
     seeds: Vec<SocketAddr>,
     join_backoff: Duration,
+    /// Whether the runtime should resolve the seeds' names again (set when
+    /// the seeds are asked again; taken by [`Node::take_seed_refresh`]).
+    seed_refresh: bool,
+    /// Members proposed by strangers, waiting for their answer.
+    introductions: Introductions,
     /// Accusers told of this incarnation's refutation.
     refuted_to: std::collections::BTreeSet<Arc<str>>,
     members: MemberTable,
@@ -131,11 +142,15 @@ impl Node {
     ///
     /// A [`ConfigError`] if the configuration does not validate, or if the
     /// name is empty or longer than [`MAX_NAME_LEN`] bytes
-    /// ([`ConfigError::Name`]).
+    /// ([`ConfigError::Name`]) or holds a control character
+    /// ([`ConfigError::NameCharacter`]).
     pub fn new(id: NodeId, addr: SocketAddr, config: Config, seed: u64, now: Instant) -> Result<Node, ConfigError> {
         config.validate()?;
         if id.name.is_empty() || id.name.len() > MAX_NAME_LEN {
             return Err(ConfigError::Name { len: id.name.len() });
+        }
+        if let Some(at) = wire::control_character(&id.name) {
+            return Err(ConfigError::NameCharacter { at });
         }
         let monitor = Monitor::new(&config)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -152,11 +167,12 @@ impl Node {
         }
         stagger(Timer::Gossip, config.gossip_interval);
         stagger(Timer::PushPull, config.push_pull_interval);
-        stagger(Timer::Reannounce, config.reannounce_interval);
+        stagger(Timer::Reconnect, config.reconnect_interval);
         stagger(Timer::Collect, COLLECT_INTERVAL);
         let mut node = Node {
             health: LocalHealth::new(config.max_awareness),
             outcomes: RequestOutcomes::new(config.outliers.clone()),
+            introductions: Introductions::new(config.introductions_per_source, config.introduction_window),
             config,
             me: id,
             addr,
@@ -168,6 +184,7 @@ impl Node {
             stall_seen: None,
             seeds: Vec::new(),
             join_backoff: JOIN_RETRY_FIRST,
+            seed_refresh: false,
             refuted_to: std::collections::BTreeSet::new(),
             members: MemberTable::new(),
             suspicions: Suspicions::default(),
@@ -322,6 +339,12 @@ impl Node {
         }
     }
 
+    /// Members proposed by strangers that wait for their answer to a ping
+    /// before they are admitted (at most 1,024).
+    pub fn candidates(&self) -> usize {
+        self.introductions.len()
+    }
+
     /// Suspicions open at this node.
     pub fn suspicions(&self) -> usize {
         self.suspicions.len()
@@ -355,7 +378,12 @@ impl Node {
         let now = self.enter(now);
         let others: Vec<(Arc<str>, u64, SocketAddr)> = members
             .iter()
-            .filter(|(name, _, _)| **name != *self.me.name && !name.is_empty() && name.len() <= MAX_NAME_LEN)
+            .filter(|(name, _, _)| {
+                **name != *self.me.name
+                    && !name.is_empty()
+                    && name.len() <= MAX_NAME_LEN
+                    && wire::control_character(name).is_none()
+            })
             .cloned()
             .collect();
         self.members.insert_shared(&others, now);
@@ -370,40 +398,88 @@ impl Node {
         self.settle(now);
     }
 
-    /// Asks `seeds` for their view (push-pull), to join the cluster. Until
-    /// some member is known, it asks them again after 1 s, then twice as
-    /// long each time up to 30 s (a seed restarting, or not up yet, does
-    /// not leave this node alone for good); [`Stats::join_retries`] counts
-    /// the retries. A node that left ignores it.
+    /// Asks `seeds` for their view (push-pull), to join the cluster, and
+    /// keeps them: whenever this node knows no live member (none answered
+    /// yet, or every member it knew is dead, or left), it asks them again
+    /// after 1 s, then twice as long each time up to 30 s, for as long as it
+    /// runs (a seed restarting, or not up yet, or a partition that outlasts
+    /// every tombstone, does not leave it alone for good);
+    /// [`Stats::join_retries`] counts the retries. Each retry also asks the
+    /// runtime to resolve the seeds again ([`Node::take_seed_refresh`]).
+    /// The views the seeds send back are taken as they are (a seed is
+    /// trusted), not as a stranger's. A node that left ignores it.
     pub fn join(&mut self, now: Instant, seeds: &[SocketAddr]) {
         let now = self.enter(now);
         if self.status == Status::Left {
             return;
         }
-        self.seeds = seeds.iter().copied().filter(|&s| s != self.addr).collect();
-        self.seeds.dedup();
+        self.keep_seeds(seeds);
         self.join_backoff = JOIN_RETRY_FIRST;
-        self.ask_seeds();
-        self.timers.set(Timer::Rejoin, (!self.seeds.is_empty()).then(|| now.saturating_add(JOIN_RETRY_FIRST)));
+        let all = self.seeds.clone();
+        self.ask_seeds(&all);
+        self.timers.set(Timer::Rejoin, None);
         self.settle(now);
     }
 
-    fn ask_seeds(&mut self) {
-        for to in self.seeds.clone() {
+    /// Replaces the seeds (the runtime resolved their names again) without
+    /// asking them, except those that are new while this node knows no live
+    /// member. A node that left ignores it.
+    pub fn set_seeds(&mut self, now: Instant, seeds: &[SocketAddr]) {
+        let now = self.enter(now);
+        if self.status == Status::Left {
+            return;
+        }
+        let before = std::mem::take(&mut self.seeds);
+        self.keep_seeds(seeds);
+        if self.members.live_count() == 0 {
+            let new: Vec<SocketAddr> = self.seeds.iter().copied().filter(|s| !before.contains(s)).collect();
+            self.ask_seeds(&new);
+        }
+        self.settle(now);
+    }
+
+    /// The seeds this node goes back to when it knows no live member.
+    pub fn seeds(&self) -> &[SocketAddr] {
+        &self.seeds
+    }
+
+    /// Whether the seeds were just asked again, so that a runtime that
+    /// resolves seed names should resolve them again and give the result to
+    /// [`Node::set_seeds`]; reading it clears it.
+    pub fn take_seed_refresh(&mut self) -> bool {
+        std::mem::take(&mut self.seed_refresh)
+    }
+
+    fn keep_seeds(&mut self, seeds: &[SocketAddr]) {
+        let mut kept: Vec<SocketAddr> = Vec::with_capacity(seeds.len().min(MAX_SEEDS));
+        for &s in seeds {
+            if s != self.addr && !kept.contains(&s) && kept.len() < MAX_SEEDS {
+                kept.push(s);
+            }
+        }
+        self.seeds = kept;
+    }
+
+    fn ask_seeds(&mut self, seeds: &[SocketAddr]) {
+        for &to in seeds {
             let members = self.view();
             self.send(to, Message::PushPull { reply: true, members });
         }
     }
 
-    /// A join's retry: done once any member is known, else ask again.
+    /// The seeds' retry: while no live member is known, ask them again,
+    /// backing off; once one is, the retries stop until this node is alone
+    /// again.
     fn rejoin(&mut self, now: Instant) {
         if self.members.live_count() > 0 || self.seeds.is_empty() {
-            self.seeds.clear();
+            self.join_backoff = JOIN_RETRY_FIRST;
             self.timers.set(Timer::Rejoin, None);
             return;
         }
         self.stats.join_retries += 1;
-        self.ask_seeds();
+        let all = self.seeds.clone();
+        self.ask_seeds(&all);
+        self.seed_refresh = true;
         self.join_backoff = self.join_backoff.saturating_mul(2).min(JOIN_RETRY_MAX);
         self.timers.set(Timer::Rejoin, Some(now.saturating_add(self.join_backoff)));
     }
@@ -539,14 +615,32 @@ impl Node {
         Ok(())
     }
 
+    /// Whether `packet`, from the address `from`, speaks for a member this
+    /// node knows: its sender is a known member (this generation or a newer
+    /// one) at the address this node knows it by, or a seed. Anything else
+    /// is a stranger's (see `introductions.rs`).
+    fn vouched(&self, from: SocketAddr, packet: &Packet) -> bool {
+        let known = self
+            .members
+            .get(&packet.from.name)
+            .is_some_and(|m| m.addr == from && packet.from.generation >= m.generation);
+        known || self.seeds.contains(&from)
+    }
+
     fn receive(&mut self, now: Instant, from: SocketAddr, packet: Packet) {
+        let vouched = self.vouched(from, &packet);
+        if !vouched {
+            self.stats.from_strangers += 1;
+        }
         // The sender is alive as far as its own packet goes.
-        self.learn_sender(now, &packet.from, from, packet.incarnation);
+        self.learn_sender(now, &packet.from, from, packet.incarnation, vouched);
         for u in packet.updates {
-            self.apply(now, u, None);
+            self.take(now, u, vouched, from);
         }
         match packet.message {
-            Message::Heartbeat => {
+            // A stranger's heartbeat is nobody's: it must not keep a silent
+            // member alive.
+            Message::Heartbeat if vouched => {
                 // Membership changes in this very packet must show in the
                 // watch list before the heartbeat is matched against it.
                 self.monitor.sync(&self.members, &self.me.name, now);
@@ -557,11 +651,14 @@ impl Node {
                     self.check_silent(now);
                 }
             }
+            Message::Heartbeat => {}
             Message::Ping { seq, target } => {
                 if target == self.me {
                     self.send(from, Message::Ack { seq });
                 }
             }
+            // A stranger does not get this node to ping anyone for it.
+            Message::PingReq { .. } if !vouched => self.stats.relays_refused += 1,
             Message::PingReq { seq, target, target_addr, nack } => {
                 let own = self.probes.next_seq();
                 let relay = crate::probe::Relay { requester: from, seq, nack };
@@ -576,7 +673,9 @@ impl Node {
                 Some(Answered::Probe(p)) => {
                     self.health.lower();
                     let indirect = packet.from != p.target;
-                    if p.purpose == Purpose::Verify {
+                    if p.purpose == Purpose::Introduce {
+                        self.introduced(now, seq, &p, &packet.from);
+                    } else if p.purpose == Purpose::Verify {
                         self.verified(p);
                     } else if p.purpose == Purpose::Silent || indirect {
                         // A silent member that answers, or a member that
@@ -590,8 +689,10 @@ impl Node {
             Message::Nack { seq } => self.probes.nack(seq),
             Message::Gossip => {}
             Message::Subscribe { lease_ms } => {
-                // Only a member this node knows alive may subscribe.
-                let known = self.members.get(&packet.from.name).is_some_and(|m| m.is(&packet.from) && m.is_live());
+                // Only a member this node knows alive, at its own address,
+                // may subscribe.
+                let known =
+                    vouched && self.members.get(&packet.from.name).is_some_and(|m| m.is(&packet.from) && m.is_live());
                 if known && let Some(name) = self.members.get(&packet.from.name).map(|m| m.name.clone()) {
                     self.subscribers.request(name, lease_ms, now);
                 }
@@ -603,13 +704,15 @@ impl Node {
                 for mut u in members {
                     // A remote view's "dead" is only a suspicion here, for a
                     // member this node believes alive: it gets to refute
-                    // (memberlist does the same).
+                    // (memberlist does the same), and tells the view's
+                    // sender, its accuser, at once.
                     if u.status == Status::Dead
                         && self.members.get(&u.id.name).is_some_and(|m| m.status == Status::Alive && m.is(&u.id))
                     {
                         u.status = Status::Suspect;
+                        u.from = packet.from.clone();
                     }
-                    self.apply(now, u, None);
+                    self.take(now, u, vouched, from);
                 }
                 if reply {
                     let view = self.view();
@@ -667,9 +770,9 @@ impl Node {
             self.timers.advance(Timer::PushPull, self.push_pull_period(), now);
             self.push_pull();
         }
-        if self.timers.is_due(Timer::Reannounce, now) {
-            self.timers.advance(Timer::Reannounce, self.config.reannounce_interval, now);
-            self.reannounce(now);
+        if self.timers.is_due(Timer::Reconnect, now) {
+            self.timers.advance(Timer::Reconnect, self.config.reconnect_interval, now);
+            self.reconnect(now);
         }
         if self.timers.is_due(Timer::Collect, now) {
             self.timers.advance(Timer::Collect, COLLECT_INTERVAL, now);
@@ -755,6 +858,11 @@ impl Node {
             return;
         }
         self.monitor.sync(&self.members, &self.me.name, now);
+        // Alone with seeds: go back to them (the first time at once after
+        // the back-off, which grows while nobody answers).
+        if self.members.live_count() == 0 && !self.seeds.is_empty() && self.timers.get(Timer::Rejoin).is_none() {
+            self.timers.set(Timer::Rejoin, Some(now.saturating_add(self.join_backoff)));
+        }
         self.timers.set(Timer::Probes, self.probes.next_deadline());
         self.timers.set(Timer::Suspicions, self.suspicions.next_deadline());
         self.timers.set(Timer::Monitor, self.monitor.next_deadline());

@@ -39,6 +39,9 @@ pub(crate) enum Purpose {
     /// A suspicion this node only heard of ran out with no verdict: check
     /// the suspect before declaring it dead.
     Verify,
+    /// A stranger proposed a member: check that it answers before it is
+    /// admitted (a direct ping only).
+    Introduce,
 }
 
 /// A probe of one member.

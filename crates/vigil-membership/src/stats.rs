@@ -109,7 +109,28 @@ pub struct Stats {
     pub broadcast_overflows: u64,
     /// Packets the runtime could not send ([`Node::handle_send_error`](crate::Node::handle_send_error)).
     pub send_errors: u64,
-    /// Joins sent again because no member had answered the last one
+    /// Seeds asked again because this node knew no live member
     /// ([`Node::join`](crate::Node::join)).
     pub join_retries: u64,
+    /// Reconnection attempts to members believed dead
+    /// ([`Config::reconnect_interval`](crate::Config::reconnect_interval)).
+    pub reconnects: u64,
+    /// Tombstones reaped ([`Event::Reaped`](crate::Event::Reaped)).
+    pub reaped: u64,
+    /// Packets from strangers: their source address is not the known
+    /// address of the member they claim to come from.
+    pub from_strangers: u64,
+    /// Members strangers proposed that were pinged to be checked.
+    pub introductions_proposed: u64,
+    /// Proposed members that answered and were admitted.
+    pub introductions_admitted: u64,
+    /// Proposed members that did not answer in time, and were dropped.
+    pub introductions_expired: u64,
+    /// Proposals refused: the source had spent its budget
+    /// ([`Config::introductions_per_source`](crate::Config::introductions_per_source)),
+    /// or too many candidates were waiting.
+    pub introductions_refused: u64,
+    /// A stranger's word that a live member was dead or had left, taken as
+    /// a suspicion only.
+    pub stranger_verdicts_softened: u64,
 }

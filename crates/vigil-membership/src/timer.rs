@@ -2,7 +2,7 @@
 //! of them is when the node next needs waking.
 //!
 //! Periodic work (heartbeats, classic probes, gossip, anti-entropy,
-//! re-announcements, tombstone collection, a join's retries) has a fixed entry that the node
+//! reconnections, tombstone collection, a join's retries) has a fixed entry that the node
 //! moves forward each time it runs. The components with deadlines of their
 //! own (probes and relays, suspicions, monitoring) have one entry each, set
 //! from their earliest deadline after every input. Reading the table changes
@@ -23,8 +23,8 @@ pub(crate) enum Timer {
     Gossip,
     /// Exchange full views with a random member.
     PushPull,
-    /// Re-announce this node to a member believed dead.
-    Reannounce,
+    /// Try to reconnect to a member believed dead.
+    Reconnect,
     /// Collect old tombstones.
     Collect,
     /// The earliest probe or relay deadline.
@@ -35,7 +35,7 @@ pub(crate) enum Timer {
     Monitor,
     /// Renew the heartbeat subscriptions of application watches.
     Subscribe,
-    /// Ask the seeds again: a join that no member has answered yet.
+    /// Ask the seeds again: this node knows no live member.
     Rejoin,
     /// Outlier detection's next interval tick.
     Outliers,
@@ -50,7 +50,7 @@ impl Timer {
             Timer::ClassicProbe => 1,
             Timer::Gossip => 2,
             Timer::PushPull => 3,
-            Timer::Reannounce => 4,
+            Timer::Reconnect => 4,
             Timer::Collect => 5,
             Timer::Probes => 6,
             Timer::Suspicions => 7,

@@ -69,7 +69,8 @@
 //! families, booleans other than 0 and 1, varints longer than their shortest
 //! form or larger than their field, a `from` written out although it equals
 //! the id, empty names, names longer than [`MAX_NAME_LEN`], names that are
-//! not UTF-8, truncated input and trailing bytes. Every packet therefore has
+//! not UTF-8 or hold a control character, truncated input and trailing
+//! bytes. Every packet therefore has
 //! exactly one encoding: if `decode(bytes, max)` returns `Ok(p)`, then
 //! `encode(&p, max)` returns `bytes` again.
 //!
@@ -325,6 +326,18 @@ pub enum BadNameReason {
         /// The length of its longest valid UTF-8 prefix, in bytes.
         valid_up_to: usize,
     },
+    /// The name holds a control character (a terminal escape, a newline),
+    /// which would reach every log and terminal that prints it.
+    ControlCharacter {
+        /// Where, in bytes from the start of the name.
+        at: usize,
+    },
+}
+
+/// The first control character in `name`, by its byte offset: member names
+/// must have none.
+pub fn control_character(name: &str) -> Option<usize> {
+    name.char_indices().find(|(_, c)| c.is_control()).map(|(i, _)| i)
 }
 
 impl fmt::Display for BadNameReason {
@@ -335,6 +348,7 @@ impl fmt::Display for BadNameReason {
             BadNameReason::InvalidUtf8 { valid_up_to } => {
                 write!(f, "not valid utf-8 after the first {valid_up_to} bytes")
             }
+            BadNameReason::ControlCharacter { at } => write!(f, "a control character at byte {at}"),
         }
     }
 }
@@ -546,6 +560,9 @@ fn write_node(id: &NodeId, out: &mut Vec<u8>) -> Result<(), WireError> {
     if len > MAX_NAME_LEN {
         return Err(too_long);
     }
+    if let Some(at) = control_character(&id.name) {
+        return Err(WireError::BadName { reason: BadNameReason::ControlCharacter { at } });
+    }
     out.push(u8::try_from(len).map_err(|_| too_long)?);
     out.extend_from_slice(id.name.as_bytes());
     write_varint(id.generation, out);
@@ -697,6 +714,9 @@ impl<'a> Reader<'a> {
         let bytes = self.take(len, what)?;
         let name = std::str::from_utf8(bytes)
             .map_err(|e| WireError::BadName { reason: BadNameReason::InvalidUtf8 { valid_up_to: e.valid_up_to() } })?;
+        if let Some(at) = control_character(name) {
+            return Err(WireError::BadName { reason: BadNameReason::ControlCharacter { at } });
+        }
         let generation = self.varint(what)?;
         Ok(NodeId { name: name.to_owned(), generation })
     }

@@ -7,7 +7,11 @@
 //!   runs, is reachable and was not disturbed lately (the scenario's
 //!   [`Envelope`](crate::Envelope));
 //! - [`EVERY_CRASH_DETECTED_WITHIN_BOUND`]: every survivor declares every
-//!   crash within the scenario's detection bound.
+//!   crash within the scenario's detection bound;
+//! - [`HEALED_PARTITIONS_CONVERGE_WITHIN_BOUND`]: once a partition ends
+//!   (and no other is in force), every live node sees every other live node
+//!   alive within the scenario's heal bound, however long the partition
+//!   lasted.
 
 use serde::Serialize;
 
@@ -17,6 +21,8 @@ pub const EPOCHS_NEVER_DECREASE: &str = "epochs never decrease";
 pub const NO_FALSE_DEATH_INSIDE_ENVELOPE: &str = "no false death inside the envelope";
 /// The checker name of [`every_crash_detected_within_bound`].
 pub const EVERY_CRASH_DETECTED_WITHIN_BOUND: &str = "every crash detected within the bound";
+/// The checker name of [`healed_partition_converges_within_bound`].
+pub const HEALED_PARTITIONS_CONVERGE_WITHIN_BOUND: &str = "healed partitions converge within the bound";
 
 /// A violated invariant.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -83,6 +89,25 @@ pub fn every_crash_detected_within_bound(
         .then(|| format!("crash of {node}: {in_time} of {survivors} survivors declared it dead within {bound} ms"))
 }
 
+/// A partition (fault `fault`, lasting `lasted_ms`) healed, and `bound_ms`
+/// later `disagreeing` pairs of live nodes still did not see each other
+/// alive.
+pub fn healed_partition_converges_within_bound(
+    fault: usize,
+    lasted_ms: f64,
+    bound_ms: f64,
+    disagreeing: u64,
+) -> Option<String> {
+    (disagreeing > 0).then(|| {
+        format!(
+            "partition (fault {fault}) of {:.0} s healed, and {:.0} s later {disagreeing} pairs of live nodes \
+             still did not see each other alive",
+            lasted_ms / 1e3,
+            bound_ms / 1e3
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +127,10 @@ mod tests {
             "crash of n3: 0 of 9 survivors declared it dead within 0.001 ms"
         );
         assert!(no_false_death_inside_envelope("a", "b", false).is_none());
+        assert!(healed_partition_converges_within_bound(0, 3.6e6, 6e4, 0).is_none());
+        assert_eq!(
+            healed_partition_converges_within_bound(2, 3.6e6, 6e4, 38).unwrap(),
+            "partition (fault 2) of 3600 s healed, and 60 s later 38 pairs of live nodes still did not see each other alive"
+        );
     }
 }

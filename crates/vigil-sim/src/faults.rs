@@ -5,7 +5,7 @@ use vigil_membership::{Node, NodeId};
 
 use crate::record::What;
 use crate::scenario::Fault;
-use crate::sim::{Job, Sim, addr_of};
+use crate::sim::{Job, Sim, addr_of, seed_of};
 
 impl Sim {
     pub(crate) fn fault_start(&mut self, k: usize) {
@@ -35,8 +35,7 @@ impl Sim {
                     let seed = rand::RngExt::random::<u64>(&mut self.rng);
                     match Node::new(id, self.nodes[node].addr, self.config.clone(), seed, now) {
                         Ok(mut fresh) => {
-                            let seed_node = if node == 0 { 1 } else { 0 };
-                            fresh.join(now, &[addr_of(seed_node)]);
+                            fresh.join(now, &[addr_of(seed_of(node))]);
                             let sn = &mut self.nodes[node];
                             sn.node = Some(fresh);
                             sn.generation = generation;
@@ -111,6 +110,7 @@ impl Sim {
             Fault::Partition { split, .. } => {
                 self.links.heal(split);
                 self.network_disturbed_until = until;
+                self.start_heal_check(k);
             }
             Fault::Loss { p, .. } => {
                 self.links.remove_loss(p);

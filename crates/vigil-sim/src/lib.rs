@@ -43,7 +43,7 @@ mod sim;
 
 pub use checkers::{Violation, Violations};
 pub use record::{Record, What};
-pub use report::{CrashReport, FaultWindow, Report, SealReport, Stretch, Totals};
+pub use report::{CrashReport, FaultWindow, HealReport, Report, SealReport, Stretch, Totals};
 pub use scenario::{
     Envelope, Fault, MAX_DURATION, MAX_LATENCY_MS, MAX_NODES, MIN_DURATION, Network, Protocol, Scenario, ScenarioError,
     Sealing,

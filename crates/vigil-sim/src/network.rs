@@ -73,6 +73,11 @@ impl Links {
         !self.degrades.is_empty() || !self.partitions.is_empty() || self.loss() > max_loss
     }
 
+    /// Whether a partition is in force.
+    pub(crate) fn partitioned(&self) -> bool {
+        !self.partitions.is_empty()
+    }
+
     /// Whether any block touches node `i`.
     pub(crate) fn blocks(&self, i: usize) -> bool {
         self.blocked.iter().any(|(&(a, b), c)| *c > 0 && (a == i || b == i))

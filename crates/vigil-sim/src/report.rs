@@ -79,6 +79,22 @@ pub struct FaultWindow {
     pub after: Stretch,
 }
 
+/// How the cluster came back together after a partition ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HealReport {
+    /// Index into the scenario's faults.
+    pub fault: usize,
+    /// When the partition ended, ms since the start.
+    pub healed_at_ms: f64,
+    /// How long it had lasted, ms.
+    pub lasted_ms: f64,
+    /// From its end to the first moment every live node saw every other
+    /// live node alive, ms; `None` if that did not happen within the heal
+    /// bound (a violation), before the end of the run, or while another
+    /// partition was in force.
+    pub converged_after_ms: Option<f64>,
+}
+
 /// How one crash was detected, and what it cost.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CrashReport {
@@ -177,6 +193,8 @@ pub struct Report {
     pub steady: Stretch,
     /// Per fault with a duration.
     pub fault_windows: Vec<FaultWindow>,
+    /// Per partition that ended during the run.
+    pub heals: Vec<HealReport>,
     /// Checker violations (empty when everything held).
     pub violations: Violations,
     /// When every live node first saw every other live node alive, ms after

@@ -352,6 +352,12 @@ pub struct Scenario {
     /// Every crash must be detected by every survivor within this bound.
     #[serde(with = "secs", default = "default_bound")]
     pub detection_bound: Duration,
+    /// Every healed partition must converge within this bound: once it
+    /// ends, with no other partition in force, every live node sees every
+    /// other live node alive (with its current generation) within it.
+    /// Default 60 s.
+    #[serde(with = "secs", default = "default_heal_bound")]
+    pub heal_bound: Duration,
     /// Whether the liveness checker applies.
     #[serde(default = "default_true")]
     pub check_liveness: bool,
@@ -392,6 +398,9 @@ fn default_seed() -> u64 {
 }
 fn default_bound() -> Duration {
     Duration::from_secs(30)
+}
+fn default_heal_bound() -> Duration {
+    Duration::from_secs(60)
 }
 fn default_true() -> bool {
     true
@@ -450,6 +459,7 @@ impl Scenario {
             network: Network::default(),
             faults: Vec::new(),
             detection_bound: default_bound(),
+            heal_bound: default_heal_bound(),
             check_liveness: true,
             envelope: Envelope::default(),
             converge_after: None,
@@ -510,6 +520,12 @@ impl Scenario {
             return Err(err(
                 "detection_bound",
                 format!("{} s is outside (0, 30 days]", shown(self.detection_bound.as_secs_f64())),
+            ));
+        }
+        if self.heal_bound.is_zero() || self.heal_bound > MAX_DURATION {
+            return Err(err(
+                "heal_bound",
+                format!("{} s is outside (0, 30 days]", shown(self.heal_bound.as_secs_f64())),
             ));
         }
         let n = self.nodes;

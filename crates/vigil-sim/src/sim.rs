@@ -18,7 +18,7 @@ use vigil_membership::{Config, ConfigError, Event, Node, NodeId, Status};
 use crate::checkers::{self, Violations};
 use crate::network::Links;
 use crate::record::{Log, Record, What};
-use crate::report::{CrashReport, FaultWindow, Report, Stretch, Totals, median};
+use crate::report::{CrashReport, FaultWindow, HealReport, Report, Stretch, Totals, median};
 use crate::scenario::{Fault, Protocol, Scenario, ScenarioError};
 use crate::sealing::{KeyStep, Sealer};
 
@@ -82,6 +82,9 @@ pub(crate) enum Job {
     Replayed(usize, usize, Vec<u8>),
     /// Check convergence.
     Check,
+    /// Check whether the cluster converged after partition `k` ended, by
+    /// the deadline.
+    HealCheck(usize, Instant),
     /// Take a snapshot of the totals.
     Snapshot,
 }
@@ -183,8 +186,15 @@ pub struct Sim {
     false_deaths_outside: u64,
     false_deaths_of: BTreeMap<String, u64>,
     converged_ms: Option<f64>,
+    /// Partitions that ended, and how they converged.
+    heals: Vec<HealReport>,
     pub(crate) ineffective_faults: Vec<usize>,
     pub(crate) sealer: Sealer,
+}
+
+/// The seed node `i` joins through, as a cluster of agents is started.
+pub(crate) fn seed_of(i: usize) -> usize {
+    usize::from(i == 0)
 }
 
 pub(crate) fn addr_of(i: usize) -> SocketAddr {
@@ -224,6 +234,10 @@ impl Sim {
             let id = NodeId::new(name.to_string(), *generation);
             let mut node = Node::new(id, *addr, config.clone(), seed, START).map_err(SimError::Config)?;
             node.bootstrap_shared(START, &shared);
+            // As a cluster of agents is started: every member joins through
+            // a seed (n0; n0 through n1), which it goes back to whenever it
+            // knows no live member.
+            node.set_seeds(START, &[addr_of(seed_of(nodes.len()))]);
             nodes.push(SimNode {
                 node: Some(node),
                 name: name.to_string(),
@@ -266,6 +280,7 @@ impl Sim {
             false_deaths_outside: 0,
             false_deaths_of: BTreeMap::new(),
             converged_ms: None,
+            heals: Vec::new(),
             ineffective_faults: Vec::new(),
             sealer,
         };
@@ -481,6 +496,16 @@ impl Sim {
     /// Pairs of live nodes (observer, member) where the observer does not
     /// see the member alive with its current generation.
     fn disagreements(&self) -> u64 {
+        self.count_disagreements(u64::MAX)
+    }
+
+    /// Whether every live node sees every other live node alive.
+    fn converged(&self) -> bool {
+        self.count_disagreements(1) == 0
+    }
+
+    /// As [`Sim::disagreements`], stopping at `enough`.
+    fn count_disagreements(&self, enough: u64) -> u64 {
         let mut count = 0;
         for (i, a) in self.nodes.iter().enumerate() {
             let Some(node) = &a.node else { continue };
@@ -491,9 +516,43 @@ impl Sim {
                 let sees =
                     node.member(&b.name).is_some_and(|m| m.id.generation == b.generation && m.status == Status::Alive);
                 count += u64::from(!sees);
+                if count >= enough {
+                    return count;
+                }
             }
         }
         count
+    }
+
+    /// Partition `k` healed: check every 500 ms whether the cluster is one
+    /// again, until `deadline`.
+    pub(crate) fn start_heal_check(&mut self, k: usize) {
+        let healed_at = self.ms(self.now);
+        let lasted_ms = self.scenario.faults[k].duration().map_or(0.0, |d| d.as_secs_f64() * 1e3);
+        self.heals.push(HealReport { fault: k, healed_at_ms: healed_at, lasted_ms, converged_after_ms: None });
+        let deadline = self.now.saturating_add(self.scenario.heal_bound);
+        self.push(self.now.saturating_add(Duration::from_millis(500)), Job::HealCheck(k, deadline));
+    }
+
+    fn heal_check(&mut self, k: usize, deadline: Instant) {
+        // Another partition in force: the cluster cannot be one.
+        if self.links.partitioned() {
+            return;
+        }
+        let Some(h) = self.heals.iter().position(|h| h.fault == k) else { return };
+        if self.converged() {
+            let after = self.ms(self.now) - self.heals[h].healed_at_ms;
+            self.heals[h].converged_after_ms = Some(after);
+            return;
+        }
+        if self.now >= deadline {
+            let (lasted, bound) = (self.heals[h].lasted_ms, self.scenario.heal_bound.as_secs_f64() * 1e3);
+            let detail = checkers::healed_partition_converges_within_bound(k, lasted, bound, self.disagreements());
+            let at = self.ms(self.now);
+            self.violations.add(at, checkers::HEALED_PARTITIONS_CONVERGE_WITHIN_BOUND, detail);
+            return;
+        }
+        self.push(self.now.saturating_add(Duration::from_millis(500)), Job::HealCheck(k, deadline));
     }
 
     /// Runs to the end of the scenario. `progress` is called with the
@@ -564,6 +623,7 @@ impl Sim {
                         }
                     }
                 }
+                Job::HealCheck(k, deadline) => self.heal_check(k, deadline),
                 Job::Snapshot => {
                     self.snapshots.insert(at, self.totals);
                 }
@@ -707,6 +767,7 @@ impl Sim {
             messages_by_kind: std::mem::take(&mut self.by_kind),
             steady,
             fault_windows,
+            heals: std::mem::take(&mut self.heals),
             violations: std::mem::take(&mut self.violations),
             converged_ms: self.converged_ms,
             ineffective_faults: std::mem::take(&mut self.ineffective_faults),

@@ -435,6 +435,15 @@ impl From<&Violations> for ViolationsOut {
     }
 }
 
+/// How the cluster came back together after a partition.
+#[derive(Serialize)]
+struct HealOut {
+    fault: usize,
+    healed_at_ms: Option<f64>,
+    lasted_ms: Option<f64>,
+    converged_after_ms: Option<f64>,
+}
+
 /// What the nodes' seals did.
 #[derive(Serialize)]
 struct SealOut {
@@ -468,6 +477,7 @@ pub(crate) struct ReportOut {
     messages_by_kind: BTreeMap<String, u64>,
     steady: StretchOut,
     fault_windows: Vec<FaultWindowOut>,
+    heals: Vec<HealOut>,
     violations: ViolationsOut,
     converged_ms: Option<f64>,
     ineffective_faults: Vec<usize>,
@@ -498,6 +508,16 @@ impl From<&Report> for ReportOut {
             messages_by_kind: r.messages_by_kind.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             steady: (&r.steady).into(),
             fault_windows: r.fault_windows.iter().map(Into::into).collect(),
+            heals: r
+                .heals
+                .iter()
+                .map(|h| HealOut {
+                    fault: h.fault,
+                    healed_at_ms: num(h.healed_at_ms),
+                    lasted_ms: num(h.lasted_ms),
+                    converged_after_ms: h.converged_after_ms.and_then(num),
+                })
+                .collect(),
             violations: (&r.violations).into(),
             converged_ms: r.converged_ms.and_then(num),
             ineffective_faults: r.ineffective_faults.clone(),

@@ -145,6 +145,11 @@ struct RunArgs {
     /// seconds, or the checker reports a violation (default 30).
     #[arg(long, value_name = "SECS")]
     detection_bound: Option<f64>,
+    /// Every partition must converge within this many seconds of its end
+    /// (every live node sees every other alive), or the checker reports a
+    /// violation (default 60).
+    #[arg(long, value_name = "SECS")]
+    heal_bound: Option<f64>,
     /// Crash a node: `NODE@SECS` (repeatable).
     #[arg(long, value_name = "NODE@SECS", allow_hyphen_values = true)]
     crash: Vec<String>,
@@ -283,6 +288,9 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
     if let Some(b) = a.detection_bound {
         s.detection_bound = secs("--detection-bound", &number(b))?;
     }
+    if let Some(b) = a.heal_bound {
+        s.heal_bound = secs("--heal-bound", &number(b))?;
+    }
     for c in &a.crash {
         let (n, at, _) = at_for("--crash", c, false)?;
         s.faults.push(Fault::Crash { node: index("--crash", &n)?, at });
@@ -367,6 +375,7 @@ fn name_the_input(e: &vigil_sim::ScenarioError, a: &RunArgs, from_file: usize, f
         "duration" => a.duration.map(|d| format!("--duration {}", number(d))),
         "network.loss" => a.loss.map(|l| format!("--loss {}", number(l))),
         "detection_bound" => a.detection_bound.map(|b| format!("--detection-bound {}", number(b))),
+        "heal_bound" => a.heal_bound.map(|b| format!("--heal-bound {}", number(b))),
         _ => None,
     };
     // A file's fault checked against a flag's size or length: say which flag
@@ -529,6 +538,15 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
                     ),
                 ]);
             }
+        }
+        for h in &r.heals {
+            rows.push(vec![
+                format!("partition (fault {}) healed at {:.0} ms", h.fault, h.healed_at_ms),
+                match h.converged_after_ms {
+                    Some(after) => format!("one view again {after:.0} ms later"),
+                    None => "not one view again within the heal bound (or the run)".to_owned(),
+                },
+            ]);
         }
         for c in &r.crashes {
             let extra = match (c.extra_messages_per_member, c.extra_bytes_per_member) {

@@ -1,6 +1,6 @@
 //! Spreading what this node knows: the broadcast queue's retransmissions,
-//! gossip rounds, push-pull anti-entropy, re-announcements to the dead and
-//! collecting old tombstones.
+//! gossip rounds, push-pull anti-entropy, reconnecting to the dead and
+//! reaping old tombstones.
 
 use super::*;
 
@@ -10,10 +10,12 @@ impl Node {
             return;
         }
         let retention = self.config.dead_retention;
+        // The recently dead and left hear the news too: a member declared
+        // dead, or said to have left, by mistake (or by a forger) learns it
+        // and refutes.
         let targets = self.members.pick(&mut self.rng, self.config.gossip_nodes, |m| match m.status {
             Status::Alive | Status::Suspect => true,
-            Status::Dead => now.saturating_duration_since(m.since) < retention,
-            Status::Left => false,
+            Status::Dead | Status::Left => now.saturating_duration_since(m.since) < retention,
         });
         for name in targets {
             if self.broadcasts.is_empty() {
@@ -33,43 +35,63 @@ impl Node {
         }
     }
 
-    /// Re-announces this node to one member believed dead (while its
-    /// tombstone lasts), with a short push-pull: this node, and the death it
-    /// believes. If the member is in fact alive (a healed partition, an
-    /// isolated node), it refutes and answers with its full view and a
-    /// request for ours, so both sides merge.
-    pub(super) fn reannounce(&mut self, now: Instant) {
-        let lifetime = self.config.dead_retention.saturating_mul(4);
-        let dead: Vec<Arc<str>> = self
+    /// Tries to reconnect to one member believed dead, chosen at random
+    /// among those dead for less than `reconnect_timeout`, with a short
+    /// push-pull: this node, and the death it believes. If the member is in
+    /// fact alive (a healed partition, an isolated node), it refutes and
+    /// answers with its full view and a request for ours, so both sides
+    /// merge. One attempt per interval, whatever the number of the dead.
+    pub(super) fn reconnect(&mut self, now: Instant) {
+        let timeout = self.config.reconnect_timeout;
+        let dead = self
             .members
             .tombstones()
-            .filter(|m| m.status == Status::Dead && now.saturating_duration_since(m.since) < lifetime)
-            .map(|m| m.name.clone())
-            .collect();
-        if dead.is_empty() {
+            .filter(|m| m.status == Status::Dead && now.saturating_duration_since(m.since) < timeout)
+            .count();
+        if dead == 0 {
             return;
         }
-        let name = &dead[self.rng.random_range(0..dead.len())];
-        let Some(m) = self.members.get(name) else { return };
+        let pick = self.rng.random_range(0..dead);
+        let Some(m) = self
+            .members
+            .tombstones()
+            .filter(|m| m.status == Status::Dead && now.saturating_duration_since(m.since) < timeout)
+            .nth(pick)
+        else {
+            return;
+        };
         let (addr, tomb) = (m.addr, m.update(self.me.clone()));
+        self.stats.reconnects += 1;
         let members = vec![self.self_update(self.status), tomb];
         self.send(addr, Message::PushPull { reply: true, members });
     }
 
-    /// Forgets tombstones older than four times `dead_retention`, and the
-    /// oldest beyond `max_tombstones`.
+    /// Reaps the tombstones of members dead for `reconnect_timeout`, of
+    /// members that left `tombstone_timeout` ago, and the oldest beyond
+    /// `max_tombstones`, each with [`Event::Reaped`].
     pub(super) fn collect_tombstones(&mut self, now: Instant) {
-        let lifetime = self.config.dead_retention.saturating_mul(4);
+        let (dead_for, left_for) = (self.config.reconnect_timeout, self.config.tombstone_timeout);
         let excess = self.members.tombstone_count().saturating_sub(self.config.max_tombstones);
-        let old: Vec<Arc<str>> = self
-            .members
-            .tombstones()
-            .enumerate()
-            .take_while(|(i, m)| *i < excess || now.saturating_duration_since(m.since) >= lifetime)
-            .map(|(_, m)| m.name.clone())
-            .collect();
-        for name in old {
+        // Tombstones are in the order they were made: once the excess is
+        // gone, the walk stops at the first one younger than both timeouts.
+        let mut reaped: Vec<(Arc<str>, NodeId, Status)> = Vec::new();
+        for (i, m) in self.members.tombstones().enumerate() {
+            let age = now.saturating_duration_since(m.since);
+            let expired = match m.status {
+                Status::Dead => age >= dead_for,
+                _ => age >= left_for,
+            };
+            if i < excess || expired {
+                reaped.push((m.name.clone(), m.id(), m.status));
+            } else if i >= excess && age < dead_for.min(left_for) {
+                // Every later tombstone is younger still.
+                break;
+            }
+        }
+        for (name, id, status) in reaped {
             self.forget(&name);
+            self.stats.reaped += 1;
+            self.emit(Event::Reaped { id, status });
         }
     }
 

@@ -82,6 +82,13 @@ impl Node {
     /// No ack came: accuse the target, unless this node is the likelier
     /// problem or a heartbeat answered in the meantime.
     pub(super) fn probe_failed(&mut self, now: Instant, probe: Probe) {
+        if probe.purpose == Purpose::Introduce {
+            // A candidate that does not answer is not a member.
+            if self.introductions.remove(&probe.target.name) {
+                self.stats.introductions_expired += 1;
+            }
+            return;
+        }
         // Missing nacks are Lifeguard's evidence that this node's own
         // network is the problem.
         let missing = probe.expected_nacks.saturating_sub(probe.nacks);

@@ -17,13 +17,21 @@ impl Node {
 
     /// A packet's sender is alive as far as its own packet goes: a member
     /// this node did not know, or knew in an older generation, joins the
-    /// table.
-    pub(super) fn learn_sender(&mut self, now: Instant, id: &NodeId, addr: SocketAddr, incarnation: u64) {
+    /// table (a stranger only once it answers a ping).
+    pub(super) fn learn_sender(
+        &mut self,
+        now: Instant,
+        id: &NodeId,
+        addr: SocketAddr,
+        incarnation: u64,
+        vouched: bool,
+    ) {
         let unknown = self.members.get(&id.name).is_none_or(|m| id.generation > m.generation);
         // φ mode: a packet from a suspect at a higher incarnation is its own
         // refutation, whatever it carries (classic mode keeps memberlist's
-        // rule: only an alive rumour refutes).
-        let refutes = self.config.mode == Mode::Phi
+        // rule: only an alive rumour refutes); a stranger's packet is not.
+        let refutes = vouched
+            && self.config.mode == Mode::Phi
             && self.members.get(&id.name).is_some_and(|m| {
                 m.generation == id.generation && m.status == Status::Suspect && incarnation > m.incarnation
             });
@@ -31,7 +39,87 @@ impl Node {
             // The packet says nothing of the sender's tags.
             let alive =
                 Update { id: id.clone(), addr, incarnation, status: Status::Alive, from: id.clone(), tags: None };
-            self.apply(now, alive, None);
+            if vouched || !unknown {
+                self.apply(now, alive, None);
+            } else {
+                self.propose(now, alive, addr);
+            }
+        }
+    }
+
+    /// A rumour from a packet. A vouched packet's rumours are applied as
+    /// they are. A stranger's are weighed: a member it introduces is only
+    /// proposed (pinged, and admitted if it answers); its word that a live
+    /// member is dead or left is taken as a suspicion, which the member
+    /// refutes and nobody acts on without probing it first.
+    pub(super) fn take(&mut self, now: Instant, mut u: Update, vouched: bool, source: SocketAddr) {
+        if vouched || u.id.name == self.me.name {
+            self.apply(now, u, None);
+            return;
+        }
+        let known = self.members.get(&u.id.name).filter(|m| m.generation >= u.id.generation);
+        match known {
+            None => {
+                if matches!(u.status, Status::Alive | Status::Suspect) {
+                    let proposed = Update { status: Status::Alive, from: u.id.clone(), ..u };
+                    self.propose(now, proposed, source);
+                }
+            }
+            Some(m) => {
+                if matches!(u.status, Status::Dead | Status::Left) && m.is_live() && m.is(&u.id) {
+                    self.stats.stranger_verdicts_softened += 1;
+                    u.status = Status::Suspect;
+                }
+                self.apply(now, u, None);
+            }
+        }
+    }
+
+    /// A stranger proposes `u` (alive), heard from `source`: within the
+    /// source's budget, the member is pinged and waits as a candidate.
+    pub(super) fn propose(&mut self, now: Instant, u: Update, source: SocketAddr) {
+        if self.introductions.is_candidate(&u.id.name) {
+            return;
+        }
+        if self.members.is_full() {
+            self.stats.members_full += 1;
+            return;
+        }
+        match self.introductions.admit_proposal(now, source.ip()) {
+            Ok(()) => {}
+            Err(Refusal::Budget | Refusal::Full) => {
+                self.stats.introductions_refused += 1;
+                return;
+            }
+        }
+        self.stats.introductions_proposed += 1;
+        let seq = self.probes.next_seq();
+        self.send(u.addr, Message::Ping { seq, target: u.id.clone() });
+        let probe = Probe {
+            target: u.id.clone(),
+            addr: u.addr,
+            purpose: Purpose::Introduce,
+            level: None,
+            stage: Stage::Indirect,
+            started: now,
+            expected_nacks: 0,
+            nacks: 0,
+        };
+        let deadline = now.saturating_add(self.config.probe_timeout.saturating_mul(2));
+        self.probes.insert(seq, probe, deadline);
+        let name = self.members.intern(&u.id.name);
+        self.introductions.insert(name, Candidate { update: u, seq });
+    }
+
+    /// A candidate answered its ping (`seq`) as `who`: it is admitted, as if
+    /// vouched for.
+    pub(super) fn introduced(&mut self, now: Instant, seq: u32, probe: &Probe, who: &NodeId) {
+        if *who != probe.target {
+            return;
+        }
+        if let Some(c) = self.introductions.answered(&probe.target.name, seq) {
+            self.stats.introductions_admitted += 1;
+            self.apply(now, c.update, None);
         }
     }
 
@@ -69,6 +157,18 @@ impl Node {
         }
         if u.id.generation > m.generation {
             self.forget(&u.id.name);
+            if matches!(u.status, Status::Dead | Status::Left) {
+                // A member this node knew, whose next life is already over:
+                // its tombstone, in the new generation.
+                self.members.insert(&u.id, u.addr, u.incarnation, u.status, now);
+                let event = if u.status == Status::Left {
+                    Event::Left { id: u.id.clone() }
+                } else {
+                    Event::Dead { id: u.id.clone(), by: u.from.clone() }
+                };
+                self.emit(event);
+                return;
+            }
             self.apply_new(now, u, level);
             return;
         }
@@ -145,6 +245,8 @@ impl Node {
         }
         match u.status {
             Status::Alive | Status::Suspect => {
+                // Vouched for: no longer a stranger's candidate.
+                self.introductions.remove(&u.id.name);
                 self.members.insert(&u.id, u.addr, u.incarnation, Status::Alive, now);
                 if let Some(tags) = &u.tags {
                     self.members.set_tags(&u.id.name, u.incarnation, tags);
@@ -155,11 +257,13 @@ impl Node {
                     self.apply(now, u, level);
                 }
             }
-            Status::Dead | Status::Left => {
-                // A tombstone for someone never seen: remember it so a late
-                // alive rumour of the same incarnation cannot resurrect it.
-                self.members.insert(&u.id, u.addr, u.incarnation, u.status, now);
-            }
+            // The death of a member this node never knew is not its
+            // business (memberlist's rule): a tombstone is only kept for a
+            // member that was known alive here, so it never outlives the
+            // member's own story (a tombstone learned at second hand, dated
+            // when it was heard, would be passed back and forth by
+            // anti-entropy for ever).
+            Status::Dead | Status::Left => {}
         }
     }
 
@@ -179,7 +283,9 @@ impl Node {
             self.stats.stale_updates += 1;
             return;
         }
-        if !matches!(u.status, Status::Suspect | Status::Dead) || self.status != Status::Alive {
+        // A leave this node never announced is refuted like an accusation:
+        // in plaintext anyone can say it.
+        if !matches!(u.status, Status::Suspect | Status::Dead | Status::Left) || self.status != Status::Alive {
             return;
         }
         if u.incarnation >= self.incarnation {

@@ -45,10 +45,12 @@ fn ping(name_len: usize, updates: Vec<Update>) -> Packet {
 // ---- strategies ----
 
 /// 1 to 64 bytes of UTF-8, mostly ASCII with multi-byte characters mixed
-/// in, and sometimes exactly the longest allowed name.
+/// in, and sometimes exactly the longest allowed name; never a control
+/// character (names must have none).
 fn name() -> impl Strategy<Value = String> {
-    let mixed = prop::collection::vec(prop_oneof![3 => prop::char::range('a', 'z'), 1 => any::<char>()], 1..=24)
-        .prop_map(|chars| {
+    let printable = any::<char>().prop_filter("no control characters", |c| !c.is_control());
+    let mixed = prop::collection::vec(prop_oneof![3 => prop::char::range('a', 'z'), 1 => printable], 1..=24).prop_map(
+        |chars| {
             let mut name = String::new();
             for c in chars {
                 if name.len() + c.len_utf8() > MAX_NAME_LEN {
@@ -57,7 +59,8 @@ fn name() -> impl Strategy<Value = String> {
                 name.push(c);
             }
             name
-        });
+        },
+    );
     let ascii = prop::collection::vec(prop::char::range('!', '~'), 1..=MAX_NAME_LEN)
         .prop_map(|chars| chars.into_iter().collect::<String>());
     prop_oneof![4 => mixed, 1 => ascii, 1 => Just("ü".repeat(MAX_NAME_LEN / 2))]
@@ -613,6 +616,21 @@ fn bad_names_are_rejected_when_decoding() {
     not_utf8[at + 1] = 0xC3; // a lone lead byte
     let invalid = WireError::BadName { reason: BadNameReason::InvalidUtf8 { valid_up_to: 0 } };
     assert_eq!(decode(&not_utf8, MAX_DATAGRAM), Err(invalid));
+
+    // Terminal escapes, newlines, DEL and C1 controls: never a name.
+    for c in ['\x1b', '\n', '\x7f', '\u{9b}'] {
+        let p = Packet { from: NodeId::new(format!("ab{c}"), 1), ..packet(Message::Heartbeat, Vec::new()) };
+        assert_eq!(
+            encode(&p, MAX_DATAGRAM),
+            Err(WireError::BadName { reason: BadNameReason::ControlCharacter { at: 2 } })
+        );
+        let mut bytes = valid_ack();
+        bytes[at + 1] = 0x1b;
+        assert_eq!(
+            decode(&bytes, MAX_DATAGRAM),
+            Err(WireError::BadName { reason: BadNameReason::ControlCharacter { at: 0 } })
+        );
+    }
 }
 
 #[test]

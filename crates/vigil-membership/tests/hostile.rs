@@ -1,0 +1,372 @@
+//! The protocol on a hostile network: what one source that is not the
+//! member it claims to be (a stranger) can do, and what it cannot; and the
+//! tombstones, reconnections and seeds that let a partition of any length
+//! heal.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use vigil_detector::Instant;
+use vigil_membership::wire::{self, MAX_DATAGRAM, MAX_STREAM};
+use vigil_membership::{Config, Event, Message, MessageKind, Node, NodeId, Packet, Status, Transmit, Update};
+
+const CLUSTER: u64 = 77;
+
+fn addr(i: usize) -> SocketAddr {
+    format!("10.0.0.{}:7946", i + 1).parse().unwrap()
+}
+
+fn id(i: usize) -> NodeId {
+    NodeId::new(format!("n{i}"), 1)
+}
+
+/// Where the attacker sends from: no member's address.
+fn stranger() -> SocketAddr {
+    "10.66.6.6:40000".parse().unwrap()
+}
+
+fn cluster(n: usize, config: Config) -> Vec<Node> {
+    let t0 = Instant::from_secs(1);
+    let all: Vec<(NodeId, SocketAddr)> = (0..n).map(|i| (id(i), addr(i))).collect();
+    (0..n)
+        .map(|i| {
+            let mut node = Node::new(id(i), addr(i), config.clone(), i as u64, t0).unwrap();
+            node.bootstrap(t0, &all);
+            node
+        })
+        .collect()
+}
+
+fn encode(from: NodeId, message: Message, updates: Vec<Update>) -> Vec<u8> {
+    let p = Packet { cluster: CLUSTER, from, incarnation: 0, message, updates };
+    wire::encode(&p, MAX_STREAM).unwrap()
+}
+
+fn alive(name: &str, a: SocketAddr) -> Update {
+    let id = NodeId::new(name, 1);
+    Update { id: id.clone(), addr: a, incarnation: 0, status: Status::Alive, from: id, tags: None }
+}
+
+fn status(node: &Node, name: &str) -> Option<Status> {
+    node.member(name).map(|m| m.status)
+}
+
+fn events(node: &mut Node) -> Vec<Event> {
+    std::iter::from_fn(|| node.poll_event()).collect()
+}
+
+fn transmits(node: &mut Node) -> Vec<Transmit> {
+    std::iter::from_fn(|| node.poll_transmit()).collect()
+}
+
+/// Runs every node, delivering every transmit at once (nothing to or from
+/// the nodes in `cut`), until `until`.
+fn run(nodes: &mut [Node], cut: &[usize], from: Instant, until: Instant) -> Instant {
+    let by_addr: std::collections::HashMap<SocketAddr, usize> = (0..nodes.len()).map(|i| (addr(i), i)).collect();
+    let mut now = from;
+    while now < until {
+        now = nodes.iter().filter_map(Node::poll_timeout).min().unwrap_or(until).min(until);
+        for n in nodes.iter_mut() {
+            if n.poll_timeout().is_some_and(|t| t <= now) {
+                n.handle_timeout(now);
+            }
+        }
+        loop {
+            let mut out = Vec::new();
+            for (i, n) in nodes.iter_mut().enumerate() {
+                out.extend(transmits(n).into_iter().map(|t| (i, t)));
+            }
+            if out.is_empty() {
+                break;
+            }
+            for (from, t) in out {
+                let Some(&to) = by_addr.get(&t.to) else { continue };
+                if cut.contains(&from) != cut.contains(&to) {
+                    continue;
+                }
+                let n = &mut nodes[to];
+                let _ = if t.stream {
+                    n.handle_stream(now, addr(from), &t.bytes)
+                } else {
+                    n.handle_datagram(now, addr(from), &t.bytes)
+                };
+            }
+        }
+    }
+    now
+}
+
+#[test]
+fn a_spoofed_leave_is_a_suspicion_from_a_stranger_and_refuted_from_anywhere() {
+    let mut nodes = cluster(4, Config::lan(CLUSTER));
+    let t = Instant::from_secs(2);
+    let left = Update { status: Status::Left, ..alive("n0", addr(0)) };
+    // From a stranger's address, claiming to be n0: only a suspicion.
+    let spoof = encode(id(0), Message::Gossip, vec![left.clone()]);
+    nodes[1].handle_datagram(t, stranger(), &spoof).unwrap();
+    assert_eq!(status(&nodes[1], "n0"), Some(Status::Suspect));
+    assert_eq!(nodes[1].stats().stranger_verdicts_softened, 1);
+    assert!(events(&mut nodes[1]).iter().all(|e| !matches!(e, Event::Left { .. })));
+    // From n0's own address (a spoofed source): taken, then refuted, since
+    // n0 hears of it (the recently left get gossip too) and never left.
+    let mut nodes = cluster(4, Config::lan(CLUSTER));
+    nodes[1].handle_datagram(t, addr(0), &spoof).unwrap();
+    assert_eq!(status(&nodes[1], "n0"), Some(Status::Left));
+    run(&mut nodes, &[], t, t + Duration::from_secs(5));
+    for (i, node) in nodes.iter().enumerate().skip(1) {
+        let m = node.member("n0").unwrap();
+        assert_eq!((m.status, m.incarnation), (Status::Alive, 1), "at n{i}");
+    }
+    assert_eq!(nodes[0].stats().self_refutations, 1);
+    // A real leave stays a leave.
+    nodes[2].leave(t + Duration::from_secs(5));
+    run(&mut nodes, &[], t + Duration::from_secs(5), t + Duration::from_secs(10));
+    assert_eq!(status(&nodes[1], "n2"), Some(Status::Left));
+}
+
+#[test]
+fn a_strangers_death_verdict_is_a_suspicion_nobody_acts_on_without_probing() {
+    let mut nodes = cluster(5, Config::lan(CLUSTER));
+    let t = Instant::from_secs(2);
+    let dead = Update { status: Status::Dead, from: id(4), ..alive("n3", addr(3)) };
+    nodes[1].handle_datagram(t, stranger(), &encode(id(4), Message::Gossip, vec![dead])).unwrap();
+    assert_eq!(status(&nodes[1], "n3"), Some(Status::Suspect));
+    run(&mut nodes, &[], t, t + Duration::from_secs(30));
+    for node in &nodes[..3] {
+        assert_eq!(status(node, "n3"), Some(Status::Alive));
+    }
+    assert!(nodes.iter().all(|n| n.stats().deaths_declared == 0));
+}
+
+#[test]
+fn a_flood_of_invented_members_never_enters_the_view() {
+    let mut nodes = cluster(6, Config::lan(CLUSTER));
+    let t = Instant::from_secs(2);
+    let watching: Vec<String> = nodes[0].watching().map(str::to_string).collect();
+    // 60,000 invented members, 180 to a datagram, from one source.
+    let mut sent = 0;
+    for batch in 0..334 {
+        let updates: Vec<Update> = (0..180)
+            .map(|k| {
+                let n = batch * 180 + k;
+                alive(&format!("fake-{n}"), SocketAddr::from(([10, 99, (n >> 8) as u8, n as u8], 7946)))
+            })
+            .collect();
+        sent += updates.len();
+        let bytes = encode(NodeId::new("evil", 1), Message::Gossip, updates);
+        nodes[0].handle_datagram(t, stranger(), &bytes).unwrap();
+    }
+    assert!(sent >= 60_000);
+    let s = nodes[0].stats().clone();
+    // The budget: 32 proposals a source per 10 s (the sender itself is one).
+    assert_eq!(s.introductions_proposed, 32);
+    assert_eq!(s.introductions_refused as usize, sent + 1 - 32);
+    assert_eq!(nodes[0].candidates(), 32);
+    // Each candidate is pinged, once; nothing else is sent for them.
+    let out = transmits(&mut nodes[0]);
+    let pings = out.iter().filter(|t| t.kind == MessageKind::Ping).count();
+    assert_eq!(pings, 32);
+    // Nothing in the view, the ring or the events.
+    assert_eq!(nodes[0].members().count(), 5);
+    assert_eq!(nodes[0].watching().map(str::to_string).collect::<Vec<_>>(), watching);
+    assert!(events(&mut nodes[0]).iter().all(|e| !matches!(e, Event::Up { .. })));
+    // Unanswered, the candidates are dropped after two probe timeouts.
+    let later = t + Duration::from_millis(1_001);
+    nodes[0].handle_timeout(later);
+    assert_eq!(nodes[0].candidates(), 0);
+    assert_eq!(nodes[0].stats().introductions_expired, 32);
+    // The cluster carries on: nobody else ever heard of them.
+    run(&mut nodes, &[], later, later + Duration::from_secs(20));
+    for n in &nodes {
+        assert_eq!(n.members().count(), 5);
+        assert_eq!(n.members().filter(|m| m.status == Status::Alive).count(), 5);
+    }
+}
+
+#[test]
+fn a_new_member_a_stranger_introduces_is_admitted_once_it_answers() {
+    let t = Instant::from_secs(1);
+    let mut a = Node::new(id(0), addr(0), Config::lan(CLUSTER), 0, t).unwrap();
+    let mut b = Node::new(id(1), addr(1), Config::lan(CLUSTER), 1, t).unwrap();
+    // b, unknown to a, writes to a: a pings it before believing it.
+    b.join(t, &[]);
+    let hello = encode(id(1), Message::Gossip, vec![]);
+    a.handle_datagram(t, addr(1), &hello).unwrap();
+    assert_eq!(status(&a, "n1"), None);
+    assert_eq!(a.candidates(), 1);
+    let ping = transmits(&mut a).into_iter().find(|t| t.kind == MessageKind::Ping).unwrap();
+    assert_eq!(ping.to, addr(1));
+    b.handle_datagram(t, addr(0), &ping.bytes).unwrap();
+    let ack = transmits(&mut b).into_iter().find(|t| t.kind == MessageKind::Ack).unwrap();
+    a.handle_datagram(t, addr(1), &ack.bytes).unwrap();
+    assert_eq!(status(&a, "n1"), Some(Status::Alive));
+    assert!(events(&mut a).contains(&Event::Up { id: id(1), addr: addr(1) }));
+    assert_eq!((a.stats().introductions_admitted, a.candidates()), (1, 0));
+    // Answering for someone else does not count: the ack must come from the
+    // identity pinged.
+    let mut c = Node::new(id(0), addr(0), Config::lan(CLUSTER), 0, t).unwrap();
+    c.handle_datagram(t, addr(1), &hello).unwrap();
+    let ping = transmits(&mut c).into_iter().find(|t| t.kind == MessageKind::Ping).unwrap();
+    let Packet { message: Message::Ping { seq, .. }, .. } = wire::decode(&ping.bytes, MAX_DATAGRAM).unwrap() else {
+        unreachable!()
+    };
+    let forged = encode(NodeId::new("someone-else", 1), Message::Ack { seq }, vec![]);
+    c.handle_datagram(t, stranger(), &forged).unwrap();
+    assert_eq!(status(&c, "n1"), None);
+}
+
+#[test]
+fn a_strangers_heartbeats_do_not_keep_a_silent_member_alive() {
+    let mut nodes = cluster(5, Config::lan(CLUSTER));
+    let t0 = Instant::from_secs(1);
+    let now = run(&mut nodes, &[], t0, t0 + Duration::from_secs(20));
+    let watched = nodes[0].watching().next().unwrap().to_string();
+    let i: usize = watched[1..].parse().unwrap();
+    // The watched member falls silent (cut off); a stranger sends
+    // heartbeats in its name every half second.
+    let mut at = now;
+    for _ in 0..40 {
+        let hb = encode(id(i), Message::Heartbeat, vec![]);
+        nodes[0].handle_datagram(at, stranger(), &hb).unwrap();
+        at = run(&mut nodes, &[i], at, at + Duration::from_millis(500));
+    }
+    assert_ne!(status(&nodes[0], &watched), Some(Status::Alive), "{watched} is found out");
+    assert!(nodes.iter().enumerate().filter(|(j, _)| *j != i).all(|(_, n)| status(n, &watched) != Some(Status::Alive)));
+}
+
+#[test]
+fn a_dead_member_is_tried_once_an_interval_until_the_reconnect_timeout_then_reaped() {
+    let mut config = Config::lan(CLUSTER);
+    config.reconnect_interval = Duration::from_secs(10);
+    config.reconnect_timeout = Duration::from_secs(60);
+    config.tombstone_timeout = Duration::from_secs(120);
+    let mut nodes = cluster(4, config);
+    let t = Instant::from_secs(2);
+    // n0 learns that n2 died and n3 left.
+    let dead = Update { status: Status::Dead, from: id(1), ..alive("n2", addr(2)) };
+    let left = Update { status: Status::Left, ..alive("n3", addr(3)) };
+    nodes[0].handle_datagram(t, addr(1), &encode(id(1), Message::Gossip, vec![dead, left])).unwrap();
+    events(&mut nodes[0]);
+    let mut n0 = nodes.remove(0);
+    // Alone from now on (n1 falls silent too, and is declared dead in its
+    // turn): its attempts to reconnect, and what it reaps.
+    let mut tries: Vec<(u64, SocketAddr)> = Vec::new();
+    let mut reaped = Vec::new();
+    let mut died = None;
+    let mut now = t;
+    while now < t + Duration::from_secs(200) {
+        now = n0.poll_timeout().unwrap().max(now);
+        n0.handle_timeout(now);
+        let ms = now.saturating_duration_since(t).as_millis() as u64;
+        for tx in transmits(&mut n0) {
+            let p = wire::decode(&tx.bytes, MAX_STREAM).unwrap();
+            if let Message::PushPull { members, .. } = &p.message
+                && members.len() == 2
+            {
+                tries.push((ms, tx.to));
+            }
+        }
+        for e in events(&mut n0) {
+            match e {
+                Event::Reaped { id, status } => reaped.push((id.name, status, ms / 1000)),
+                Event::Dead { id, .. } if id.name == "n1" => died = Some(ms),
+                _ => {}
+            }
+        }
+    }
+    let died = died.expect("n1 declared dead") / 1000;
+    // One attempt every 10 s while anyone is dead (the first is the timer's
+    // staggered start, overdue here), to one of the dead: never to n3, which
+    // left; to n2 only before its timeout, to n1 only before its own.
+    assert!(tries[1].0 < 10_000 && tries[1..].windows(2).all(|w| w[1].0 - w[0].0 == 10_000), "{tries:?}");
+    assert!(tries.iter().all(|(_, to)| *to != addr(3)));
+    assert!(tries.iter().filter(|(_, to)| *to == addr(2)).all(|(ms, _)| *ms < 60_000), "{tries:?}");
+    assert!(tries.iter().filter(|(_, to)| *to == addr(1)).all(|(ms, _)| *ms / 1000 < died + 60), "{tries:?}");
+    assert!(tries.iter().all(|(ms, _)| *ms / 1000 < died + 60), "none once every tombstone is reaped");
+    // Each reaped within the collection period (5 s) of its timeout.
+    let when = |name: &str| reaped.iter().find(|r| r.0 == name).map(|r| (r.1, r.2)).unwrap();
+    assert_eq!(reaped.len(), 3, "{reaped:?}");
+    let (status, at) = when("n2");
+    assert!(status == Status::Dead && (60..=65).contains(&at), "{reaped:?}");
+    let (status, at) = when("n1");
+    assert!(status == Status::Dead && (died + 60..=died + 65).contains(&at), "{reaped:?} (died {died})");
+    let (status, at) = when("n3");
+    assert!(status == Status::Left && (120..=125).contains(&at), "{reaped:?}");
+    assert_eq!(n0.members().count(), 0);
+    assert_eq!(n0.stats().reaped, 3);
+}
+
+#[test]
+fn a_death_or_leave_of_a_member_never_known_is_not_kept() {
+    let mut nodes = cluster(3, Config::lan(CLUSTER));
+    let t = Instant::from_secs(2);
+    let ghost = Update { status: Status::Dead, from: id(1), ..alive("ghost", "10.0.0.50:7946".parse().unwrap()) };
+    let gone = Update { status: Status::Left, ..alive("gone", "10.0.0.51:7946".parse().unwrap()) };
+    nodes[0].handle_datagram(t, addr(1), &encode(id(1), Message::Gossip, vec![ghost, gone])).unwrap();
+    assert_eq!(nodes[0].members().count(), 2);
+    let e = events(&mut nodes[0]);
+    assert!(e.iter().all(|e| !matches!(e, Event::Dead { .. } | Event::Left { .. } | Event::Up { .. })), "{e:?}");
+}
+
+#[test]
+fn a_member_that_ends_up_alone_asks_its_seeds_again_for_as_long_as_it_runs() {
+    let mut nodes = cluster(3, Config::lan(CLUSTER));
+    let t = Instant::from_secs(2);
+    nodes[0].join(t, &[addr(1), addr(2)]);
+    let now = run(&mut nodes, &[], t, t + Duration::from_secs(5));
+    assert!(!nodes[0].take_seed_refresh());
+    let retries = nodes[0].stats().join_retries;
+    // Cut off: it declares both dead, is alone, and goes back to its seeds
+    // (both), again and again, backing off up to 30 s, and asks the runtime
+    // to resolve them again each time.
+    let mut n0 = nodes.remove(0);
+    let mut asked = Vec::new();
+    let mut refreshes = 0;
+    let mut at = now;
+    while at < now + Duration::from_secs(600) {
+        at = n0.poll_timeout().unwrap().max(at);
+        n0.handle_timeout(at);
+        refreshes += usize::from(n0.take_seed_refresh());
+        for tx in transmits(&mut n0) {
+            // A seed is asked with the whole view (itself and both dead); a
+            // reconnection to the dead is a short push-pull of two.
+            let p = wire::decode(&tx.bytes, MAX_STREAM).unwrap();
+            if let Message::PushPull { members, .. } = &p.message
+                && members.len() == 3
+            {
+                asked.push((at.saturating_duration_since(now).as_secs(), tx.to));
+            }
+        }
+    }
+    assert_eq!(n0.members().filter(|m| m.status == Status::Alive).count(), 0);
+    let seed_rounds: Vec<u64> = asked.iter().filter(|(_, to)| *to == addr(1)).map(|(s, _)| *s).collect();
+    // Every round asks both seeds.
+    assert_eq!(asked.iter().filter(|(_, to)| *to == addr(2)).count(), seed_rounds.len());
+    assert!(seed_rounds.len() >= 20, "{seed_rounds:?}");
+    let gaps: Vec<u64> = seed_rounds.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.iter().all(|g| *g <= 31), "{gaps:?}");
+    assert!(gaps.iter().rev().take(10).all(|g| *g >= 29), "backed off to 30 s: {gaps:?}");
+    assert_eq!(n0.stats().join_retries - retries, seed_rounds.len() as u64);
+    assert_eq!(refreshes, seed_rounds.len());
+    // New addresses for the seeds (their names resolved again) are asked at
+    // once while alone.
+    n0.set_seeds(at, &[addr(1), "10.0.0.77:7946".parse().unwrap()]);
+    let asked_now: Vec<SocketAddr> =
+        transmits(&mut n0).into_iter().filter(|t| t.kind == MessageKind::PushPull).map(|t| t.to).collect();
+    assert_eq!(asked_now, ["10.0.0.77:7946".parse::<SocketAddr>().unwrap()]);
+}
+
+#[test]
+fn a_remote_views_death_verdict_names_its_sender_as_the_accuser() {
+    let mut nodes = cluster(3, Config::lan(CLUSTER));
+    let t = Instant::from_secs(2);
+    let dead = Update { status: Status::Dead, from: id(2), ..alive("n2", addr(2)) };
+    let view = encode(id(1), Message::PushPull { reply: false, members: vec![dead] }, vec![]);
+    nodes[0].handle_stream(t, addr(1), &view).unwrap();
+    assert_eq!(status(&nodes[0], "n2"), Some(Status::Suspect));
+    let e = events(&mut nodes[0]);
+    assert!(
+        e.iter().any(|e| matches!(e, Event::Suspected { id, by, .. } if id.name == "n2" && by.name == "n1")),
+        "{e:?}"
+    );
+}
