@@ -157,7 +157,7 @@ pub struct Config {
     pub local_stall: Duration,
     /// The largest datagram this node sends, in bytes, before any seal: its
     /// messages and piggybacked rumours fit in it. Lower it so that the seal
-    /// (39 bytes) and the IP and UDP headers fit under the path MTU (1,400
+    /// (43 bytes) and the IP and UDP headers fit under the path MTU (1,400
     /// leaves room for both under 1,500; 1,193 fits IPv6's minimum MTU of
     /// 1,280). Every node accepts datagrams up to
     /// [`MAX_DATAGRAM_ACCEPTED`](crate::wire::MAX_DATAGRAM_ACCEPTED), so

@@ -12,6 +12,7 @@
 //! | key id | 4 | the [`KeyId`] of the key that sealed it |
 //! | session | 8 | the sender's session: random, drawn when its seal is made (so once per process start, hence per generation) |
 //! | counter | 8 | the sender's packet counter in the session, from 1 |
+//! | time | 4 | when it was sealed, in seconds since the Unix epoch on the sender's clock (0 if the sender was never told the time) |
 //! | ciphertext | n | the plaintext packet, XChaCha20-encrypted |
 //! | tag | 16 | Poly1305 |
 //!
@@ -19,7 +20,20 @@
 //! per key as long as sessions are, which 64 random bits make all but
 //! certain. The associated data is the cluster id and the header, so a
 //! packet of another cluster, or one whose header was altered, does not
-//! open. [`OVERHEAD`] is 39 bytes.
+//! open. [`OVERHEAD`] is 43 bytes.
+//!
+//! # Freshness
+//!
+//! The replay windows live in memory: a receiver that restarted has
+//! forgotten what it saw, and would open a captured packet again. A seal
+//! given a freshness window ([`Seal::with_freshness`]) closes that: it
+//! refuses every packet sealed before the second it started, and any packet
+//! more than the window away from its own time ([`OpenError::Stale`]). The
+//! members' clocks must then be within the window of each other's (NTP
+//! keeps them within milliseconds); a sender whose clock is behind the
+//! receiver's by `d` seconds is refused for the first `d` seconds after the
+//! receiver starts, and heard from then on. The runtime tells the seal the
+//! time ([`Seal::tick`]), as this crate reads no clock.
 //!
 //! # Modes
 //!
@@ -61,9 +75,9 @@ use crate::wire;
 /// The first bytes of a sealed packet.
 pub const MAGIC: [u8; 2] = *b"VS";
 /// The envelope's version.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Bytes before the ciphertext.
-pub const HEADER_LEN: usize = 2 + 1 + 4 + 8 + 8;
+pub const HEADER_LEN: usize = 2 + 1 + 4 + 8 + 8 + 4;
 /// Bytes of the authentication tag.
 pub const TAG_LEN: usize = 16;
 /// What sealing adds to a packet.
@@ -127,11 +141,15 @@ pub enum OpenError {
     Plaintext,
     /// Sealed, but this node has no keyring ([`Mode::Plaintext`]).
     NoKeyring,
+    /// Sealed before this node started, or too far from its time (outside
+    /// the freshness window): a replay after a restart, or a sender whose
+    /// clock is off by more than the window.
+    Stale,
 }
 
 impl OpenError {
     /// Every reason, in [`SealStats::rejected`]'s order.
-    pub const REASONS: [&'static str; 10] = [
+    pub const REASONS: [&'static str; 11] = [
         "not-vigil",
         "truncated",
         "oversized",
@@ -142,6 +160,7 @@ impl OpenError {
         "too-old",
         "plaintext",
         "no-keyring",
+        "stale",
     ];
 
     /// The index of this reason in [`OpenError::REASONS`].
@@ -157,6 +176,7 @@ impl OpenError {
             OpenError::TooOld => 7,
             OpenError::Plaintext => 8,
             OpenError::NoKeyring => 9,
+            OpenError::Stale => 10,
         }
     }
 }
@@ -174,6 +194,7 @@ impl fmt::Display for OpenError {
             OpenError::TooOld => f.write_str("older than the replay window"),
             OpenError::Plaintext => f.write_str("plaintext, and this node accepts sealed packets only"),
             OpenError::NoKeyring => f.write_str("sealed, and this node has no key"),
+            OpenError::Stale => f.write_str("sealed before this node started, or outside the freshness window"),
         }
     }
 }
@@ -192,7 +213,7 @@ pub struct SealStats {
     /// Plaintext packets accepted (plaintext and staged modes).
     pub plaintext_accepted: u64,
     /// Packets refused, by reason ([`OpenError::REASONS`]).
-    pub rejected: [u64; 10],
+    pub rejected: [u64; 11],
 }
 
 /// One node's sealing state: its mode, keyring, session and counter, and
@@ -207,6 +228,10 @@ pub struct Seal {
     counter: u64,
     guard: ReplayGuard,
     stats: SealStats,
+    /// The time, in seconds since the Unix epoch, as last told.
+    now: u64,
+    /// The freshness window, and when this seal started.
+    freshness: Option<(u64, u64)>,
 }
 
 impl Seal {
@@ -229,7 +254,43 @@ impl Seal {
             counter: 0,
             guard: ReplayGuard::new(SESSIONS),
             stats: SealStats::default(),
+            now: 0,
+            freshness: None,
         })
+    }
+
+    /// Refuses packets sealed before `started` (seconds since the Unix
+    /// epoch), or more than `window` away from the time this seal was last
+    /// told ([`Seal::tick`]): see [Freshness](self#freshness). `started` is
+    /// also the time until told otherwise.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_membership::keyring::Keyring;
+    /// use vigil_membership::seal::{Mode, OpenError, Seal};
+    ///
+    /// let key = Some(Keyring::new([7; 32]));
+    /// let mut a = Seal::new(1, Mode::Sealed, key.clone(), 1)?;
+    /// a.tick(1_000);
+    /// let old = a.seal(b"VG\x02 sealed at 1000");
+    /// // The receiver restarted at 1100 with a 60 s window: a capture from
+    /// // before its start is refused, a packet sealed since opens.
+    /// let mut b = Seal::new(1, Mode::Sealed, key, 2)?.with_freshness(Duration::from_secs(60), 1_100);
+    /// assert_eq!(b.open(&old, 1400).unwrap_err(), OpenError::Stale);
+    /// a.tick(1_101);
+    /// assert!(b.open(&a.seal(b"VG\x02 sealed at 1101"), 1400).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_freshness(mut self, window: std::time::Duration, started: u64) -> Seal {
+        self.freshness = Some((window.as_secs(), started));
+        self.now = self.now.max(started);
+        self
+    }
+
+    /// Tells the seal the time, in seconds since the Unix epoch: what it
+    /// seals is stamped with it, and what it opens is judged by it.
+    pub fn tick(&mut self, now: u64) {
+        self.now = now;
     }
 
     /// A seal that passes plaintext through (no encryption).
@@ -242,6 +303,8 @@ impl Seal {
             counter: 0,
             guard: ReplayGuard::new(1),
             stats: SealStats::default(),
+            now: 0,
+            freshness: None,
         }
     }
 
@@ -313,6 +376,7 @@ impl Seal {
         out.extend_from_slice(&entry.id.0.to_be_bytes());
         out.extend_from_slice(&self.session.to_be_bytes());
         out.extend_from_slice(&self.counter.to_be_bytes());
+        out.extend_from_slice(&u32::try_from(self.now).unwrap_or(u32::MAX).to_be_bytes());
         let aad = associated_data(self.cluster, &out);
         out.extend_from_slice(plaintext);
         let nonce = nonce(self.session, self.counter);
@@ -369,8 +433,15 @@ impl Seal {
         let u32_at = |i: usize| u32::from_be_bytes([packet[i], packet[i + 1], packet[i + 2], packet[i + 3]]);
         let u64_at = |i: usize| (u64::from(u32_at(i)) << 32) | u64::from(u32_at(i + 4));
         let id = KeyId(u32_at(3));
-        let (session, counter) = (u64_at(7), u64_at(15));
+        let (session, counter, sealed_at) = (u64_at(7), u64_at(15), u64::from(u32_at(23)));
         let entry = keyring.find(id).ok_or(OpenError::UnknownKey(id))?;
+        if let Some((window, started)) = self.freshness {
+            let before_start = sealed_at < started;
+            let off = sealed_at.abs_diff(self.now) > window;
+            if before_start || off {
+                return Err(OpenError::Stale);
+            }
+        }
         // The window is consulted before the (costlier) decryption and moved
         // only after it: a forger cannot advance it.
         match self.guard.check(session, counter) {
@@ -498,6 +569,37 @@ mod tests {
         assert!(plain.open(&staged.seal(PLAIN), 1400).is_ok());
         assert_eq!(plain.seal(PLAIN), PLAIN, "and still sends plaintext");
         assert!(Seal::new(1, Mode::Staged, None, 1).is_err());
+    }
+
+    #[test]
+    fn a_fresh_seal_refuses_what_was_sealed_before_it_started_and_what_is_off_its_clock() {
+        let key = Some(Keyring::new([3; 32]));
+        let mut a = Seal::new(1, Mode::Sealed, key.clone(), 11).unwrap();
+        let window = std::time::Duration::from_secs(60);
+        // Captured at 990 and 999, before the receiver (re)started at 1000.
+        a.tick(990);
+        let early = a.seal(PLAIN);
+        a.tick(999);
+        let just_before = a.seal(PLAIN);
+        a.tick(1000);
+        let at_start = a.seal(PLAIN);
+        let mut b = Seal::new(1, Mode::Sealed, key.clone(), 22).unwrap().with_freshness(window, 1000);
+        assert_eq!(b.open(&early, 1400).unwrap_err(), OpenError::Stale);
+        assert_eq!(b.open(&just_before, 1400).unwrap_err(), OpenError::Stale);
+        assert!(b.open(&at_start, 1400).is_ok());
+        // A sender 61 s ahead, or a packet held back 61 s, is off the clock;
+        // 60 s is not.
+        b.tick(1100);
+        a.tick(1161);
+        assert_eq!(b.open(&a.seal(PLAIN), 1400).unwrap_err(), OpenError::Stale);
+        a.tick(1160);
+        assert!(b.open(&a.seal(PLAIN), 1400).is_ok());
+        a.tick(1039);
+        assert_eq!(b.open(&a.seal(PLAIN), 1400).unwrap_err(), OpenError::Stale);
+        assert_eq!(b.stats().rejected[OpenError::Stale.index()], 4);
+        // Without a window nothing is judged by time: the old behaviour.
+        let mut c = Seal::new(1, Mode::Sealed, key, 33).unwrap();
+        assert!(c.open(&early, 1400).is_ok());
     }
 
     #[test]

@@ -132,7 +132,7 @@ pub const VERSION: u8 = 2;
 
 /// The default datagram budget, in bytes
 /// ([`Config::datagram_budget`](crate::Config::datagram_budget)): with
-/// vigil's seal (39 bytes) and IPv4/UDP headers (28) a datagram stays under
+/// vigil's seal (43 bytes) and IPv4/UDP headers (28) a datagram stays under
 /// a 1,500-byte MTU.
 pub const MAX_DATAGRAM: usize = 1400;
 

@@ -24,13 +24,27 @@ use crate::snapshot::Snapshot;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct NetConfig {
-    /// Inbound stream connections handled at once; more are closed.
-    /// Default 64.
+    /// Inbound stream connections handled at once; beyond, the oldest that
+    /// has not sent its frame's header yet is closed to make room (or, if
+    /// none, the new one). Default 64.
     pub max_connections: usize,
     /// Connecting to a member for a stream message. Default 2 s.
     pub connect_timeout: Duration,
-    /// Writing or reading a stream frame. Default 5 s.
+    /// Writing or reading a stream frame's body. Default 5 s.
     pub io_timeout: Duration,
+    /// Reading a stream frame's header, from the connection's start: a
+    /// peer says who it is at once. Default 2 s.
+    pub header_timeout: Duration,
+    /// Bytes of frame bodies in flight at once, over every connection (a
+    /// body is read only once its header opened, and only if its length
+    /// fits in what is left). At least 64 KiB; default 64 MiB, more than
+    /// the largest push-pull (a full view of 65,535 members, 46 MiB).
+    pub frame_budget: usize,
+    /// The seal's freshness window ([`Seal::with_freshness`]): packets
+    /// sealed before this member started, or more than this away from its
+    /// clock, are refused, so captured packets cannot be replayed to a
+    /// member that restarted. `None` turns it off. Default 60 s.
+    pub freshness: Option<Duration>,
     /// The UDP socket's receive and send buffers, bytes (default: the
     /// system's).
     pub socket_buffers: Option<(usize, usize)>,
@@ -45,6 +59,9 @@ impl Default for NetConfig {
             max_connections: 64,
             connect_timeout: Duration::from_secs(2),
             io_timeout: Duration::from_secs(5),
+            header_timeout: Duration::from_secs(2),
+            frame_budget: 64 * 1024 * 1024,
+            freshness: Some(Duration::from_secs(60)),
             socket_buffers: None,
             leave_wait: Duration::from_millis(500),
         }
@@ -58,6 +75,7 @@ pub struct Builder {
     bind: SocketAddr,
     advertise: Option<SocketAddr>,
     seeds: Vec<SocketAddr>,
+    seed_names: Vec<String>,
     config: Config,
     keyring: Option<Keyring>,
     mode: Mode,
@@ -78,6 +96,7 @@ impl Builder {
             bind: SocketAddr::from(([0, 0, 0, 0], 7946)),
             advertise: None,
             seeds: Vec::new(),
+            seed_names: Vec::new(),
             config: Config::lan(DEFAULT_CLUSTER),
             keyring: None,
             mode: Mode::Plaintext,
@@ -100,9 +119,21 @@ impl Builder {
         self
     }
 
-    /// Members to join through.
+    /// Members to join through, by address.
     pub fn seeds(mut self, seeds: impl IntoIterator<Item = SocketAddr>) -> Builder {
         self.seeds = seeds.into_iter().collect();
+        self
+    }
+
+    /// Members to join through, by name: `host:port` (every address the
+    /// name resolves to) or `IP:PORT`. The names are resolved when the
+    /// member starts and again each time it knows no live member and goes
+    /// back to its seeds, so a name whose records change (a Kubernetes
+    /// headless service, a seed moved) keeps working. A name that does not
+    /// resolve is logged and tried again then. Given with
+    /// [`Builder::seeds`], both are used.
+    pub fn seed_names(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Builder {
+        self.seed_names = names.into_iter().map(Into::into).collect();
         self
     }
 
@@ -150,10 +181,21 @@ impl Builder {
         if self.net.max_connections == 0 {
             return Err(StartError::Setting("max_connections must be at least 1".into()));
         }
+        if self.net.frame_budget < 64 * 1024 {
+            return Err(StartError::Setting("frame_budget must be at least 64 KiB".into()));
+        }
+        if self.net.header_timeout.is_zero() || self.net.io_timeout.is_zero() || self.net.connect_timeout.is_zero() {
+            return Err(StartError::Setting("the stream timeouts must be more than zero".into()));
+        }
+        let started = crate::driver::unix_secs();
         let seal = match (self.keyring, self.mode) {
             (None, Mode::Plaintext) => Seal::plaintext(self.config.cluster),
             (keyring, mode) => {
-                Seal::new(self.config.cluster, mode, keyring, rand::random()).map_err(StartError::Seal)?
+                let seal = Seal::new(self.config.cluster, mode, keyring, rand::random()).map_err(StartError::Seal)?;
+                match self.net.freshness {
+                    Some(window) => seal.with_freshness(window, started),
+                    None => seal,
+                }
             }
         };
         let (udp, tcp) = bind_both(self.bind, self.net.socket_buffers)?;
@@ -176,12 +218,33 @@ impl Builder {
         if !self.tags.is_empty() {
             node.set_tags(now, self.tags.clone());
         }
-        if !self.seeds.is_empty() {
-            node.join(now, &self.seeds);
+        let mut seeds = self.seeds.clone();
+        if !self.seed_names.is_empty() {
+            let (resolved, failed) = crate::driver::resolve(&self.seed_names).await;
+            if failed > 0 {
+                tracing::warn!(
+                    "{failed} of the seeds did not resolve; they are tried again while this member is alone"
+                );
+            }
+            seeds.extend(resolved);
+        }
+        if !seeds.is_empty() || !self.seed_names.is_empty() {
+            node.join(now, &seeds);
         }
         let (events, _) = broadcast::channel(4096);
         let (cmd_tx, cmd_rx) = mpsc::channel(256);
-        let driver = Driver::new(node, seal, clock, udp, tcp, advertise, self.net.clone(), cmd_rx, events.clone());
+        let driver = Driver::new(
+            node,
+            seal,
+            clock,
+            udp,
+            tcp,
+            advertise,
+            self.net.clone(),
+            cmd_rx,
+            events.clone(),
+            self.seed_names.clone(),
+        );
         let task = tokio::spawn(driver.run());
         Ok(Cluster {
             cmd: cmd_tx,

@@ -8,26 +8,35 @@
 //! the answer the node gives, at most `max_connections` at once). An answer
 //! (a push-pull's reply) so travels on the connection that asked for it, as
 //! memberlist's does: one connection per exchange, not two. Results come
-//! back to the driver over channels; only the driver touches the node.
+//! back to the driver over channels; only the driver touches the node and
+//! the seal.
+//!
+//! A frame is read in two steps ([`crate::frame`]): its small header first,
+//! within `header_timeout`, which the driver opens (a sealed one must
+//! authenticate); then its body, of the length the header gave, against a
+//! byte budget shared by every connection. Connections still waiting for
+//! their header are the first to go when the slots run out: whoever holds
+//! connections open and says nothing cannot keep a joining member out.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
-use tokio::sync::{Semaphore, broadcast, mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, mpsc, oneshot};
 use vigil_detector::Instant;
 use vigil_detector::outlier::Outcome;
 use vigil_membership::keyring::{KeyId, KeyInfo, KeyringError};
-use vigil_membership::seal::{self, OVERHEAD, Seal};
+use vigil_membership::seal::{self, Mode, OVERHEAD, Seal};
 use vigil_membership::wire::{MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
 use vigil_membership::{Arrivals, MemberView, Node, Tags};
 
 use crate::clock::Clock;
 use crate::cluster::{ClusterEvent, ClusterStats, NetConfig};
-use crate::frame::{MAX_FRAME, MAX_PREFIX, split_address, with_address};
+use crate::frame::{self, Header, MAX_HEADER, MAX_PLAIN_HEADER};
+use crate::slots::{Slot, Slots};
 use crate::snapshot::Snapshot;
 
 /// What the handle asks of the driver.
@@ -72,22 +81,55 @@ pub struct NetStats {
     pub send_errors: u64,
     /// Inbound connections closed because `max_connections` were open.
     pub connections_refused: u64,
-    /// Inbound frames dropped: too long, too slow, or cut short.
+    /// Inbound connections closed to make room for a new one, because they
+    /// had not sent their frame's header yet.
+    pub connections_evicted: u64,
+    /// Inbound frames dropped: too slow, cut short, or a header longer than
+    /// [`MAX_HEADER`](crate::frame::MAX_HEADER).
     pub frames_dropped: u64,
-    /// Opened frames whose address prefix was malformed.
+    /// Frame headers that did not open (forged, of another key, malformed,
+    /// or plaintext to a member that only takes sealed frames): their
+    /// bodies were never read.
     pub frames_malformed: u64,
+    /// Frames whose body did not fit in the byte budget
+    /// ([`NetConfig::frame_budget`]) left for frames in flight: never read.
+    pub frames_over_budget: u64,
+    /// Seed names that could not be resolved (at the start, or when the
+    /// member, alone, resolved them again).
+    pub seed_resolution_failures: u64,
     /// Packets dropped by an injected fault ([`Cluster::block`](crate::Cluster::block)).
     pub dropped_by_fault: u64,
 }
 
-/// An inbound frame, and where to write the answer to it, if any.
-type Inbound = (Vec<u8>, oneshot::Sender<Vec<u8>>);
+/// What the connection tasks hand the driver.
+#[derive(Debug)]
+enum Inbound {
+    /// A frame's header to open: the driver answers with what it says and
+    /// whether it authenticated, or `None` if it does not open.
+    Header(Vec<u8>, oneshot::Sender<Option<Opened>>),
+    /// A frame's body from `from`, where to write the answer (for a
+    /// request), and its share of the byte budget, released once handled.
+    Body { body: Vec<u8>, from: SocketAddr, answer: Option<oneshot::Sender<Vec<u8>>>, _budget: OwnedSemaphorePermit },
+}
 
-/// Counters the listener tasks update.
+/// A frame header that opened.
+#[derive(Debug, Clone, Copy)]
+struct Opened {
+    header: Header,
+    /// Whether it was sealed (so its sender's address is a key holder's
+    /// word, not anyone's).
+    authenticated: bool,
+}
+
+/// Counters the connection tasks update.
 #[derive(Debug, Default)]
 struct Shared {
     connections_refused: AtomicU64,
+    connections_evicted: AtomicU64,
     frames_dropped: AtomicU64,
+    frames_malformed: AtomicU64,
+    frames_over_budget: AtomicU64,
+    seed_resolution_failures: AtomicU64,
 }
 
 pub(crate) struct Driver {
@@ -106,11 +148,22 @@ pub(crate) struct Driver {
     answers: std::collections::HashMap<SocketAddr, oneshot::Sender<Vec<u8>>>,
     /// Addresses cut off by an injected fault.
     blocked: std::collections::HashSet<SocketAddr>,
+    /// The seeds as given, resolved again when the member is alone.
+    seed_names: Vec<String>,
+    /// Whether a resolution of the seed names is under way, and when one
+    /// may start again while no seed resolved.
+    resolving: bool,
+    next_resolution: tokio::time::Instant,
+    /// The byte budget of frame bodies in flight.
+    budget: Arc<Semaphore>,
 }
 
 /// Datagrams read at most per wake, so timers and commands are never
 /// starved by a flood.
 const BURST: usize = 64;
+
+/// How often seed names are resolved again while none resolved.
+const SEED_RETRY: Duration = Duration::from_secs(5);
 
 impl Driver {
     #[allow(clippy::too_many_arguments)]
@@ -124,7 +177,9 @@ impl Driver {
         net: NetConfig,
         cmd: mpsc::Receiver<Command>,
         events: broadcast::Sender<ClusterEvent>,
+        seed_names: Vec<String>,
     ) -> Driver {
+        let budget = Arc::new(Semaphore::new(net.frame_budget));
         Driver {
             node,
             seal,
@@ -139,19 +194,24 @@ impl Driver {
             shared: Arc::new(Shared::default()),
             answers: std::collections::HashMap::new(),
             blocked: std::collections::HashSet::new(),
+            seed_names,
+            resolving: false,
+            next_resolution: tokio::time::Instant::now() + SEED_RETRY,
+            budget,
         }
     }
 
     pub(crate) async fn run(mut self) {
         let (frames_tx, mut frames_rx) = mpsc::channel::<Inbound>(256);
-        let (errors_tx, mut errors_rx) = mpsc::channel::<SocketAddr>(256);
+        let (errors_tx, mut errors_rx) = mpsc::channel::<(SocketAddr, &'static str)>(256);
+        let (seeds_tx, mut seeds_rx) = mpsc::channel::<Vec<SocketAddr>>(1);
         let listener = self.tcp.take().map(|tcp| {
-            let shared = self.shared.clone();
-            let net = self.net.clone();
-            tokio::spawn(listen(tcp, frames_tx.clone(), shared, net))
+            let (shared, net, frames) = (self.shared.clone(), self.net.clone(), frames_tx.clone());
+            tokio::spawn(listen(tcp, frames, shared, net, self.budget.clone()))
         });
         let mut buf = vec![0u8; MAX_DATAGRAM_ACCEPTED + OVERHEAD + 1];
         let mut leaving: Option<tokio::time::Instant> = None;
+        self.seal.tick(unix_secs());
         self.flush(&errors_tx, &frames_tx).await;
         loop {
             let deadline = match (self.node.poll_timeout(), leaving) {
@@ -162,6 +222,7 @@ impl Driver {
             tokio::select! {
                 r = self.udp.recv_from(&mut buf) => {
                     if let Ok((n, from)) = r {
+                        self.seal.tick(unix_secs());
                         self.datagram(&buf[..n], from);
                         // Drain what else is waiting, up to a burst.
                         for _ in 1..BURST {
@@ -172,16 +233,30 @@ impl Driver {
                         }
                     }
                 }
-                Some((frame, answer)) = frames_rx.recv() => self.frame(&frame, answer),
-                Some(to) = errors_rx.recv() => {
-                    tracing::debug!(%to, "stream send failed: counted as a failed probe");
+                Some(inbound) = frames_rx.recv() => {
+                    self.seal.tick(unix_secs());
+                    self.inbound(inbound);
+                }
+                Some((to, why)) = errors_rx.recv() => {
                     self.stats.send_errors += 1;
+                    if self.node.seeds().contains(&to) {
+                        tracing::warn!(%to, "could not join through this seed: {why}");
+                    } else {
+                        tracing::debug!(%to, "stream send failed ({why}): counted as a failed probe");
+                    }
                     self.node.handle_send_error(self.clock.now(), to);
+                }
+                Some(seeds) = seeds_rx.recv() => {
+                    self.resolving = false;
+                    if !seeds.is_empty() {
+                        self.node.set_seeds(self.clock.now(), &seeds);
+                    }
                 }
                 _ = tokio::time::sleep_until(deadline) => {
                     if leaving.is_some() {
                         break;
                     }
+                    self.seal.tick(unix_secs());
                     self.node.handle_timeout(self.clock.now());
                 }
                 cmd = self.cmd.recv() => match cmd {
@@ -197,6 +272,21 @@ impl Driver {
                 },
             }
             self.flush(&errors_tx, &frames_tx).await;
+            // Alone, the node asked its seeds again: resolve their names
+            // again too (a name whose records changed). With no seed
+            // resolved at all, try every few seconds.
+            let refresh = self.node.take_seed_refresh()
+                || (self.node.seeds().is_empty() && tokio::time::Instant::now() >= self.next_resolution);
+            if refresh && !self.seed_names.is_empty() && !self.resolving {
+                self.next_resolution = tokio::time::Instant::now() + SEED_RETRY;
+                self.resolving = true;
+                let (names, tx, shared) = (self.seed_names.clone(), seeds_tx.clone(), self.shared.clone());
+                tokio::spawn(async move {
+                    let (addrs, failed) = resolve(&names).await;
+                    shared.seed_resolution_failures.fetch_add(failed, Ordering::Relaxed);
+                    let _ = tx.send(addrs).await;
+                });
+            }
         }
         if let Some(l) = listener {
             l.abort();
@@ -221,42 +311,58 @@ impl Driver {
         }
     }
 
-    /// A frame arrived; the node's answer to its sender, if it gives one
-    /// in this turn, goes back through `answer`.
-    fn frame(&mut self, frame: &[u8], answer: oneshot::Sender<Vec<u8>>) {
-        self.stats.frames_received += 1;
-        let now = self.clock.now();
-        let from = if frame.starts_with(&seal::MAGIC) {
-            // Sealed: the address is inside, authenticated with the packet.
-            let Ok(plain) = self.seal.open(frame, MAX_STREAM + MAX_PREFIX) else { return };
-            match split_address(&plain) {
-                Some((from, packet)) => {
-                    if self.cut_off(from) {
-                        return;
-                    }
-                    let _ = self.node.handle_stream(now, from, packet);
-                    from
-                }
-                None => {
-                    self.stats.frames_malformed += 1;
-                    return;
+    fn inbound(&mut self, inbound: Inbound) {
+        match inbound {
+            Inbound::Header(bytes, reply) => {
+                let _ = reply.send(self.open_header(&bytes));
+            }
+            Inbound::Body { body, from, answer, _budget } => {
+                self.body(&body, from);
+                if let Some(answer) = answer {
+                    self.answers.insert(from, answer);
                 }
             }
+        }
+    }
+
+    /// What a frame's header says, if it opens: a sealed one through the
+    /// seal (authenticated, and a replay refused); a bare one only where
+    /// plaintext is taken.
+    fn open_header(&mut self, bytes: &[u8]) -> Option<Opened> {
+        let opened = if bytes.starts_with(&seal::MAGIC) {
+            match self.seal.open(bytes, MAX_PLAIN_HEADER) {
+                Ok(plain) => Header::decode(&plain).map(|header| Opened { header, authenticated: true }),
+                Err(e) => {
+                    tracing::debug!("frame header refused: {e}");
+                    None
+                }
+            }
+        } else if self.seal.mode() == Mode::Sealed {
+            None
         } else {
-            // Plaintext: the address, then a plaintext packet, which the
-            // seal judges (refused and counted in sealed mode).
-            let Some((from, packet)) = split_address(frame) else {
-                self.stats.frames_malformed += 1;
-                return;
-            };
-            if self.cut_off(from) {
-                return;
-            }
-            let Ok(plain) = self.seal.open(packet, MAX_STREAM) else { return };
-            let _ = self.node.handle_stream(now, from, &plain);
-            from
+            Header::decode(bytes).map(|header| Opened { header, authenticated: false })
         };
-        self.answers.insert(from, answer);
+        if opened.is_none() {
+            self.shared.frames_malformed.fetch_add(1, Ordering::Relaxed);
+        }
+        opened
+    }
+
+    /// A frame's body arrived from `from` (already judged by the connection
+    /// task that read it).
+    fn body(&mut self, body: &[u8], from: SocketAddr) {
+        self.stats.frames_received += 1;
+        if self.cut_off(from) {
+            return;
+        }
+        match self.seal.open(body, MAX_STREAM) {
+            Ok(plain) => {
+                if let Err(e) = self.node.handle_stream(self.clock.now(), from, &plain) {
+                    tracing::debug!(%from, "stream message dropped: {e}");
+                }
+            }
+            Err(e) => tracing::debug!(%from, "stream message refused: {e}"),
+        }
     }
 
     /// Whether an injected fault drops what `from` sent (frames are judged
@@ -354,13 +460,27 @@ impl Driver {
 
     fn cluster_stats(&self) -> ClusterStats {
         let mut net = self.stats;
-        net.connections_refused = self.shared.connections_refused.load(Ordering::Relaxed);
-        net.frames_dropped = self.shared.frames_dropped.load(Ordering::Relaxed);
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        net.connections_refused = load(&self.shared.connections_refused);
+        net.connections_evicted = load(&self.shared.connections_evicted);
+        net.frames_dropped = load(&self.shared.frames_dropped);
+        net.frames_malformed = load(&self.shared.frames_malformed);
+        net.frames_over_budget = load(&self.shared.frames_over_budget);
+        net.seed_resolution_failures = load(&self.shared.seed_resolution_failures);
         ClusterStats { node: self.node.stats().clone(), seal: self.seal.stats(), net }
     }
 
+    /// A stream message as a frame: its header and body, each sealed as a
+    /// datagram is (or bare in plaintext).
+    fn frame_of(&mut self, packet: &[u8]) -> Option<Vec<u8>> {
+        let body = self.seal.seal(packet);
+        let header = Header { body_len: body.len(), from: self.advertise }.encode()?;
+        let header = self.seal.seal(&header);
+        frame::frame(&header, &body)
+    }
+
     /// Sends what the node queued and publishes its events.
-    async fn flush(&mut self, errors: &mpsc::Sender<SocketAddr>, inbound: &mpsc::Sender<Inbound>) {
+    async fn flush(&mut self, errors: &mpsc::Sender<(SocketAddr, &'static str)>, inbound: &mpsc::Sender<Inbound>) {
         while let Some(t) = self.node.poll_transmit() {
             if self.blocked.contains(&t.to) {
                 // Cut off: a datagram is lost, a stream cannot connect.
@@ -371,18 +491,25 @@ impl Driver {
                 continue;
             }
             if t.stream {
-                // Sealed or not, the sender's address travels with the packet.
-                let sealed = self.seal.seal(&with_address(self.advertise, &t.bytes));
+                let Some(framed) = self.frame_of(&t.bytes) else {
+                    self.stats.send_errors += 1;
+                    continue;
+                };
                 self.stats.frames_sent += 1;
                 // An answer goes back on the connection that asked; if that
                 // connection is gone, on a new one.
-                let sealed = match self.answers.remove(&t.to) {
-                    Some(answer) => answer.send(sealed).err(),
-                    None => Some(sealed),
+                let framed = match self.answers.remove(&t.to) {
+                    Some(answer) => answer.send(framed).err(),
+                    None => Some(framed),
                 };
-                if let Some(sealed) = sealed {
-                    let task = send_frame(t.to, sealed, self.net.clone(), errors.clone(), inbound.clone());
-                    tokio::spawn(task);
+                if let Some(framed) = framed {
+                    let conn = Conn {
+                        net: self.net.clone(),
+                        driver: inbound.clone(),
+                        budget: self.budget.clone(),
+                        shared: self.shared.clone(),
+                    };
+                    tokio::spawn(send_frame(t.to, framed, conn, errors.clone()));
                 }
             } else {
                 let sealed = self.seal.seal(&t.bytes);
@@ -408,100 +535,222 @@ impl Driver {
     }
 }
 
+/// What a connection task needs: the settings, the way to the driver, the
+/// byte budget and the counters.
+#[derive(Clone)]
+struct Conn {
+    net: NetConfig,
+    driver: mpsc::Sender<Inbound>,
+    budget: Arc<Semaphore>,
+    shared: Arc<Shared>,
+}
+
+/// Why a frame was not read whole.
+#[derive(Debug)]
+enum Refused {
+    /// The peer closed, was too slow, or sent a header too long.
+    Dropped,
+    /// The header did not open.
+    Malformed,
+    /// The body did not fit in the budget.
+    OverBudget,
+}
+
+impl Conn {
+    fn count(&self, why: Refused) {
+        match why {
+            Refused::Dropped => self.shared.frames_dropped.fetch_add(1, Ordering::Relaxed),
+            Refused::OverBudget => self.shared.frames_over_budget.fetch_add(1, Ordering::Relaxed),
+            // Counted by the driver, which opened the header.
+            Refused::Malformed => 0,
+        };
+    }
+
+    /// Reads a frame's header within `header_timeout` and has the driver
+    /// open it: what it says, and the address to take as its sender's (the
+    /// one it gives when it authenticated or comes from that address's
+    /// host; else the connection's own `peer` address, a stranger's).
+    async fn header<R: AsyncRead + Unpin>(
+        &self,
+        conn: &mut R,
+        peer: SocketAddr,
+    ) -> Result<(Header, SocketAddr), Refused> {
+        let bytes = tokio::time::timeout(self.net.header_timeout, read_header(conn))
+            .await
+            .ok()
+            .flatten()
+            .ok_or(Refused::Dropped)?;
+        let (tx, rx) = oneshot::channel();
+        self.driver.send(Inbound::Header(bytes, tx)).await.map_err(|_| Refused::Dropped)?;
+        let opened = rx.await.ok().flatten().ok_or(Refused::Malformed)?;
+        let claimed = opened.header.from;
+        let from = if opened.authenticated || claimed.ip() == peer.ip() { claimed } else { peer };
+        Ok((opened.header, from))
+    }
+
+    /// Reads the body a header announced, within its share of the budget,
+    /// and hands it to the driver with where to write the answer.
+    async fn body<R: AsyncRead + Unpin>(
+        &self,
+        conn: &mut R,
+        header: Header,
+        from: SocketAddr,
+        answer: Option<oneshot::Sender<Vec<u8>>>,
+    ) -> Result<(), Refused> {
+        let share = u32::try_from(header.body_len).map_err(|_| Refused::OverBudget)?;
+        let budget = self.budget.clone().try_acquire_many_owned(share).map_err(|_| Refused::OverBudget)?;
+        let mut body = Vec::with_capacity(header.body_len.min(64 * 1024));
+        let mut limited = (&mut *conn).take(header.body_len as u64);
+        let read = limited.read_to_end(&mut body);
+        match tokio::time::timeout(self.net.io_timeout, read).await {
+            Ok(Ok(n)) if n == header.body_len => {}
+            _ => return Err(Refused::Dropped),
+        }
+        let inbound = Inbound::Body { body, from, answer, _budget: budget };
+        self.driver.send(inbound).await.map_err(|_| Refused::Dropped)
+    }
+}
+
 /// Sends one frame on a connection of its own, then reads the answer if
 /// the peer writes one back before closing; a failed send is reported.
-async fn send_frame(
-    to: SocketAddr,
-    frame: Vec<u8>,
-    net: NetConfig,
-    errors: mpsc::Sender<SocketAddr>,
-    inbound: mpsc::Sender<Inbound>,
-) {
+async fn send_frame(to: SocketAddr, frame: Vec<u8>, conn: Conn, errors: mpsc::Sender<(SocketAddr, &'static str)>) {
     let sent = async {
-        let mut conn = tokio::time::timeout(net.connect_timeout, TcpStream::connect(to)).await.ok()?.ok()?;
-        let framed = with_length(&frame)?;
-        // One write: the length and the body in one segment where they fit.
-        let write = conn.write_all(&framed);
-        tokio::time::timeout(net.io_timeout, write).await.ok()?.ok()?;
-        Some(conn)
+        let mut c = match tokio::time::timeout(conn.net.connect_timeout, TcpStream::connect(to)).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(_)) => return Err("the connection was refused"),
+            Err(_) => return Err("timed out connecting"),
+        };
+        // One write: the header and the body in one segment where they fit.
+        match tokio::time::timeout(conn.net.io_timeout, c.write_all(&frame)).await {
+            Ok(Ok(())) => Ok(c),
+            _ => Err("could not write the request"),
+        }
     };
-    let Some(conn) = sent.await else {
-        let _ = errors.send(to).await;
-        return;
+    let mut c = match sent.await {
+        Ok(c) => c,
+        Err(why) => {
+            let _ = errors.send((to, why)).await;
+            return;
+        }
     };
-    // The answer, if any: the peer closes without one otherwise.
-    if let Ok(Some(answer)) = tokio::time::timeout(net.io_timeout, read_frame(conn)).await {
-        // An answer to an answer is not expected: nowhere to write it.
-        let (nowhere, _) = oneshot::channel();
-        let _ = inbound.send((answer, nowhere)).await;
+    // The answer, if any: the peer closes without one otherwise. Its
+    // sender is whoever listens at `to`.
+    let answer = async {
+        let (header, from) = conn.header(&mut c, to).await?;
+        conn.body(&mut c, header, from, None).await
+    };
+    match tokio::time::timeout(conn.net.io_timeout + conn.net.header_timeout, answer).await {
+        Ok(Err(why)) => conn.count(why),
+        Ok(Ok(())) | Err(_) => {}
     }
 }
 
-/// Accepts stream connections, at most `max_connections` at once, and
-/// reads one frame from each.
-async fn listen(tcp: TcpListener, frames: mpsc::Sender<Inbound>, shared: Arc<Shared>, net: NetConfig) {
-    let slots = Arc::new(Semaphore::new(net.max_connections));
+/// Accepts stream connections, at most `max_connections` at once: when
+/// they run out, the oldest still waiting for its header makes room.
+async fn listen(
+    tcp: TcpListener,
+    driver: mpsc::Sender<Inbound>,
+    shared: Arc<Shared>,
+    net: NetConfig,
+    budget: Arc<Semaphore>,
+) {
+    let slots = Slots::new(net.max_connections);
+    let conn = Conn { net, driver, budget, shared };
     loop {
-        let Ok((conn, _)) = tcp.accept().await else { continue };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            shared.connections_refused.fetch_add(1, Ordering::Relaxed);
-            drop(conn);
+        let Ok((stream, peer)) = tcp.accept().await else {
+            // Out of descriptors, say: wait a little and go on.
+            tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
-        let frames = frames.clone();
-        let shared = shared.clone();
-        let timeout = net.io_timeout;
-        tokio::spawn(async move {
-            let _permit = permit;
-            let mut conn = conn;
-            match tokio::time::timeout(timeout, read_frame(&mut conn)).await {
-                Ok(Some(frame)) => {
-                    let (tx, rx) = oneshot::channel();
-                    if frames.send((frame, tx)).await.is_err() {
-                        return;
-                    }
-                    // The node's answer, written back on this connection.
-                    if let Ok(Ok(answer)) = tokio::time::timeout(timeout, rx).await
-                        && let Some(framed) = with_length(&answer)
-                    {
-                        let write = async {
-                            conn.write_all(&framed).await?;
-                            conn.shutdown().await
-                        };
-                        let _ = tokio::time::timeout(timeout, write).await;
-                    }
-                }
-                _ => {
-                    shared.frames_dropped.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        });
+        let Some((slot, evicted)) = slots.admit() else {
+            conn.shared.connections_refused.fetch_add(1, Ordering::Relaxed);
+            drop(stream);
+            continue;
+        };
+        if evicted {
+            conn.shared.connections_evicted.fetch_add(1, Ordering::Relaxed);
+        }
+        tokio::spawn(serve(stream, peer, slot, conn.clone()));
     }
 }
 
-/// A frame's bytes on the wire: its length, then its body.
-fn with_length(body: &[u8]) -> Option<Vec<u8>> {
-    let len = u32::try_from(body.len()).ok()?;
-    let mut out = Vec::with_capacity(4 + body.len());
-    out.extend_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(body);
-    Some(out)
+/// One inbound connection: its frame, handed to the driver, and the
+/// node's answer written back.
+async fn serve(mut stream: TcpStream, peer: SocketAddr, mut slot: Slot, conn: Conn) {
+    let evicted = slot.evicted();
+    let header = tokio::select! {
+        h = conn.header(&mut stream, peer) => h,
+        () = evicted => return,
+    };
+    // Past its header: no longer the first to make room.
+    slot.settled();
+    let (header, from) = match header {
+        Ok(h) => h,
+        Err(why) => return conn.count(why),
+    };
+    let (tx, rx) = oneshot::channel();
+    if let Err(why) = conn.body(&mut stream, header, from, Some(tx)).await {
+        return conn.count(why);
+    }
+    // The node's answer, written back on this connection.
+    if let Ok(Ok(answer)) = tokio::time::timeout(conn.net.io_timeout, rx).await {
+        let write = async {
+            stream.write_all(&answer).await?;
+            stream.shutdown().await
+        };
+        let _ = tokio::time::timeout(conn.net.io_timeout, write).await;
+    }
 }
 
-/// One frame: the length, checked against the limit before anything is
-/// allocated, then the body. The buffer grows with the bytes that actually
-/// arrive, so a peer that announces a large frame and sends little holds
-/// little memory (until the I/O timeout closes it).
-async fn read_frame<R: tokio::io::AsyncRead + Unpin>(mut conn: R) -> Option<Vec<u8>> {
-    let mut len = [0u8; 4];
+/// A frame's header: its length (checked against [`MAX_HEADER`] before
+/// anything else is read), then that many bytes.
+async fn read_header<R: AsyncRead + Unpin>(conn: &mut R) -> Option<Vec<u8>> {
+    let mut len = [0u8; 2];
     conn.read_exact(&mut len).await.ok()?;
-    let len = u32::from_be_bytes(len) as usize;
-    if len > MAX_FRAME {
+    let len = usize::from(u16::from_be_bytes(len));
+    if len == 0 || len > MAX_HEADER {
         return None;
     }
-    let mut body = Vec::with_capacity(len.min(64 * 1024));
-    (&mut conn).take(len as u64).read_to_end(&mut body).await.ok()?;
-    (body.len() == len).then_some(body)
+    let mut header = vec![0u8; len];
+    conn.read_exact(&mut header).await.ok()?;
+    Some(header)
+}
+
+/// Every address of every seed (`host:port`, or `ip:port`), and how many
+/// names did not resolve.
+pub(crate) async fn resolve(names: &[String]) -> (Vec<SocketAddr>, u64) {
+    let mut out = Vec::new();
+    let mut failed = 0;
+    for name in names {
+        if let Ok(addr) = name.parse::<SocketAddr>() {
+            out.push(addr);
+            continue;
+        }
+        match tokio::time::timeout(Duration::from_secs(5), tokio::net::lookup_host(name.as_str())).await {
+            Ok(Ok(addrs)) => {
+                let before = out.len();
+                out.extend(addrs);
+                if out.len() == before {
+                    failed += 1;
+                }
+            }
+            Ok(Err(e)) => {
+                failed += 1;
+                tracing::warn!("cannot resolve the seed {name:?}: {e}");
+            }
+            Err(_) => {
+                failed += 1;
+                tracing::warn!("cannot resolve the seed {name:?}: timed out");
+            }
+        }
+    }
+    out.dedup();
+    (out, failed)
+}
+
+/// Seconds since the Unix epoch, on this host's clock (for the seal).
+pub(crate) fn unix_secs() -> u64 {
+    unix_ms() / 1000
 }
 
 /// Milliseconds since the Unix epoch, on this host's clock.

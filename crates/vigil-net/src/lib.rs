@@ -40,6 +40,7 @@ mod driver;
 mod error;
 pub mod frame;
 pub mod generation;
+mod slots;
 mod snapshot;
 
 pub use cluster::{Builder, Cluster, ClusterEvent, ClusterStats, DEFAULT_CLUSTER, Events, NetConfig};

@@ -138,7 +138,14 @@ async fn a_sealed_cluster_refuses_bad_packets_and_rotates_its_key_without_a_susp
     let mut genuine =
         vigil_membership::seal::Seal::new(vigil_net::DEFAULT_CLUSTER, Mode::Sealed, Some(Keyring::new([7; 32])), 2)
             .unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    genuine.tick(now);
+    other.tick(now);
     let replayed = genuine.seal(b"VG\x02not a real packet");
+    // Sealed with the right key an hour ago (a capture from before m0
+    // started): stale.
+    genuine.tick(now - 3_600);
+    let captured = genuine.seal(b"VG\x02an old capture");
     let bad: Vec<Vec<u8>> = vec![
         b"garbage".to_vec(),
         b"VG\x02plaintext".to_vec(),
@@ -146,6 +153,7 @@ async fn a_sealed_cluster_refuses_bad_packets_and_rotates_its_key_without_a_susp
         b"VS\x01short".to_vec(),
         replayed.clone(),
         replayed,
+        captured,
     ];
     for p in &bad {
         attacker.send_to(p, target).await.unwrap();
@@ -159,6 +167,7 @@ async fn a_sealed_cluster_refuses_bad_packets_and_rotates_its_key_without_a_susp
         (OpenError::UnknownKey(vigil_membership::keyring::key_id(&[9; 32])), 1),
         (OpenError::Truncated, 1),
         (OpenError::Replayed, 1),
+        (OpenError::Stale, 1),
     ] {
         assert_eq!(r[reason.index()], want, "{reason}: {r:?}");
     }
@@ -226,15 +235,17 @@ async fn tags_propagate_and_update_live() {
     }
 }
 
-/// Stream frames and datagrams that break the rules, at a sealed member:
-/// a length beyond the largest frame, a frame cut short, a frame whose
-/// address prefix is junk, a plaintext frame, a frame sealed with another
+/// Stream frames and datagrams that break the rules, at a sealed member: a
+/// header length beyond the longest header, an empty header, a frame cut
+/// short, a junk header, a plaintext header, a header sealed with another
 /// key, and a datagram larger than any member accepts. Each is refused and
-/// counted by its reason; the cluster notices nothing.
+/// counted by its reason, no body is read for any, and the cluster notices
+/// nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_frames_and_oversized_datagrams_are_refused_and_counted() {
     use tokio::io::AsyncWriteExt;
     use tokio::net::TcpStream;
+    use vigil_net::frame::{Header, MAX_HEADER};
     let all = cluster(3, Some([7; 32])).await;
     assert!(until_all(&all, Duration::from_secs(10), |v| alive(v) == 2).await, "3 sealed members converge");
     let mut watch: Vec<Events> = all.iter().map(Cluster::events).collect();
@@ -243,19 +254,21 @@ async fn hostile_frames_and_oversized_datagrams_are_refused_and_counted() {
     let mut other =
         vigil_membership::seal::Seal::new(vigil_net::DEFAULT_CLUSTER, Mode::Sealed, Some(Keyring::new([9; 32])), 1)
             .unwrap();
-    let framed = |body: &[u8]| [&u32::try_from(body.len()).unwrap().to_be_bytes()[..], body].concat();
-    let mut plaintext = vec![4, 127, 0, 0, 1, 0x1f, 0x40];
-    plaintext.extend_from_slice(b"VG\x02plaintext push-pull");
+    other.tick(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs());
+    let framed =
+        |header: &[u8], body: &[u8]| [&u16::try_from(header.len()).unwrap().to_be_bytes()[..], header, body].concat();
+    let header = Header { body_len: 40_000_000, from: "127.0.0.1:8000".parse().unwrap() }.encode().unwrap();
     let sends: Vec<Vec<u8>> = vec![
-        u32::MAX.to_be_bytes().to_vec(),                    // longer than any frame
-        [&100u32.to_be_bytes()[..], b"cut short"].concat(), // ends early
-        framed(&[0u8; 20]),                                 // no address family
-        framed(&plaintext),                                 // plaintext at a sealed member
-        framed(&other.seal(b"\x04\x7f\x00\x00\x01\x1f\x40VG\x02other key")),
+        u16::try_from(MAX_HEADER + 1).unwrap().to_be_bytes().to_vec(), // longer than any header
+        0u16.to_be_bytes().to_vec(),                                   // an empty header
+        [&60u16.to_be_bytes()[..], b"cut short"].concat(),             // ends early
+        framed(b"junk that is no header at all", b"body"),
+        framed(&header, b"a plaintext header at a sealed member"),
+        framed(&other.seal(&header), b"another key"),
     ];
     for bytes in &sends {
         let mut conn = TcpStream::connect(target).await.unwrap();
-        // The member may close first (the first case): not an error here.
+        // The member may close first (the first cases): not an error here.
         let _ = conn.write_all(bytes).await;
         let _ = conn.shutdown().await;
     }
@@ -265,11 +278,12 @@ async fn hostile_frames_and_oversized_datagrams_are_refused_and_counted() {
     udp.send_to(&huge, target).await.unwrap();
     sleep(Duration::from_millis(500)).await;
     let after = all[0].stats().await.unwrap();
-    assert_eq!(after.net.frames_dropped - before.net.frames_dropped, 2, "too long and cut short");
-    assert_eq!(after.net.frames_malformed - before.net.frames_malformed, 1, "no address family");
+    assert_eq!(after.net.frames_dropped - before.net.frames_dropped, 3, "too long, empty and cut short");
+    assert_eq!(after.net.frames_malformed - before.net.frames_malformed, 3, "junk, plaintext, another key");
+    assert_eq!(after.net.frames_received, before.net.frames_received, "no body was read");
     let got = |s: &vigil_net::ClusterStats, e: OpenError| s.seal.rejected[e.index()];
     let other_key = OpenError::UnknownKey(vigil_membership::keyring::key_id(&[9; 32]));
-    for reason in [OpenError::Plaintext, other_key, OpenError::Oversized] {
+    for reason in [other_key, OpenError::Oversized] {
         assert_eq!(got(&after, reason) - got(&before, reason), 1, "{reason}");
     }
     assert!(until_all(&all, Duration::from_secs(3), |v| alive(v) == 2).await, "still one healthy cluster");

@@ -43,7 +43,9 @@ impl Sim {
                             sn.seen = (0, 0);
                             // A new process: a new session, the same keys.
                             let previous = sn.seal.clone();
-                            sn.seal = self.sealer.seal_for_start(Some(&previous));
+                            let started = self.unix_secs();
+                            let sn = &mut self.nodes[node];
+                            sn.seal = self.sealer.seal_for_start(Some(&previous), started);
                             self.note_restart(node);
                             self.flush(node);
                             self.schedule_wake(node);

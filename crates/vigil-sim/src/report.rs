@@ -143,6 +143,9 @@ pub struct SealReport {
     pub rejected: BTreeMap<&'static str, u64>,
     /// Copies of datagrams an attacker sent again ([`crate::Fault::Replay`]).
     pub replays_injected: u64,
+    /// Of those, copies that reached no running node (their receiver was
+    /// down or paused when they arrived).
+    pub replays_undelivered: u64,
     /// Key-rotation steps that found nothing to do.
     pub key_steps_failed: u64,
 }

@@ -17,6 +17,13 @@ use crate::report::SealReport;
 use crate::scenario::{Scenario, Sealing};
 use crate::sim::{CLUSTER, Job, Sim};
 
+/// The freshness window of every seal, as the runtime's default.
+pub(crate) const FRESHNESS: Duration = Duration::from_secs(60);
+
+/// Seconds since the Unix epoch at the start of a run: the clock every
+/// simulated host shares (2026-01-01).
+pub(crate) const EPOCH_SECS: u64 = 1_767_225_600;
+
 /// A step of a key rotation at one node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum KeyStep {
@@ -44,6 +51,7 @@ pub(crate) struct Sealer {
     /// Active replay captures: (until, delay).
     pub(crate) replays: Vec<(Instant, Duration)>,
     pub(crate) injected: u64,
+    pub(crate) undelivered: u64,
     /// Key steps that found nothing to do (a key already removed, say).
     pub(crate) failed_steps: u64,
 }
@@ -58,19 +66,24 @@ impl Sealer {
             Sealing::Sealed => Mode::Sealed,
             _ => Mode::Plaintext,
         };
-        Sealer { mode, keys: vec![key], rng, replays: Vec::new(), injected: 0, failed_steps: 0 }
+        Sealer { mode, keys: vec![key], rng, replays: Vec::new(), injected: 0, undelivered: 0, failed_steps: 0 }
     }
 
-    /// A node's seal at its (first or new) start. A restarted node keeps
-    /// its mode and keyring (its configuration on disk) with a new session.
-    pub(crate) fn seal_for_start(&mut self, previous: Option<&Seal>) -> Seal {
+    /// A node's seal at its (first or new) start, `now` seconds after the
+    /// simulated epoch. A restarted node keeps its mode and keyring (its
+    /// configuration on disk) with a new session; every seal refuses what
+    /// was sealed before it started, as the runtime's do
+    /// ([`FRESHNESS`]).
+    pub(crate) fn seal_for_start(&mut self, previous: Option<&Seal>, now: u64) -> Seal {
         let mode = previous.map_or(self.mode, Seal::mode);
         if mode == Mode::Plaintext {
             return Seal::plaintext(CLUSTER);
         }
         let session = self.rng.random::<u64>();
         let keyring = previous.and_then(Seal::keyring).cloned().unwrap_or_else(|| Keyring::new(self.keys[0]));
-        Seal::new(CLUSTER, mode, Some(keyring), session).unwrap_or_else(|_| Seal::plaintext(CLUSTER))
+        Seal::new(CLUSTER, mode, Some(keyring), session)
+            .map(|s| s.with_freshness(FRESHNESS, now))
+            .unwrap_or_else(|_| Seal::plaintext(CLUSTER))
     }
 
     fn id(&self, k: usize) -> KeyId {
@@ -155,11 +168,18 @@ impl Sim {
 
     /// What node `i` puts on the wire for `bytes`.
     pub(crate) fn seal_out(&mut self, i: usize, bytes: &[u8]) -> Vec<u8> {
+        let now = self.unix_secs();
+        self.nodes[i].seal.tick(now);
         self.nodes[i].seal.seal(bytes)
     }
 
     /// Schedules a copy of a datagram delivered now for every replay that
     /// is capturing.
+    /// The hosts' clock, in seconds since the Unix epoch.
+    pub(crate) fn unix_secs(&self) -> u64 {
+        EPOCH_SECS + self.since_start(self.now).as_secs()
+    }
+
     pub(crate) fn capture(&mut self, to: usize, from: usize, bytes: &[u8]) {
         let now = self.now;
         self.sealer.replays.retain(|&(until, _)| until > now);
@@ -172,7 +192,11 @@ impl Sim {
 
     /// The seals' figures, summed over the nodes.
     pub(crate) fn seal_report(&self) -> SealReport {
-        let mut r = SealReport { replays_injected: self.sealer.injected, ..SealReport::default() };
+        let mut r = SealReport {
+            replays_injected: self.sealer.injected,
+            replays_undelivered: self.sealer.undelivered,
+            ..SealReport::default()
+        };
         for n in &self.nodes {
             let s = n.seal.stats();
             r.sealed += s.sealed;

@@ -253,7 +253,7 @@ impl Sim {
                 scheduled: None,
                 epoch: (*generation, 0),
                 seen: (0, 0),
-                seal: sealer.seal_for_start(None),
+                seal: sealer.seal_for_start(None, crate::sealing::EPOCH_SECS),
             });
         }
         let by_addr = nodes.iter().enumerate().map(|(i, n)| (n.addr, i)).collect();
@@ -474,6 +474,7 @@ impl Sim {
         let max = if stream { MAX_STREAM } else { MAX_DATAGRAM };
         // A packet that does not open (forged, replayed, of another key) is
         // counted by the seal and never reaches the protocol.
+        sn.seal.tick(crate::sealing::EPOCH_SECS + now.saturating_duration_since(START).as_secs());
         let Ok(plain) = sn.seal.open(bytes, max) else { return };
         let _ = if stream {
             node.handle_stream(now, from_addr, &plain)
@@ -594,6 +595,8 @@ impl Sim {
                 Job::Replayed(to, from, bytes) => {
                     if self.nodes[to].node.is_some() && self.nodes[to].paused_until.is_none() {
                         self.deliver(to, from, &bytes, false);
+                    } else {
+                        self.sealer.undelivered += 1;
                     }
                 }
                 Job::Key(i, step) => self.key_step(i, step),

@@ -76,6 +76,27 @@ fn encryption_is_turned_on_in_a_running_cluster_without_a_suspicion() {
 }
 
 #[test]
+fn replays_to_a_receiver_that_restarted_are_refused_as_stale() {
+    // The attacker captures every datagram from 30 s to 60 s and sends each
+    // again 30 s later; n5 crashes at 40 s and restarts at 70 s, a new
+    // process with empty replay windows. What was sealed before it started
+    // is refused for that, whatever the windows remember.
+    let mut s = scenario("replay-after-restart", Sealing::Sealed, 150);
+    s.faults.push(Fault::Replay { at: secs(30), duration: secs(30) });
+    s.faults.push(Fault::Crash { node: 5, at: secs(40) });
+    s.faults.push(Fault::Restart { node: 5, at: secs(70) });
+    let r = run(&s);
+    let refused = |why: &str| r.sealing.rejected.get(why).copied().unwrap_or(0);
+    assert!(r.sealing.replays_injected > 1_000, "the attacker replayed {}", r.sealing.replays_injected);
+    assert!(refused("stale") > 0, "{:?}", r.sealing.rejected);
+    // Every copy that reached a running node was refused.
+    let delivered = r.sealing.replays_injected - r.sealing.replays_undelivered;
+    assert!(r.sealing.replays_undelivered > 0, "some arrived while n5 was down");
+    assert_eq!(refused("replayed") + refused("too-old") + refused("stale"), delivered);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+}
+
+#[test]
 fn replayed_datagrams_are_refused_and_counted() {
     // For 30 s an attacker captures every datagram and sends each again
     // 30 s later.

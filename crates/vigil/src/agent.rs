@@ -69,7 +69,7 @@ pub(crate) struct AgentArgs {
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     tags: Vec<String>,
     /// The largest datagram sent, in bytes before sealing (1024 to 65000;
-    /// default 1400): lower it when the seal (39 bytes) and the headers must
+    /// default 1400): lower it when the seal (43 bytes) and the headers must
     /// fit a smaller path MTU.
     #[arg(long, value_name = "BYTES")]
     datagram_budget: Option<usize>,
