@@ -639,9 +639,8 @@ async fn send_frame(to: SocketAddr, frame: Vec<u8>, conn: Conn, errors: mpsc::Se
         let (header, from) = conn.header(&mut c, to).await?;
         conn.body(&mut c, header, from, None).await
     };
-    match tokio::time::timeout(conn.net.io_timeout + conn.net.header_timeout, answer).await {
-        Ok(Err(why)) => conn.count(why),
-        Ok(Ok(())) | Err(_) => {}
+    if let Ok(Err(why)) = tokio::time::timeout(conn.net.io_timeout + conn.net.header_timeout, answer).await {
+        conn.count(why);
     }
 }
 
