@@ -405,7 +405,7 @@ def build(tmp):
     env = dict(os.environ, GO111MODULE="off", GOCACHE=os.path.join(tmp, "gocache"), GOPATH=f"{gopath}:{mlroot}")
     sh("go", "build", "-o", os.path.join(tmp, "mlpeer"), "mlpeer", cwd=gopath, env=env)
     keyfile = os.path.join(tmp, "keys")
-    with open(keyfile, "w") as f:
+    with open(os.open(keyfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(KEY_HEX + "\n")
     # A copy, so that rebuilding the tree during a run changes nothing.
     vigil = os.path.join(tmp, "vigil")

@@ -201,6 +201,11 @@ impl Builder {
         let (udp, tcp) = bind_both(self.bind, self.net.socket_buffers)?;
         let local = udp.local_addr().map_err(|e| StartError::Bind(self.bind, e))?;
         let advertise = match self.advertise {
+            Some(a) if a.ip().is_unspecified() || a.port() == 0 => {
+                return Err(StartError::Setting(format!(
+                    "advertise {a}: other members cannot reach an unspecified address or port 0"
+                )));
+            }
             Some(a) => a,
             None if local.ip().is_unspecified() => {
                 return Err(StartError::Setting(format!(
@@ -209,10 +214,21 @@ impl Builder {
             }
             None => local,
         };
-        let generation = next_generation(self.data_dir.as_deref()).map_err(StartError::Generation)?;
-        let id = NodeId::new(self.name.clone(), generation);
+        // The name is checked before anything is written in the data
+        // directory; a directory made for this start is removed if it
+        // fails after all.
         let clock = Clock::start();
         let now = clock.now();
+        Node::new(NodeId::new(self.name.clone(), 1), advertise, self.config.clone(), 0, now)
+            .map_err(StartError::Config)?;
+        let made = self.data_dir.as_deref().filter(|d| !d.exists());
+        let generation = next_generation(self.data_dir.as_deref()).map_err(|e| {
+            if let Some(d) = made {
+                let _ = std::fs::remove_dir_all(d);
+            }
+            StartError::Generation(e)
+        })?;
+        let id = NodeId::new(self.name.clone(), generation);
         let mut node =
             Node::new(id.clone(), advertise, self.config.clone(), rand::random(), now).map_err(StartError::Config)?;
         if !self.tags.is_empty() {

@@ -21,34 +21,54 @@ fn wall_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// The largest generation a file may hold: beyond it a restart could not
+/// come back higher for long (a year of restarts a millisecond apart from
+/// the largest u64 down). A file holding more is refused, not taken.
+pub const MAX_GENERATION: u64 = u64::MAX - 365 * 86_400_000;
+
 /// The generation for this start, recorded in `dir` (created if needed)
 /// before it is returned.
 ///
 /// # Errors
 ///
 /// The directory or the file cannot be read or written, or the file does
-/// not hold a number (it is not overwritten then: someone should look).
+/// not hold a number below [`MAX_GENERATION`] (it is not overwritten then:
+/// someone should look). Each error names the path.
 pub fn next_generation(dir: Option<&Path>) -> io::Result<u64> {
     let Some(dir) = dir else { return Ok(wall_ms().max(1)) };
-    fs::create_dir_all(dir)?;
+    let named = |e: io::Error, path: &Path| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    fs::create_dir_all(dir).map_err(|e| named(e, dir))?;
     let path = dir.join(FILE);
+    let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {why}", path.display()));
     let last = match fs::read_to_string(&path) {
-        Ok(text) => Some(text.trim().parse::<u64>().map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{}: not a generation number: {:?}", path.display(), text.chars().take(40).collect::<String>()),
-            )
-        })?),
+        Ok(text) => {
+            let g = text.trim().parse::<u64>().map_err(|_| {
+                bad(format!("not a generation number: {:?}", text.chars().take(40).collect::<String>()))
+            })?;
+            if g > MAX_GENERATION {
+                return Err(bad(format!(
+                    "generation {g} leaves no room to restart higher (at most {MAX_GENERATION}); remove the file to \
+                     start again from the clock's"
+                )));
+            }
+            Some(g)
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e),
+        Err(e) => return Err(named(e, &path)),
     };
-    let next = last.map_or(0, |g| g.saturating_add(1)).max(wall_ms()).max(1);
+    let next = last.map_or(0, |g| g + 1).max(wall_ms()).max(1);
     // Whole or not at all: a temporary beside it, synced, renamed.
     let tmp = dir.join(format!(".{FILE}.tmp-{}", std::process::id()));
-    let mut f = fs::File::create(&tmp)?;
-    f.write_all(format!("{next}\n").as_bytes())?;
-    f.sync_all()?;
-    fs::rename(&tmp, &path)?;
+    let write = || -> io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(format!("{next}\n").as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, &path)
+    };
+    if let Err(e) = write() {
+        let _ = fs::remove_file(&tmp);
+        return Err(named(e, &path));
+    }
     Ok(next)
 }
 
@@ -72,6 +92,13 @@ mod tests {
         fs::write(dir.join(FILE), "garbage").unwrap();
         assert!(next_generation(Some(&dir)).is_err());
         assert_eq!(fs::read_to_string(dir.join(FILE)).unwrap(), "garbage");
+        // The largest number would freeze every restart at it: refused,
+        // naming the file.
+        fs::write(dir.join(FILE), format!("{}\n", u64::MAX)).unwrap();
+        let e = next_generation(Some(&dir)).unwrap_err().to_string();
+        assert!(e.contains("leaves no room") && e.contains(&dir.join(FILE).display().to_string()), "{e}");
+        fs::write(dir.join(FILE), format!("{MAX_GENERATION}\n")).unwrap();
+        assert_eq!(next_generation(Some(&dir)).unwrap(), MAX_GENERATION + 1);
         let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -2,11 +2,13 @@
 //!
 //! Settings come from flags and, optionally, a TOML file with the same
 //! names (`--config FILE`); a flag overrides the file. Events go to stdout
-//! as JSON lines, one per event; logs go to stderr. SIGTERM and SIGINT
-//! make the member leave (announced) and the process exit 0 within 3 s.
-//! A bad setting exits 2, naming it.
+//! as JSON lines, one per event, through a bounded queue that a stuck
+//! reader cannot block the member with (`event_lines.rs`); logs go to
+//! stderr. SIGTERM and SIGINT make the member leave (announced) and the
+//! process exit 0 within 3 s, whatever stdout does; SIGHUP reloads the
+//! configuration file (the tags; other settings need a restart, and the
+//! log says which changed). A bad setting exits 2, naming it.
 
-use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,15 +18,16 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use serde::Deserialize;
 use tokio::sync::mpsc;
-use vigil_membership::keyring::Keyring;
 use vigil_membership::seal::Mode;
 use vigil_membership::{Config, Event, Tags};
-use vigil_net::{Cluster, DEFAULT_CLUSTER};
+use vigil_net::{Cluster, DEFAULT_CLUSTER, StartError};
 
 use crate::UsageError;
+use crate::event_lines::{self, EventLines};
 use crate::http::recorder::Recorder;
 use crate::http::{self, Api};
 use crate::input::read_text;
+pub(crate) use crate::keys::parse_key;
 
 /// Arguments of `vigil agent`.
 #[derive(Debug, Args)]
@@ -38,18 +41,30 @@ pub(crate) struct AgentArgs {
     /// Address the others reach this member at (default: the bound one).
     #[arg(long, value_name = "IP:PORT")]
     advertise: Option<String>,
-    /// Members to join through: `IP:PORT[,IP:PORT...]` (repeatable).
-    #[arg(long, value_name = "IP:PORT[,...]")]
+    /// Members to join through: `IP:PORT` or `HOST:PORT` (every address the
+    /// name resolves to), comma-separated or repeated. They are asked again,
+    /// and names resolved again, whenever this member knows no live member,
+    /// for as long as it runs.
+    #[arg(long, value_name = "ADDR[,...]")]
     join: Vec<String>,
-    /// Keys: one 32-byte key per line, 64 hex digits or base64; the first is
-    /// the primary. With keys, every packet is sealed.
+    /// Keys: one 32-byte key per line, 64 hex digits or base64 (`vigil
+    /// keygen` makes one); the first is the primary. With keys, every packet
+    /// is sealed. The file must be readable by its owner only (chmod 600).
     #[arg(long, value_name = "FILE")]
     key_file: Option<PathBuf>,
     /// With keys: `sealed` (default), or `staged` (sealed out, plaintext
     /// still in: the step that turns encryption on in a running cluster),
-    /// or `plaintext` (plaintext out; sealed in too).
+    /// or `plaintext` (plaintext out; sealed in too). Without keys,
+    /// `plaintext` is what `--plaintext` says.
     #[arg(long, value_enum)]
     seal_mode: Option<SealModeArg>,
+    /// Run without keys on an address other hosts can reach: nothing is
+    /// encrypted or authenticated, so anyone who can reach the port can read
+    /// the membership, join, and send rumours (refuted, and bounded per
+    /// source). Without it, such an agent refuses to start without
+    /// `--key-file` (make a key with `vigil keygen`).
+    #[arg(long)]
+    plaintext: bool,
     /// The protocol's preset: lan (default), lan-fast (about half the
     /// detection time for about twice the messages; a paused member must
     /// resume within about 1.5 s), wan or classic (memberlist's LAN
@@ -96,7 +111,8 @@ pub(crate) struct AgentArgs {
     http: Option<String>,
     /// A file holding the bearer token that keyring operations and leaving
     /// through the API need (without one they are allowed on a loopback
-    /// address only).
+    /// address only). Like a key file, it must be readable by its owner
+    /// only (chmod 600).
     #[arg(long, value_name = "FILE")]
     http_token_file: Option<PathBuf>,
     /// Heartbeat arrivals kept per watched member, served as lab traces at
@@ -199,67 +215,6 @@ fn address(what: &str, text: &str) -> Result<SocketAddr> {
     })
 }
 
-/// Reads a key file: one key per line, 64 hex digits or base64.
-fn keys(path: &Path, what: &str) -> Result<Keyring> {
-    let text = read_text(path, "key file", 64 * 1024, "")?;
-    let mut ring: Option<Keyring> = None;
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let key = parse_key(line).ok_or_else(|| {
-            UsageError(format!("{what}: line {}: not a 32-byte key (64 hex digits, or 44 characters of base64)", i + 1))
-        })?;
-        match &mut ring {
-            None => ring = Some(Keyring::new(key)),
-            Some(r) => {
-                r.install(key).map_err(|e| UsageError(format!("{what}: line {}: {e}", i + 1)))?;
-            }
-        }
-    }
-    ring.ok_or_else(|| UsageError(format!("{what}: no key in {}", path.display())).into())
-}
-
-pub(crate) fn parse_key(text: &str) -> Option<[u8; 32]> {
-    let bytes = if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
-        (0..32).map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()).collect::<Option<Vec<u8>>>()?
-    } else {
-        base64(text)?
-    };
-    bytes.try_into().ok()
-}
-
-/// Standard base64 (with or without padding).
-fn base64(text: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let digits: Vec<u8> = text.trim_end_matches('=').bytes().collect();
-    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
-    for chunk in digits.chunks(4) {
-        let mut acc = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            acc |= value(c)? << (18 - 6 * i);
-        }
-        let n = match chunk.len() {
-            4 => 3,
-            3 => 2,
-            2 => 1,
-            _ => return None,
-        };
-        out.extend_from_slice(&acc.to_be_bytes()[1..1 + n]);
-    }
-    Some(out)
-}
-
 /// The tags: the file's `[tags]`, then each `--tag KEY=VALUE` over them.
 fn tags(flags: &[String], file: &std::collections::BTreeMap<String, String>, path: Option<&Path>) -> Result<Tags> {
     let mut all = file.clone();
@@ -321,16 +276,104 @@ fn log_event(e: &Event) {
     }
 }
 
-/// Runs `vigil agent` until SIGTERM or SIGINT.
-pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
-    let file_path = a.config.as_deref();
-    let file: FileSettings = match file_path {
+/// A seed as given to `--join`: `IP:PORT`, or `HOST:PORT` with a port from
+/// 1 to 65535 and a name without spaces or control characters.
+fn seed(what: &str, text: &str) -> Result<String> {
+    let bad = |why: &str| -> anyhow::Error {
+        UsageError(format!("{what}: {} is not a member's address ({why})", vigil_lab::millis::quoted(text))).into()
+    };
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        if addr.ip().is_unspecified() || addr.port() == 0 {
+            return Err(bad("an unspecified address or port 0 reaches nobody"));
+        }
+        return Ok(text.to_owned());
+    }
+    let (host, port) = text.rsplit_once(':').ok_or_else(|| bad("expected IP:PORT or HOST:PORT"))?;
+    if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) || host.contains(['[', ']', ',']) {
+        return Err(bad("expected IP:PORT or HOST:PORT"));
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(text.to_owned()),
+        _ => Err(bad("the port must be 1 to 65535")),
+    }
+}
+
+/// The settings `vigil agent` starts with, read and checked.
+struct Settings {
+    file: FileSettings,
+    name: String,
+    name_from: String,
+}
+
+/// Reads the configuration file, if any.
+fn file_settings(path: Option<&Path>) -> Result<FileSettings> {
+    match path {
         Some(p) => {
             let text = read_text(p, "config file", 1024 * 1024, "")?;
-            toml::from_str(&text).map_err(|e| UsageError(format!("{}: {e}", p.display())))?
+            toml::from_str(&text).map_err(|e| UsageError(format!("{}: {e}", p.display())).into())
         }
-        None => FileSettings::default(),
+        None => Ok(FileSettings::default()),
+    }
+}
+
+/// SIGHUP: the configuration file again. The tags are applied (a change is
+/// announced to every member); other settings need a restart, and the log
+/// says which changed.
+async fn reload(a: &AgentArgs, started: &FileSettings, member: &Cluster) {
+    let Some(path) = a.config.as_deref() else {
+        tracing::info!("SIGHUP: no configuration file to reload (start with --config FILE)");
+        return;
     };
+    let file = match file_settings(Some(path)) {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::warn!("SIGHUP: {e:#}; nothing changed");
+            return;
+        }
+    };
+    match tags(&a.tags, &file.tags, Some(path)) {
+        Ok(t) if t != member_tags(member).await => {
+            tracing::info!("SIGHUP: new tags from {}, announced", path.display());
+            member.set_tags(t).await;
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("SIGHUP: {e:#}; the tags did not change"),
+    }
+    let mut restart = Vec::new();
+    let differ = |x: &dyn std::fmt::Debug, y: &dyn std::fmt::Debug| format!("{x:?}") != format!("{y:?}");
+    for (name, now, then) in [
+        ("name", &file.name as &dyn std::fmt::Debug, &started.name as &dyn std::fmt::Debug),
+        ("bind", &file.bind, &started.bind),
+        ("advertise", &file.advertise, &started.advertise),
+        ("join", &file.join, &started.join),
+        ("key_file", &file.key_file, &started.key_file),
+        ("seal_mode", &file.seal_mode, &started.seal_mode),
+        ("preset", &file.preset, &started.preset),
+        ("cluster", &file.cluster, &started.cluster),
+        ("data_dir", &file.data_dir, &started.data_dir),
+        ("http", &file.http, &started.http),
+        ("policies", &file.policies, &started.policies),
+        ("watch", &file.watch, &started.watch),
+        ("log_level", &file.log_level, &started.log_level),
+    ] {
+        if differ(now, then) {
+            restart.push(name);
+        }
+    }
+    if !restart.is_empty() {
+        tracing::warn!("SIGHUP: {} changed in {}: a restart applies them", restart.join(", "), path.display());
+    }
+}
+
+async fn member_tags(member: &Cluster) -> Tags {
+    member.snapshot().await.map(|s| s.tags).unwrap_or_default()
+}
+
+/// Runs `vigil agent` until SIGTERM or SIGINT (or until standard output is
+/// closed for good).
+pub(crate) fn run(a: &AgentArgs) -> Result<()> {
+    let file_path = a.config.as_deref();
+    let file = file_settings(file_path)?;
     let pick = |flag: &Option<String>, file: &Option<String>, name: &str| -> Option<(String, String)> {
         match (flag, file) {
             (Some(v), _) => Some((v.clone(), origin(true, name, file_path))),
@@ -340,21 +383,52 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
     };
     let (name, name_from) =
         pick(&a.name, &file.name, "name").ok_or_else(|| UsageError("--name: every member needs a name".into()))?;
-    let bind = match pick(&a.bind, &file.bind, "bind") {
-        Some((v, from)) => address(&from, &v)?,
-        None => SocketAddr::from(([0, 0, 0, 0], 7946)),
+    if let Some(at) = vigil_membership::wire::control_character(&name) {
+        return Err(UsageError(format!(
+            "{name_from}: {} has a control character at byte {at}; a name is printable text",
+            vigil_lab::millis::quoted(&name)
+        ))
+        .into());
+    }
+    let settings = Settings { file, name, name_from };
+    let file = &settings.file;
+    let (bind, bind_from) = match pick(&a.bind, &file.bind, "bind") {
+        Some((v, from)) => (address(&from, &v)?, from),
+        None => (SocketAddr::from(([0, 0, 0, 0], 7946)), "--bind".to_owned()),
     };
-    let advertise = pick(&a.advertise, &file.advertise, "advertise").map(|(v, from)| address(&from, &v)).transpose()?;
+    let advertise = match pick(&a.advertise, &file.advertise, "advertise") {
+        Some((v, from)) => {
+            let addr = address(&from, &v)?;
+            if addr.ip().is_unspecified() || addr.port() == 0 {
+                return Err(UsageError(format!(
+                    "{from}: {} is not an address other members can reach (an unspecified address or port 0)",
+                    vigil_lab::millis::quoted(&v)
+                ))
+                .into());
+            }
+            Some(addr)
+        }
+        None => None,
+    };
     let (join_texts, join_from) = if a.join.is_empty() {
         (file.join.clone(), origin(false, "join", file_path))
     } else {
         (a.join.clone(), origin(true, "join", file_path))
     };
-    let expects_peers = !join_texts.is_empty();
     let mut seeds = Vec::new();
-    for t in join_texts.iter().flat_map(|t| t.split(',')).map(str::trim).filter(|t| !t.is_empty()) {
-        seeds.push(address(&join_from, t)?);
+    for text in &join_texts {
+        for t in text.split(',').map(str::trim) {
+            if t.is_empty() {
+                return Err(UsageError(format!(
+                    "{join_from}: {} holds an empty address; give IP:PORT or HOST:PORT, comma-separated",
+                    vigil_lab::millis::quoted(text)
+                ))
+                .into());
+            }
+            seeds.push(seed(&join_from, t)?);
+        }
     }
+    let expects_peers = !seeds.is_empty();
     let cluster = a.cluster.or(file.cluster).unwrap_or(DEFAULT_CLUSTER);
     let preset = a.preset.or(file.preset).unwrap_or(PresetArg::Lan);
     let config = match preset {
@@ -368,8 +442,9 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
         .clone()
         .map(|p| (p, origin(true, "key_file", file_path)))
         .or_else(|| file.key_file.clone().map(|p| (p, origin(false, "key_file", file_path))));
-    let keyring = key_file.map(|(p, from)| keys(&p, &from)).transpose()?;
-    let mode = match (a.seal_mode.or(file.seal_mode), &keyring) {
+    let keyring = key_file.map(|(p, from)| crate::keys::key_file(&p, &from)).transpose()?;
+    let seal_mode = if a.plaintext { Some(SealModeArg::Plaintext) } else { a.seal_mode.or(file.seal_mode) };
+    let mode = match (seal_mode, &keyring) {
         (Some(SealModeArg::Plaintext), _) => Mode::Plaintext,
         (Some(SealModeArg::Staged), _) => Mode::Staged,
         (Some(SealModeArg::Sealed), _) | (None, Some(_)) => Mode::Sealed,
@@ -378,7 +453,11 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
     if mode != Mode::Plaintext && keyring.is_none() {
         return Err(UsageError("--seal-mode: sealing needs keys (--key-file)".into()).into());
     }
-    let data_dir = a.data_dir.clone().or(file.data_dir.clone());
+    let data_dir = a
+        .data_dir
+        .clone()
+        .map(|d| (d, origin(true, "data_dir", file_path)))
+        .or_else(|| file.data_dir.clone().map(|d| (d, origin(false, "data_dir", file_path))));
     let tags = tags(&a.tags, &file.tags, file_path)?;
     let mut config = config;
     if let Some(budget) = a.datagram_budget.or(file.datagram_budget) {
@@ -395,7 +474,7 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
     let token =
         match a.http_token_file.clone().map(|p| (p, true)).or_else(|| file.http_token_file.clone().map(|p| (p, false)))
         {
-            Some((p, flag)) => Some(token(&p, &origin(flag, "http_token_file", file_path))?),
+            Some((p, flag)) => Some(crate::keys::token_file(&p, &origin(flag, "http_token_file", file_path))?),
             None => None,
         };
     let recorded = a.record_arrivals.or(file.record_arrivals).unwrap_or(DEFAULT_RECORDED_ARRIVALS);
@@ -418,27 +497,49 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
     })?;
     let watch: std::collections::BTreeSet<String> =
         if a.watch.is_empty() { file.watch.iter().cloned().collect() } else { a.watch.iter().cloned().collect() };
+    // Secure by default: reachable from other hosts means keys, unless the
+    // user says plaintext.
+    let reachable = !bind.ip().is_loopback();
+    let said_plaintext = seal_mode == Some(SealModeArg::Plaintext);
+    if reachable && keyring.is_none() && !said_plaintext {
+        return Err(UsageError(format!(
+            "{bind_from} {bind}: other hosts can reach this member, and without keys nothing it sends or takes is \
+             authenticated; give --key-file (make a key with `vigil keygen`), or say --plaintext to run so"
+        ))
+        .into());
+    }
     let level = a.log_level.or(file.log_level).unwrap_or(LogLevel::Info);
     // Logs go to stderr, plain text; stdout is for events.
     let _ = tracing_subscriber::fmt().with_max_level(level.filter()).with_writer(std::io::stderr).try_init();
+    if reachable && mode == Mode::Plaintext {
+        tracing::warn!(
+            "plaintext on {bind}: nothing is encrypted or authenticated; anyone who can reach this port can read the \
+             membership, join, and send rumours (refuted, and bounded per source). Give every member --key-file to \
+             seal the cluster"
+        );
+    }
+    let name = settings.name.clone();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
     runtime.block_on(async move {
         // The API's address is checked before the member starts.
         let http_listener = http_listener(&http).await?;
-        let mut builder = Cluster::builder(&name).bind(bind).seeds(seeds).config(config).tags(tags);
+        let mut builder = Cluster::builder(&name).bind(bind).seed_names(seeds).config(config).tags(tags);
         if let Some(addr) = advertise {
             builder = builder.advertise(addr);
         }
         if let Some(ring) = keyring {
             builder = builder.keys(ring, mode);
         }
-        if let Some(dir) = &data_dir {
+        if let Some((dir, _)) = &data_dir {
             builder = builder.data_dir(dir);
         }
-        let member = builder.start().await.map_err(|e| {
-            let text = e.to_string();
-            // A bad name is the user's setting; other failures name theirs.
-            if text.contains("name") { UsageError(format!("{name_from}: {text}")) } else { UsageError(text) }
+        let member = builder.start().await.map_err(|e| match e {
+            StartError::Config(c) if c.field() == "name" => UsageError(format!("{}: {c}", settings.name_from)),
+            StartError::Generation(e) => {
+                let (dir, from) = data_dir.as_ref().map_or((Path::new(""), "--data-dir"), |(d, f)| (d.as_path(), f.as_str()));
+                UsageError(format!("{from} {}: {e}", dir.display()))
+            }
+            other => UsageError(other.to_string()),
         })?;
         tracing::info!(
             "started {} (generation {}) on {}, advertising {}{}",
@@ -465,13 +566,30 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
             tracing::info!("HTTP API on http://{addr} (dashboard at /, metrics at /metrics)");
             http::start(listener, api);
         }
+        let node = member.id().name.clone();
+        let (mut lines, mut stdout_closed) = EventLines::start(&node)?;
         let mut events = member.events();
+        let mut missed = 0;
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("installing the SIGTERM handler")?;
+        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .context("installing the SIGHUP handler")?;
         loop {
             tokio::select! {
                 e = events.next() => {
                     let Some(e) = e else { break };
+                    // Events this loop fell too far behind to read: said on
+                    // stdout, in the history (and so /v1/events) and the
+                    // metrics.
+                    if events.missed() > missed {
+                        let n = events.missed() - missed;
+                        missed = events.missed();
+                        let line = event_lines::missed_line(&node, n, "stream");
+                        recorder.history.push(line.clone());
+                        recorder.metrics().dropped("stream", n);
+                        tracing::warn!("{n} events were not read in time: they are missing from stdout and the history");
+                        lines.send(line);
+                    }
                     // Members to watch for the application, as they come.
                     if let Event::Up { id, .. } = &e.event
                         && watch.contains(&*id.name)
@@ -483,18 +601,27 @@ pub(crate) fn run(a: &AgentArgs, out: &mut dyn Write) -> Result<()> {
                         _ => None,
                     };
                     log_event(&e.event);
-                    if let Some(line) = recorder.record(&member.id().name, &e, tags.as_ref()) {
-                        writeln!(out, "{line}")?;
-                        out.flush()?;
+                    if let Some(line) = recorder.record(&node, &e, tags.as_ref())
+                        && !lines.send(line.to_string())
+                    {
+                        recorder.metrics().dropped("stdout", 1);
                     }
                 }
                 _ = term.recv() => break,
                 _ = tokio::signal::ctrl_c() => break,
+                _ = hup.recv() => reload(a, &settings.file, &member).await,
+                _ = &mut stdout_closed => {
+                    tracing::info!("standard output was closed");
+                    break;
+                }
                 Some(()) = leave_rx.recv() => {
                     tracing::info!("asked to leave through the API");
                     break;
                 }
             }
+        }
+        if lines.dropped() > 0 {
+            tracing::warn!("{} event lines were dropped: standard output was not read in time", lines.dropped());
         }
         tracing::info!("leaving");
         // Leaving is announced and bounded; the process ends within 3 s.
@@ -542,38 +669,5 @@ async fn http_listener(http: &Http) -> Result<Option<(tokio::net::TcpListener, S
                 Ok(None)
             }
         },
-    }
-}
-
-/// Reads the bearer token: the file's first line, 16 to 4096 printable
-/// characters.
-fn token(path: &Path, what: &str) -> Result<String> {
-    let text = read_text(path, "token file", 64 * 1024, "")?;
-    let t = text.lines().next().unwrap_or("").trim();
-    if t.len() < 16 || t.len() > 4096 || !t.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(UsageError(format!(
-            "{what}: the token in {} must be 16 to 4096 printable characters on the first line",
-            path.display()
-        ))
-        .into());
-    }
-    Ok(t.to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_in_hex_and_base64_are_the_same_key() {
-        let hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
-        let b64 = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
-        let want: [u8; 32] = std::array::from_fn(|i| i as u8);
-        assert_eq!(parse_key(hex), Some(want));
-        assert_eq!(parse_key(b64), Some(want));
-        assert_eq!(parse_key(b64.trim_end_matches('=')), Some(want));
-        for bad in ["00", "zz", &hex[..62], "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=AA", "not base64!"] {
-            assert_eq!(parse_key(bad), None, "{bad}");
-        }
     }
 }

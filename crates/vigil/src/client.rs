@@ -11,7 +11,6 @@ use serde_json::{Value, json};
 
 use crate::UsageError;
 use crate::agent::DEFAULT_HTTP;
-use crate::input::read_text;
 
 /// Where the agent is, and the token for changes.
 #[derive(Debug, Args)]
@@ -48,7 +47,7 @@ impl Client {
             UsageError(format!("{what}: {} is not an address (IP:PORT)", vigil_lab::millis::quoted(&addr)))
         })?;
         let token = match &t.token_file {
-            Some(p) => Some(read_text(p, "token file", 64 * 1024, "")?.lines().next().unwrap_or("").trim().to_owned()),
+            Some(p) => Some(crate::keys::token_file(p, "--token-file")?),
             None => std::env::var("VIGIL_HTTP_TOKEN").ok().map(|t| t.trim().to_owned()),
         };
         let config = ureq::Agent::config_builder()
@@ -378,7 +377,7 @@ pub(crate) fn keys(a: &KeysArgs, out: &mut dyn Write) -> Result<()> {
     let v = match &a.action {
         KeysAction::List => c.get_authorized("/v1/keys")?,
         KeysAction::Install { key_file } => {
-            let text = read_text(key_file, "key file", 64 * 1024, "")?;
+            let text = crate::keys::read_secret(key_file, "--key-file", "key file")?;
             let key = text
                 .lines()
                 .map(str::trim)

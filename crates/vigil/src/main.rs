@@ -12,10 +12,12 @@ mod agent;
 mod client;
 mod cluster;
 mod demo;
+mod event_lines;
 mod fleet;
 mod http;
 mod input;
 mod json;
+mod keys;
 mod lab;
 mod limits;
 mod output;
@@ -61,6 +63,9 @@ enum Command {
     /// A running agent's keyring: list, install, use, remove (a client of
     /// its HTTP API).
     Keys(client::KeysArgs),
+    /// A fresh 32-byte key for `--key-file` (base64, from the operating
+    /// system's random source).
+    Keygen(keys::KeygenArgs),
 }
 
 /// What the exit status means, for scripts.
@@ -139,11 +144,12 @@ fn main() -> ExitCode {
         Command::Policies(args) => policies::run(&args, &mut out),
         Command::Lab(args) => lab::run(&args, &mut out),
         Command::Sim(args) => sim::run(&args, &mut out),
-        Command::Agent(args) => agent::run(&args, &mut out),
+        Command::Agent(args) => agent::run(&args),
         Command::Cluster(args) => cluster::run(&args, &mut out),
         Command::Members(args) => client::members(&args, &mut out),
         Command::Events(args) => client::events(&args, &mut out),
         Command::Keys(args) => client::keys(&args, &mut out),
+        Command::Keygen(args) => keys::keygen(&args, &mut out),
     };
     let flushed = out.flush();
     match result.and_then(|()| flushed.map_err(anyhow::Error::from)) {

@@ -200,16 +200,71 @@ fn tags_arrive_with_up() {
 fn bad_settings_exit_2_naming_the_setting() {
     let dir = std::env::temp_dir().join(format!("vigil-agent-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let secret = |p: &std::path::Path, text: &str| {
+        std::fs::write(p, text).unwrap();
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    };
     let keys = dir.join("keys");
-    std::fs::write(&keys, "not a key\n").unwrap();
+    secret(&keys, "not a key\n");
     let config = dir.join("agent.toml");
     std::fs::write(&config, "name = \"x\"\nbind = \"nowhere\"\n").unwrap();
     let long = format!("k={}", "v".repeat(300));
     let tagged = dir.join("tagged.toml");
     std::fs::write(&tagged, format!("name = \"x\"\n[tags]\nk = \"{}\"\n", "v".repeat(300))).unwrap();
     let short_token = dir.join("token");
-    std::fs::write(&short_token, "abc\n").unwrap();
-    let cases: [(Vec<&str>, &str); 14] = [
+    secret(&short_token, "abc\n");
+    let open_keys = dir.join("open-keys");
+    std::fs::write(&open_keys, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n").unwrap();
+    std::fs::set_permissions(&open_keys, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let frozen = dir.join("frozen");
+    std::fs::create_dir_all(&frozen).unwrap();
+    std::fs::write(frozen.join("generation"), format!("{}\n", u64::MAX)).unwrap();
+    let fresh = dir.join("fresh-data");
+    let cases: [(Vec<&str>, &str); 25] = [
+        (vec!["agent", "--name", "x"], "0.0.0.0:7946: other hosts can reach this member"),
+        (vec!["agent", "--name", "x", "--bind", "10.1.2.3:7946"], "say --plaintext to run so"),
+        (
+            vec!["agent", "--name", "x", "--bind", "127.0.0.1:0", "--advertise", "0.0.0.0:0"],
+            "--advertise: '0.0.0.0:0' is not an address other members can reach",
+        ),
+        (vec!["agent", "--name", "x", "--join", ""], "--join: '' holds an empty address"),
+        (vec!["agent", "--name", "x", "--join", "10.0.0.1:7946,,10.0.0.2:7946"], "holds an empty address"),
+        (vec!["agent", "--name", "x", "--join", "seed.example"], "expected IP:PORT or HOST:PORT"),
+        (vec!["agent", "--name", "x", "--join", "seed.example:0"], "the port must be 1 to 65535"),
+        (vec!["agent", "--name", "a\x1b[2Jb"], "has a control character at byte 1; a name is printable text"),
+        (
+            vec!["agent", "--name", "x", "--bind", "127.0.0.1:0", "--key-file", open_keys.to_str().unwrap()],
+            "is open to others (mode 0644); a key file must be readable by its owner only: chmod 600",
+        ),
+        (
+            vec![
+                "agent",
+                "--name",
+                "x",
+                "--bind",
+                "127.0.0.1:0",
+                "--http",
+                "off",
+                "--data-dir",
+                frozen.to_str().unwrap(),
+            ],
+            "leaves no room to restart higher",
+        ),
+        (
+            vec![
+                "agent",
+                "--name",
+                "",
+                "--bind",
+                "127.0.0.1:0",
+                "--http",
+                "off",
+                "--data-dir",
+                fresh.to_str().unwrap(),
+            ],
+            "--name: invalid membership configuration: name is 0 bytes long",
+        ),
         (vec!["agent"], "--name: every member needs a name"),
         (vec!["agent", "--name", "x", "--bind", "1.2.3"], "--bind: '1.2.3' is not an address"),
         (vec!["agent", "--name", "x", "--key-file", keys.to_str().unwrap()], "--key-file: line 1: not a 32-byte key"),
@@ -240,5 +295,9 @@ fn bad_settings_exit_2_naming_the_setting() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+    // The start that failed on its name left no data directory behind; the
+    // frozen generation was not touched.
+    assert!(!fresh.exists());
+    assert_eq!(std::fs::read_to_string(frozen.join("generation")).unwrap(), format!("{}\n", u64::MAX));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -122,9 +122,13 @@ fn until(url: &str, bound: Duration, ok: impl Fn(u16, &Value) -> bool) -> (u16, 
     }
 }
 
+/// A secret file (a key or a token): readable by its owner only, as the
+/// agent requires.
 fn temp_file(tag: &str, text: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
     let p = std::env::temp_dir().join(format!("vigil-http-{}-{tag}", std::process::id()));
     std::fs::write(&p, text).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     p
 }
 

@@ -108,6 +108,8 @@ impl Agent {
         let join = format!("{}:7946", ip(0));
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", ns, env!("CARGO_BIN_EXE_vigil"), "agent", "--name", &name, "--bind", &bind]);
+        // A test network of its own, nobody else on it.
+        cmd.arg("--plaintext");
         if i > 0 {
             cmd.args(["--join", &join]);
         }

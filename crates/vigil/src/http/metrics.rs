@@ -80,6 +80,16 @@ struct EjectLabel {
     reason: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SinkLabel {
+    sink: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// Makes a histogram with fixed buckets, for a family.
@@ -130,6 +140,11 @@ pub(crate) struct Metrics {
     ejections: Family<EjectLabel, Counter>,
     returns: Counter,
     ejected: Gauge,
+    reaped: Counter,
+    events_dropped: Family<SinkLabel, Counter>,
+    introductions: Family<OutcomeLabel, Counter>,
+    strangers: Counter,
+    reconnects: Counter,
     phi_at_verdict: Family<VerdictLabel, Histogram, HistogramMaker>,
     /// Open suspicions this member saw: name → (generation, when, ms since
     /// the epoch).
@@ -174,6 +189,11 @@ impl Metrics {
             ejections: Family::default(),
             returns: Counter::default(),
             ejected: Gauge::default(),
+            reaped: Counter::default(),
+            events_dropped: Family::default(),
+            introductions: Family::default(),
+            strangers: Counter::default(),
+            reconnects: Counter::default(),
             phi_at_verdict: Family::new_with_constructor(phi_histogram as HistogramMaker),
             open: HashMap::new(),
             last_heard: HashMap::new(),
@@ -228,6 +248,23 @@ impl Metrics {
         r.register("ejections", "Members ejected by outlier detection, by reason", m.ejections.clone());
         r.register("returns", "Ejected members back in service", m.returns.clone());
         r.register("members_ejected", "Members ejected by outlier detection now", m.ejected.clone());
+        r.register("reaped", "Tombstones reaped (dead or left members forgotten)", m.reaped.clone());
+        r.register(
+            "events_dropped",
+            "Events this agent could not pass on, by where: stdout (a reader too slow) or stream (the agent itself too slow)",
+            m.events_dropped.clone(),
+        );
+        r.register(
+            "introductions",
+            "Members proposed by strangers, by outcome: proposed (pinged), admitted, expired, refused",
+            m.introductions.clone(),
+        );
+        r.register(
+            "stranger_packets",
+            "Packets whose source is not the known address of the member they claim to come from",
+            m.strangers.clone(),
+        );
+        r.register("reconnects", "Attempts to reconnect to members believed dead", m.reconnects.clone());
         m
     }
 
@@ -282,13 +319,25 @@ impl Metrics {
             ("wrong-transport", node.rejected_transport),
             ("frame-dropped", net.frames_dropped),
             ("frame-malformed", net.frames_malformed),
+            ("frame-over-budget", net.frames_over_budget),
             ("connection-refused", net.connections_refused),
+            ("connection-evicted", net.connections_evicted),
         ];
         reasons.extend(OpenError::REASONS.iter().copied().zip(s.stats.seal.rejected.iter().copied()));
         for (reason, n) in reasons {
             advance(&self.rejected.get_or_create(&ReasonLabel { reason }), n);
         }
         self.ejected.set(s.outliers.iter().filter(|(_, r)| r.ejected.is_some()).count() as i64);
+        for (outcome, n) in [
+            ("proposed", node.introductions_proposed),
+            ("admitted", node.introductions_admitted),
+            ("expired", node.introductions_expired),
+            ("refused", node.introductions_refused),
+        ] {
+            advance(&self.introductions.get_or_create(&OutcomeLabel { outcome }), n);
+        }
+        advance(&self.strangers, node.from_strangers);
+        advance(&self.reconnects, node.reconnects);
         let settled = self.refuted.get() + self.confirmed.get();
         if settled > 0 {
             self.false_positive_ratio.set(self.refuted.get() as f64 / settled as f64);
@@ -345,11 +394,20 @@ impl Metrics {
             Event::Returned { .. } => {
                 self.returns.inc();
             }
+            Event::Reaped { .. } => {
+                self.reaped.inc();
+            }
             Event::Policy { policy, fired: true, level: Some(l), .. } => {
                 self.phi_at_verdict.get_or_create(&VerdictLabel { verdict: format!("policy:{policy}") }).observe(*l);
             }
             _ => {}
         }
+    }
+
+    /// `n` events this agent could not pass on through `sink` (`stdout`, or
+    /// `stream`: the agent's own reading of the member's events).
+    pub(crate) fn dropped(&self, sink: &'static str, n: u64) {
+        self.events_dropped.get_or_create(&SinkLabel { sink }).inc_by(n);
     }
 
     /// A once-a-second sample of the watched members' levels.

@@ -223,6 +223,12 @@ pub(crate) fn event_json(node: &str, unix_ms: u64, e: &Event, tags: Option<&Tags
             json!({"event": "ejected", "member": id.name, "generation": id.generation, "reason": reason.name()})
         }
         Event::Returned { id } => json!({"event": "returned", "member": id.name, "generation": id.generation}),
+        Event::Reaped { id, status } => json!({
+            "event": "reaped",
+            "member": id.name,
+            "generation": id.generation,
+            "was": if *status == vigil_membership::Status::Left { "left" } else { "dead" },
+        }),
         _ => return None,
     };
     let mut v = v;

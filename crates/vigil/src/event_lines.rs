@@ -1,0 +1,121 @@
+//! The agent's events on standard output, one JSON line each, written by a
+//! thread of their own through a bounded queue.
+//!
+//! Whoever reads standard output may be slow, or stop reading (`vigil agent
+//! | sleep 30`): a write to a full pipe blocks. It blocks that thread only;
+//! the member goes on answering the protocol and SIGTERM. When the queue is
+//! full, events are dropped and counted, and as soon as the writer catches
+//! up it says so on a line of its own: `{"event": "missed", "count": N,
+//! "sink": "stdout", ...}`. If standard output is closed for good (the
+//! reader exited), the agent is told, and leaves.
+//!
+//! The writer writes to its own copy of the file descriptor, never through
+//! the standard library's `Stdout`, whose lock a blocked write would hold
+//! against everyone.
+
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, SyncSender, TrySendError};
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use tokio::sync::oneshot;
+
+/// Lines queued at most.
+pub(crate) const QUEUE: usize = 1_000;
+
+/// Event lines to standard output. Cheap to use from the agent's loop:
+/// [`EventLines::send`] never blocks.
+#[derive(Debug)]
+pub(crate) struct EventLines {
+    tx: SyncSender<String>,
+    dropped: Arc<AtomicU64>,
+    total_dropped: u64,
+}
+
+impl EventLines {
+    /// Starts the writer, for the member named `node`. The receiver
+    /// resolves if standard output is closed for good.
+    pub(crate) fn start(node: &str) -> Result<(EventLines, oneshot::Receiver<()>)> {
+        let fd = std::io::stdout().as_fd().try_clone_to_owned().context("standard output")?;
+        let mut file = std::fs::File::from(fd);
+        let (tx, rx) = mpsc::sync_channel::<String>(QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let (closed_tx, closed_rx) = oneshot::channel();
+        let node = node.to_owned();
+        let counter = dropped.clone();
+        std::thread::Builder::new()
+            .name("event-lines".into())
+            .spawn(move || {
+                let mut warned = false;
+                loop {
+                    // A line, or, when none came for a moment, the count of
+                    // those dropped meanwhile.
+                    let line = match rx.recv_timeout(std::time::Duration::from_millis(200)) {
+                        Ok(line) => Some(line),
+                        Err(mpsc::RecvTimeoutError::Timeout) => None,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                    };
+                    let missed = counter.swap(0, Ordering::Relaxed);
+                    let mut out = String::new();
+                    if missed > 0 {
+                        out.push_str(&missed_line(&node, missed, "stdout"));
+                        out.push('\n');
+                    }
+                    if let Some(line) = &line {
+                        out.push_str(line);
+                        out.push('\n');
+                    }
+                    if out.is_empty() {
+                        continue;
+                    }
+                    match file.write_all(out.as_bytes()) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                            let _ = closed_tx.send(());
+                            return;
+                        }
+                        Err(e) => {
+                            // A full disk, say: these lines are lost, and
+                            // said to be when writing works again.
+                            counter.fetch_add(u64::from(line.is_some()) + missed, Ordering::Relaxed);
+                            if !warned {
+                                tracing::warn!("standard output: {e}: event lines are lost until it works again");
+                                warned = true;
+                            }
+                        }
+                    }
+                }
+            })
+            .context("starting the event writer")?;
+        Ok((EventLines { tx, dropped, total_dropped: 0 }, closed_rx))
+    }
+
+    /// Queues a line; returns `false` if the queue was full (the line is
+    /// dropped, and counted for the next `missed` line).
+    pub(crate) fn send(&mut self, line: String) -> bool {
+        match self.tx.try_send(line) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                self.total_dropped += 1;
+                false
+            }
+        }
+    }
+
+    /// Lines dropped so far because the queue was full.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.total_dropped
+    }
+}
+
+/// The line that says `count` events were not passed on through `sink`.
+pub(crate) fn missed_line(node: &str, count: u64, sink: &str) -> String {
+    let ts = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    json!({"event": "missed", "count": count, "sink": sink, "ts_ms": ts, "node": node}).to_string()
+}
