@@ -72,7 +72,13 @@ fn controls(q: &HashMap<String, String>) -> Result<Controls, ApiError> {
 
 async fn lab_run(Query(q): Query<HashMap<String, String>>) -> Result<axum::Json<Value>, ApiError> {
     let c = controls(&q)?;
-    let out = run(&c).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    // The value in exponent form when it is huge or tiny (not 309 digits).
+    let out = run(&c).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("{}: {} is out of range ({})", e.control, crate::limits::number(e.value), e.allowed),
+        )
+    })?;
     Ok(axum::Json(
         serde_json::to_value(&out).map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?,
     ))

@@ -468,7 +468,10 @@ async fn outcomes(State(api): State<Api>, body: axum::body::Bytes) -> ApiResult<
         let latency = match o.latency_ms {
             Some(ms) if ms.is_finite() && (0.0..=86_400_000.0).contains(&ms) => Some(Duration::from_secs_f64(ms / 1e3)),
             Some(ms) => {
-                return Err(bad(format!("outcomes[{i}].latency_ms: {ms} is not a latency (0 to a day, in ms)")));
+                return Err(bad(format!(
+                    "outcomes[{i}].latency_ms: {} is not a latency (0 to a day, in ms)",
+                    crate::limits::number(ms)
+                )));
             }
             None => None,
         };
