@@ -84,7 +84,8 @@ async fn lab_run(Query(q): Query<HashMap<String, String>>) -> Result<axum::Json<
     ))
 }
 
-/// Serves the lab alone (`vigil lab serve`) until the process ends.
+/// Serves the lab alone (`vigil lab serve`) until the process ends, on
+/// connections bounded and timed as the API's are.
 pub(crate) async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let app = routes::<()>().route("/", get(|| async { axum::response::Redirect::to("/lab") })).fallback(
         |req: axum::extract::Request| async move {
@@ -92,6 +93,6 @@ pub(crate) async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<
             ApiError::new(StatusCode::NOT_FOUND, format!("no such page: {path} (the lab is at /lab)"))
         },
     );
-    axum::serve(super::listener::Bounded::new(listener), app.layer(axum::middleware::map_response(super::json_errors)))
-        .await
+    super::listener::serve(listener, app.layer(axum::middleware::map_response(super::json_errors))).await;
+    Ok(())
 }

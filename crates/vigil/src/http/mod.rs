@@ -4,7 +4,8 @@
 //! Reads are open; what changes the member (keyring operations, leaving,
 //! and in `vigil cluster` the injected faults) needs the bearer token when
 //! one is set, and is refused without one unless the server listens on a
-//! loopback address only. Every error is JSON: `{"error": "..."}`.
+//! loopback address only. No idle or slow client can keep the others out
+//! ([`listener`]). Every error is JSON: `{"error": "..."}`.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -135,11 +136,7 @@ pub(crate) fn router(api: Api) -> Router {
 /// the metrics and the charts, in the background until the process ends.
 pub(crate) fn start(listener: tokio::net::TcpListener, api: Api) {
     tokio::spawn(api.recorder.clone().sample(api.cluster.clone()));
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener::Bounded::new(listener), router(api)).await {
-            tracing::error!("the HTTP API stopped: {e}");
-        }
-    });
+    tokio::spawn(listener::serve(listener, router(api)));
 }
 
 /// Every error as JSON: what axum answers by itself (a body too large, a
