@@ -352,7 +352,7 @@ fn readme_screenshots() {
     let _demo = (Proc(child), stdin);
     let url = line.split_whitespace().nth(1).unwrap().trim_end_matches('/').to_owned();
     let post = |path: &str| {
-        let _ = ureq::post(format!("{url}{path}")).send_empty();
+        let _ = ureq::post(format!("{url}{path}")).header("Content-Type", "application/json").send("{}");
     };
     std::thread::sleep(Duration::from_secs(40));
     post("/v1/fleet/n2/pause?seconds=2");
