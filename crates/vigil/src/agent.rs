@@ -115,6 +115,11 @@ pub(crate) struct AgentArgs {
     /// only (chmod 600).
     #[arg(long, value_name = "FILE")]
     http_token_file: Option<PathBuf>,
+    /// Another name the API may be reached by (repeatable): `NAME` on any
+    /// port or `NAME:PORT`, e.g. behind a proxy; requests naming another
+    /// Host than these and the API's own addresses are refused.
+    #[arg(long = "http-host", value_name = "NAME[:PORT]")]
+    http_hosts: Vec<String>,
     /// Heartbeat arrivals kept per watched member, served as lab traces at
     /// /v1/traces/NAME (0 to 1000000; default 10000, about 3 hours at the
     /// LAN preset's rate, 80 KB per member).
@@ -126,7 +131,7 @@ pub(crate) struct AgentArgs {
     event_history: Option<usize>,
     /// A TOML file with the same settings (`name`, `bind`, `advertise`,
     /// `join`, `key_file`, `seal_mode`, `preset`, `cluster`, `data_dir`,
-    /// `datagram_budget`, `log_level`, `http`, `http_token_file`,
+    /// `datagram_budget`, `log_level`, `http`, `http_token_file`, `http_hosts`,
     /// `record_arrivals`, `event_history`, `watch`, a `[tags]` table and a
     /// `[policies]` table of name = threshold); flags override it, tag by
     /// tag and policy by policy.
@@ -191,6 +196,8 @@ struct FileSettings {
     log_level: Option<LogLevel>,
     http: Option<String>,
     http_token_file: Option<PathBuf>,
+    #[serde(default)]
+    http_hosts: Vec<String>,
     record_arrivals: Option<usize>,
     event_history: Option<usize>,
     #[serde(default)]
@@ -477,6 +484,11 @@ pub(crate) fn run(a: &AgentArgs) -> Result<()> {
             Some((p, flag)) => Some(crate::keys::token_file(&p, &origin(flag, "http_token_file", file_path))?),
             None => None,
         };
+    let http_hosts = if a.http_hosts.is_empty() {
+        http::host_names(&file.http_hosts, &origin(false, "http_hosts", file_path))?
+    } else {
+        http::host_names(&a.http_hosts, "--http-host")?
+    };
     let recorded = a.record_arrivals.or(file.record_arrivals).unwrap_or(DEFAULT_RECORDED_ARRIVALS);
     config.recorded_arrivals = recorded;
     config.validate().map_err(|e| {
@@ -562,6 +574,7 @@ pub(crate) fn run(a: &AgentArgs) -> Result<()> {
                 sealed: mode == Mode::Sealed,
                 expects_peers,
                 fleet: None,
+                hosts: http_hosts,
             };
             tracing::info!("HTTP API on http://{addr} (dashboard at /, metrics at /metrics)");
             http::start(listener, api);

@@ -83,6 +83,7 @@ pub(crate) fn run(a: &ClusterArgs, out: &mut dyn Write) -> Result<()> {
             sealed: false,
             expects_peers: true,
             fleet: Some(fleet.clone()),
+            hosts: Vec::new(),
         };
         http::start(listener, api);
         writeln!(

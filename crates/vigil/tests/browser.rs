@@ -59,6 +59,11 @@ impl Drop for TempDir {
 
 impl Browser {
     fn start(exe: &std::path::Path) -> Browser {
+        Browser::start_with(exe, &[])
+    }
+
+    /// With more command-line switches.
+    fn start_with(exe: &std::path::Path, extra: &[&str]) -> Browser {
         let profile = TempDir(std::env::temp_dir().join(format!(
             "vigil-browser-{}-{:?}",
             std::process::id(),
@@ -78,6 +83,7 @@ impl Browser {
                 "--remote-debugging-port=0",
                 "--window-size=1400,900",
             ])
+            .args(extra)
             .arg(format!("--user-data-dir={}", profile.0.display()))
             .arg("about:blank")
             .stdout(Stdio::null())
@@ -259,6 +265,95 @@ fn the_dashboard_shows_every_member_and_a_death() {
     b.screenshot(&artifact("dashboard-dead.png"));
 }
 
+/// `vigil cluster`'s page injects a fault from its own origin (a POST with
+/// `Origin`, as a browser sends it); a page of another origin cannot
+/// (neither a "simple" request nor one asked first), and a page under a
+/// name rebound to this host's address (DNS rebinding, simulated with the
+/// browser's own resolver rules) gets nothing, not even the dashboard.
+#[test]
+fn the_dashboard_changes_things_from_its_own_origin_and_no_other_page_can() {
+    let Some(exe) = chromium() else { return };
+    let mut child = Command::new(VIGIL)
+        .args(["cluster", "--nodes", "3", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("dashboard: ") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0);
+    }
+    std::thread::spawn(move || for _ in out.lines() {});
+    let _cluster = (Proc(child), stdin);
+    let url = line.split_whitespace().nth(1).unwrap().trim_end_matches('/').to_owned();
+    let port = url.rsplit(':').next().unwrap().to_owned();
+    // Another origin: the lab, served by another process.
+    let mut lab = Command::new(VIGIL)
+        .args(["lab", "serve", "--http", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(lab.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let _lab = Proc(lab);
+    let lab_url = first.split_whitespace().find(|w| w.starts_with("http://")).unwrap().to_owned();
+    let running = |name: &str| -> bool {
+        let mut r = ureq::get(format!("{url}/v1/fleet")).call().unwrap();
+        let v: Value = serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
+        v["members"].as_array().unwrap().iter().any(|m| m["name"] == name && m["running"] == true)
+    };
+
+    let mut b = Browser::start_with(&exe, &["--host-resolver-rules=MAP rebound.example 127.0.0.1"]);
+    b.call("Page.enable", json!({}));
+    b.call("Page.navigate", json!({"url": format!("{url}/")}));
+    let v = b.until(ROWS, Duration::from_secs(20), |v| rows(v).len() == 3);
+    assert_eq!(rows(&v).len(), 3, "the page shows n1..n3: {v}");
+    // Its own fault button: a same-origin POST, answered.
+    b.eval("document.querySelector('#members tr[data-member=\"n2\"] button[data-fault=\"pause\"]').click()");
+    let note = b.until("document.getElementById('note').textContent", Duration::from_secs(10), |v| {
+        v.as_str().is_some_and(|s| !s.is_empty())
+    });
+    assert_eq!(note, "n2 paused for 5.0 s", "the page's own POST is served");
+
+    // Another origin's page: a simple request (no preflight) and a JSON
+    // one (preflighted) to crash n3; neither gets through.
+    b.call("Page.navigate", json!({"url": lab_url}));
+    b.until("Number(document.body.dataset.runs || 0)", Duration::from_secs(10), |v| v.as_u64() >= Some(1));
+    let tried = b.call(
+        "Runtime.evaluate",
+        json!({
+            "expression": format!(
+                "(async () => {{
+                    const u = '{url}/v1/fleet/n3/crash';
+                    const simple = await fetch(u, {{method: 'POST', mode: 'no-cors', headers: {{'Content-Type': 'text/plain'}}, body: 'x'}}).then(r => r.type, e => 'failed');
+                    const json = await fetch(u, {{method: 'POST', headers: {{'Content-Type': 'application/json'}}, body: '{{}}'}}).then(r => String(r.status), e => 'failed');
+                    const read = await fetch('{url}/v1/members').then(r => 'read', e => 'failed');
+                    return [simple, json, read].join(' ');
+                }})()"
+            ),
+            "awaitPromise": true,
+            "returnByValue": true,
+        }),
+    );
+    assert_eq!(tried["result"]["value"], "opaque failed failed", "{tried}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(running("n3"), "n3 still runs: no other page can crash it");
+
+    // A rebound name: the dashboard is refused (421), so the page has
+    // nothing to run and nothing to read.
+    b.call("Page.navigate", json!({"url": format!("http://rebound.example:{port}/")}));
+    let text = b.until("document.body ? document.body.innerText : ''", Duration::from_secs(10), |v| {
+        v.as_str().is_some_and(|s| s.contains("not a name of this API"))
+    });
+    assert!(text.as_str().unwrap().contains("'rebound.example:"), "the refusal names the Host: {text}");
+    assert_eq!(b.eval("document.querySelectorAll('#members tr').length"), 0);
+}
+
 /// `vigil lab serve`'s page: moving a control recomputes the chart and the
 /// table through the engine, and an audit case can be picked.
 #[test]
@@ -352,7 +447,7 @@ fn readme_screenshots() {
     let _demo = (Proc(child), stdin);
     let url = line.split_whitespace().nth(1).unwrap().trim_end_matches('/').to_owned();
     let post = |path: &str| {
-        let _ = ureq::post(format!("{url}{path}")).send_empty();
+        let _ = ureq::post(format!("{url}{path}")).header("Content-Type", "application/json").send("{}");
     };
     std::thread::sleep(Duration::from_secs(40));
     post("/v1/fleet/n2/pause?seconds=2");

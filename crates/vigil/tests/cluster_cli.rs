@@ -85,7 +85,8 @@ impl Demo {
 
     fn post(&self, path: &str) -> (u16, Value) {
         let c: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-        let mut r = c.post(format!("{}{path}", self.url)).send_empty().unwrap();
+        let mut r =
+            c.post(format!("{}{path}", self.url)).header("Content-Type", "application/json").send("{}").unwrap();
         let text = r.body_mut().read_to_string().unwrap();
         (r.status().as_u16(), serde_json::from_str(&text).unwrap())
     }

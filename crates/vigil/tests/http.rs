@@ -400,7 +400,11 @@ fn hostile_requests(a0: &str) {
         let c = client();
         let url = format!("{a0}{path}");
         let r = match method {
-            "POST" => c.post(&url).header("Authorization", format!("Bearer {TOKEN}")).send(&body[..]),
+            "POST" => c
+                .post(&url)
+                .header("Authorization", format!("Bearer {TOKEN}"))
+                .header("Content-Type", "application/json")
+                .send(&body[..]),
             "PUT" => c.put(&url).send(&body[..]),
             _ => c.get(&url).call(),
         };

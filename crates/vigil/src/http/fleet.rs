@@ -201,7 +201,7 @@ pub(super) async fn inject(
     if !(seconds > 0.0 && seconds <= MAX_PAUSE.as_secs_f64()) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
-            format!("seconds: {seconds} is not a pause (more than 0, at most 60)"),
+            format!("seconds: {} is not a pause (more than 0, at most 60)", crate::limits::number(seconds)),
         ));
     }
     let done = fleet.inject(&name, &fault, Duration::from_secs_f64(seconds)).await?;

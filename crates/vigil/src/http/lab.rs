@@ -72,13 +72,20 @@ fn controls(q: &HashMap<String, String>) -> Result<Controls, ApiError> {
 
 async fn lab_run(Query(q): Query<HashMap<String, String>>) -> Result<axum::Json<Value>, ApiError> {
     let c = controls(&q)?;
-    let out = run(&c).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    // The value in exponent form when it is huge or tiny (not 309 digits).
+    let out = run(&c).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("{}: {} is out of range ({})", e.control, crate::limits::number(e.value), e.allowed),
+        )
+    })?;
     Ok(axum::Json(
         serde_json::to_value(&out).map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?,
     ))
 }
 
-/// Serves the lab alone (`vigil lab serve`) until the process ends.
+/// Serves the lab alone (`vigil lab serve`) until the process ends, on
+/// connections bounded and timed as the API's are.
 pub(crate) async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let app = routes::<()>().route("/", get(|| async { axum::response::Redirect::to("/lab") })).fallback(
         |req: axum::extract::Request| async move {
@@ -86,6 +93,6 @@ pub(crate) async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<
             ApiError::new(StatusCode::NOT_FOUND, format!("no such page: {path} (the lab is at /lab)"))
         },
     );
-    axum::serve(super::listener::Bounded::new(listener), app.layer(axum::middleware::map_response(super::json_errors)))
-        .await
+    super::listener::serve(listener, app.layer(axum::middleware::map_response(super::json_errors))).await;
+    Ok(())
 }

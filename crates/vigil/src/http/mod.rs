@@ -2,9 +2,12 @@
 //! `/metrics`, and the dashboard at `/`.
 //!
 //! Reads are open; what changes the member (keyring operations, leaving,
-//! and in `vigil cluster` the injected faults) needs the bearer token when
-//! one is set, and is refused without one unless the server listens on a
-//! loopback address only. Every error is JSON: `{"error": "..."}`.
+//! outcomes, and in `vigil cluster` the injected faults) needs the bearer
+//! token when one is set, and is refused without one unless the server
+//! listens on a loopback address only. Whatever the token, a web page can
+//! neither change anything nor read anything ([`origin`]), and no idle or
+//! slow client can keep the others out ([`listener`]). Every error is JSON:
+//! `{"error": "..."}`.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -30,12 +33,14 @@ pub(crate) mod history;
 pub(crate) mod lab;
 mod listener;
 pub(crate) mod metrics;
+mod origin;
 pub(crate) mod recorder;
 pub(crate) mod traces;
 pub(crate) mod views;
 
 use fleet::Fleet;
 use history::{Entry, History};
+pub(crate) use origin::{Host, host_names};
 use recorder::Recorder;
 
 /// The dashboard: one page, no external assets.
@@ -70,6 +75,9 @@ pub(crate) struct Api {
     pub(crate) expects_peers: bool,
     /// `vigil cluster`'s members, for injecting faults from the page.
     pub(crate) fleet: Option<Arc<Fleet>>,
+    /// Names the API may be reached by besides its own addresses
+    /// (`--http-host`).
+    pub(crate) hosts: Vec<Host>,
 }
 
 /// An error as the API answers it.
@@ -99,8 +107,8 @@ fn stopped() -> ApiError {
     ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the member has stopped")
 }
 
-/// The router, for `api`.
-pub(crate) fn router(api: Api) -> Router {
+/// The router, for `api` reached by `hosts`.
+fn router(api: Api, hosts: Arc<origin::Hosts>) -> Router {
     let guarded = Router::new()
         .route("/v1/keys", get(keys_list).post(keys_install))
         .route("/v1/keys/{id}/use", post(keys_use))
@@ -127,19 +135,32 @@ pub(crate) fn router(api: Api) -> Router {
         .merge(lab::routes())
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn_with_state(hosts, origin::same_origin))
         .layer(middleware::map_response(json_errors))
         .with_state(api)
 }
 
 /// Serves `api` on `listener`, and samples its member once a second for
 /// the metrics and the charts, in the background until the process ends.
+/// Says in the log when the API can be reached from other hosts without a
+/// token.
 pub(crate) fn start(listener: tokio::net::TcpListener, api: Api) {
-    tokio::spawn(api.recorder.clone().sample(api.cluster.clone()));
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener::Bounded::new(listener), router(api)).await {
-            tracing::error!("the HTTP API stopped: {e}");
+    let bound = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!("no HTTP API: its listener has no address ({e})");
+            return;
         }
-    });
+    };
+    if !is_loopback(bound) && api.token.is_none() {
+        tracing::warn!(
+            "the HTTP API on {bound} can be reached from other hosts and has no token: anyone who reaches it \
+             reads the cluster's state (changes are refused); give --http-token-file, or listen on 127.0.0.1"
+        );
+    }
+    let hosts = Arc::new(origin::Hosts::new(bound, api.hosts.clone()));
+    tokio::spawn(api.recorder.clone().sample(api.cluster.clone()));
+    tokio::spawn(listener::serve(listener, router(api, hosts)));
 }
 
 /// Every error as JSON: what axum answers by itself (a body too large, a
@@ -186,15 +207,17 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// The token of `Authorization: Bearer TOKEN`; the scheme in any case,
+/// then one or more spaces (RFC 7235).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim_matches(' '))
+}
+
 async fn authorize(State(api): State<Api>, req: Request, next: Next) -> Response {
     match &api.token {
         Some(token) => {
-            let given = req
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::trim);
+            let given = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
             match given {
                 Some(g) if same(g.as_bytes(), token.as_bytes()) => next.run(req).await,
                 Some(_) => ApiError::new(StatusCode::FORBIDDEN, "wrong bearer token").into_response(),
@@ -468,7 +491,10 @@ async fn outcomes(State(api): State<Api>, body: axum::body::Bytes) -> ApiResult<
         let latency = match o.latency_ms {
             Some(ms) if ms.is_finite() && (0.0..=86_400_000.0).contains(&ms) => Some(Duration::from_secs_f64(ms / 1e3)),
             Some(ms) => {
-                return Err(bad(format!("outcomes[{i}].latency_ms: {ms} is not a latency (0 to a day, in ms)")));
+                return Err(bad(format!(
+                    "outcomes[{i}].latency_ms: {} is not a latency (0 to a day, in ms)",
+                    crate::limits::number(ms)
+                )));
             }
             None => None,
         };
