@@ -17,6 +17,12 @@
 //! [`MAX_SOURCES`] sources), and at most [`MAX_CANDIDATES`] candidates wait
 //! at once. Members vouched for by a known member at its own address, and
 //! the views seeds send back, are admitted at once and cost nothing here.
+//!
+//! A known member whose packets come from another address (behind a NAT,
+//! or from a second interface) is a stranger there too, until it proves the
+//! address is its own: it is pinged at its known address, and if the answer
+//! comes back from the new one, that address speaks for it from then on.
+//! The same budget applies, and at most [`MAX_CANDIDATES`] such checks wait.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -68,6 +74,9 @@ pub(crate) struct Introductions {
     /// Sources in the order they were first seen, to forget the oldest.
     order: VecDeque<IpAddr>,
     candidates: HashMap<Arc<str>, Candidate>,
+    /// Known members heard from another address: the ping that checks it,
+    /// and the address.
+    sources: HashMap<Arc<str>, (u32, std::net::SocketAddr)>,
 }
 
 impl Introductions {
@@ -78,7 +87,53 @@ impl Introductions {
             budgets: HashMap::new(),
             order: VecDeque::new(),
             candidates: HashMap::new(),
+            sources: HashMap::new(),
         }
+    }
+
+    /// Whether a check of another address of `name` is under way.
+    pub(crate) fn is_checking(&self, name: &str) -> bool {
+        self.sources.contains_key(name)
+    }
+
+    /// Takes a check that `name`'s packets come from `source` (a ping,
+    /// `seq`, sent to its known address), if the source's budget and the
+    /// room allow.
+    pub(crate) fn check_source(
+        &mut self,
+        now: Instant,
+        name: Arc<str>,
+        source: std::net::SocketAddr,
+        seq: impl FnOnce() -> u32,
+    ) -> Result<u32, Refusal> {
+        if self.sources.len() >= MAX_CANDIDATES {
+            return Err(Refusal::Full);
+        }
+        self.admit_proposal(now, source.ip())?;
+        let seq = seq();
+        self.sources.insert(name, (seq, source));
+        Ok(seq)
+    }
+
+    /// The address `name` claimed, if ping `seq` is the check and the answer
+    /// came from it; the check ends either way when `seq` is its ping.
+    pub(crate) fn source_answered(
+        &mut self,
+        name: &str,
+        seq: u32,
+        from: std::net::SocketAddr,
+    ) -> Option<std::net::SocketAddr> {
+        let (s, source) = *self.sources.get(name)?;
+        if s != seq {
+            return None;
+        }
+        self.sources.remove(name);
+        (source == from).then_some(source)
+    }
+
+    /// Ends the check of `name`'s other address (its ping went unanswered).
+    pub(crate) fn source_failed(&mut self, name: &str) -> bool {
+        self.sources.remove(name).is_some()
     }
 
     /// Whether `name` is a candidate already.

@@ -41,6 +41,10 @@ pub(crate) struct Member {
     pub(crate) status: Status,
     /// When the status last changed.
     pub(crate) since: Instant,
+    /// Where its packets come from when that is not `addr` (a NAT, a
+    /// second interface), once it proved it: it answered, from there, a
+    /// ping sent to `addr`.
+    pub(crate) source: Option<SocketAddr>,
     /// Its tags, once a rumour carried them, and the incarnation they were
     /// carried at; boxed, so a member without tags costs one pointer.
     tags: Option<Box<(Tags, u64)>>,
@@ -192,6 +196,7 @@ impl MemberTable {
             incarnation,
             status,
             since: now,
+            source: None,
             tags: None,
             live_at: NOT_LIVE,
         };
@@ -225,6 +230,9 @@ impl MemberTable {
         let m = self.slots.get_mut(slot as usize)?.as_mut()?;
         let before = (m.status, m.since);
         m.incarnation = incarnation;
+        if m.addr != addr {
+            m.source = None;
+        }
         m.addr = addr;
         if m.status != status {
             m.status = status;
@@ -232,6 +240,15 @@ impl MemberTable {
         }
         self.reindex(slot, Some(before));
         Some(before.0)
+    }
+
+    /// Records that `name`'s packets come from `source` (it proved it).
+    pub(crate) fn set_source(&mut self, name: &str, source: SocketAddr) {
+        if let Some(m) =
+            self.index.get(name).and_then(|&slot| self.slots.get_mut(slot as usize)).and_then(Option::as_mut)
+        {
+            m.source = (m.addr != source).then_some(source);
+        }
     }
 
     /// Records the tags a rumour carried about a known member at

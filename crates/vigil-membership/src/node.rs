@@ -623,7 +623,7 @@ impl Node {
         let known = self
             .members
             .get(&packet.from.name)
-            .is_some_and(|m| m.addr == from && packet.from.generation >= m.generation);
+            .is_some_and(|m| (m.addr == from || m.source == Some(from)) && packet.from.generation >= m.generation);
         known || self.seeds.contains(&from)
     }
 
@@ -631,6 +631,7 @@ impl Node {
         let vouched = self.vouched(from, &packet);
         if !vouched {
             self.stats.from_strangers += 1;
+            self.check_source(now, &packet.from, from);
         }
         // The sender is alive as far as its own packet goes.
         self.learn_sender(now, &packet.from, from, packet.incarnation, vouched);
@@ -675,6 +676,13 @@ impl Node {
                     let indirect = packet.from != p.target;
                     if p.purpose == Purpose::Introduce {
                         self.introduced(now, seq, &p, &packet.from);
+                    } else if p.purpose == Purpose::Source {
+                        if let Some(source) = self.introductions.source_answered(&p.target.name, seq, from)
+                            && packet.from == p.target
+                        {
+                            self.stats.sources_learned += 1;
+                            self.members.set_source(&p.target.name, source);
+                        }
                     } else if p.purpose == Purpose::Verify {
                         self.verified(p);
                     } else if p.purpose == Purpose::Silent || indirect {

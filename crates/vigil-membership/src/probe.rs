@@ -42,6 +42,9 @@ pub(crate) enum Purpose {
     /// A stranger proposed a member: check that it answers before it is
     /// admitted (a direct ping only).
     Introduce,
+    /// A known member's packets came from another address: check that it
+    /// answers from there a ping sent to its known address.
+    Source,
 }
 
 /// A probe of one member.

@@ -133,4 +133,7 @@ pub struct Stats {
     /// A stranger's word that a live member was dead or had left, taken as
     /// a suspicion only.
     pub stranger_verdicts_softened: u64,
+    /// Members whose packets come from another address than their own
+    /// (a NAT), taken once they proved it.
+    pub sources_learned: u64,
 }

@@ -370,3 +370,38 @@ fn a_remote_views_death_verdict_names_its_sender_as_the_accuser() {
         "{e:?}"
     );
 }
+
+#[test]
+fn a_member_behind_a_nat_is_heard_once_it_answers_from_its_other_address() {
+    let mut nodes = cluster(3, Config::lan(CLUSTER));
+    let t = Instant::from_secs(2);
+    // n1's packets reach n0 from another port (a NAT rewrote it).
+    let nat: SocketAddr = "10.0.0.2:40111".parse().unwrap();
+    let hb = encode(id(1), Message::Heartbeat, vec![]);
+    nodes[0].handle_datagram(t, nat, &hb).unwrap();
+    assert_eq!(nodes[0].stats().from_strangers, 1);
+    // n0 pings n1 at its own address; n1 answers, and the answer comes back
+    // through the NAT again.
+    let ping = transmits(&mut nodes[0]).into_iter().find(|t| t.kind == MessageKind::Ping).expect("a check");
+    assert_eq!(ping.to, addr(1));
+    nodes[1].handle_datagram(t, addr(0), &ping.bytes).unwrap();
+    let ack = transmits(&mut nodes[1]).into_iter().find(|t| t.kind == MessageKind::Ack).unwrap();
+    nodes[0].handle_datagram(t, nat, &ack.bytes).unwrap();
+    assert_eq!(nodes[0].stats().sources_learned, 1);
+    // From now on n1's packets from there are n1's.
+    let before = nodes[0].stats().from_strangers;
+    nodes[0].handle_datagram(t + Duration::from_millis(10), nat, &hb).unwrap();
+    assert_eq!(nodes[0].stats().from_strangers, before);
+    // Someone else claiming to be n1 from a third address gets a check too,
+    // but n1's own answer comes from its NAT address, not the claimant's:
+    // nothing is learned.
+    nodes[0].handle_datagram(t, stranger(), &hb).unwrap();
+    let ping = transmits(&mut nodes[0]).into_iter().find(|t| t.kind == MessageKind::Ping).expect("a check");
+    nodes[1].handle_datagram(t, addr(0), &ping.bytes).unwrap();
+    let ack = transmits(&mut nodes[1]).into_iter().find(|t| t.kind == MessageKind::Ack).unwrap();
+    nodes[0].handle_datagram(t, nat, &ack.bytes).unwrap();
+    assert_eq!(nodes[0].stats().sources_learned, 1);
+    let before = nodes[0].stats().from_strangers;
+    nodes[0].handle_datagram(t, stranger(), &hb).unwrap();
+    assert_eq!(nodes[0].stats().from_strangers, before + 1);
+}

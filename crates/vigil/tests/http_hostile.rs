@@ -105,9 +105,13 @@ impl Drop for Agent {
     }
 }
 
+/// A secret file (a key or a token): readable by its owner only, as the
+/// agent requires.
 fn temp_file(tag: &str, text: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
     let p = std::env::temp_dir().join(format!("vigil-http-hostile-{}-{tag}", std::process::id()));
     std::fs::write(&p, text).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     p
 }
 

@@ -89,6 +89,11 @@ impl Node {
             }
             return;
         }
+        if probe.purpose == Purpose::Source {
+            // Its other address stays a stranger's.
+            self.introductions.source_failed(&probe.target.name);
+            return;
+        }
         // Missing nacks are Lifeguard's evidence that this node's own
         // network is the problem.
         let missing = probe.expected_nacks.saturating_sub(probe.nacks);

@@ -111,6 +111,36 @@ impl Node {
         self.introductions.insert(name, Candidate { update: u, seq });
     }
 
+    /// A packet claiming to be from `id`, a known member of this generation,
+    /// came from `source`, which is not its address: ping it at its address,
+    /// within the source's budget; if the answer comes back from `source`,
+    /// `source` speaks for it from then on (see `introductions.rs`).
+    pub(super) fn check_source(&mut self, now: Instant, id: &NodeId, source: SocketAddr) {
+        let Some(m) = self.members.get(&id.name).filter(|m| m.is(id) && m.is_live()) else { return };
+        if self.introductions.is_checking(&m.name) {
+            return;
+        }
+        let (name, target, addr) = (m.name.clone(), m.id(), m.addr);
+        let probes = &mut self.probes;
+        match self.introductions.check_source(now, name, source, || probes.next_seq()) {
+            Ok(seq) => {
+                self.send(addr, Message::Ping { seq, target: target.clone() });
+                let probe = Probe {
+                    target,
+                    addr,
+                    purpose: Purpose::Source,
+                    level: None,
+                    stage: Stage::Indirect,
+                    started: now,
+                    expected_nacks: 0,
+                    nacks: 0,
+                };
+                self.probes.insert(seq, probe, now.saturating_add(self.config.probe_timeout.saturating_mul(2)));
+            }
+            Err(_) => self.stats.introductions_refused += 1,
+        }
+    }
+
     /// A candidate answered its ping (`seq`) as `who`: it is admitted, as if
     /// vouched for.
     pub(super) fn introduced(&mut self, now: Instant, seq: u32, probe: &Probe, who: &NodeId) {
