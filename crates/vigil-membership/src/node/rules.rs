@@ -17,12 +17,14 @@ impl Node {
 
     /// A packet's sender is alive as far as its own packet goes: a member
     /// this node did not know, or knew in an older generation, joins the
-    /// table (a stranger only once it answers a ping).
+    /// table at `addr` (a stranger only once it answers a ping there). The
+    /// packet came from `source`.
     pub(super) fn learn_sender(
         &mut self,
         now: Instant,
         id: &NodeId,
         addr: SocketAddr,
+        source: SocketAddr,
         incarnation: u64,
         vouched: bool,
     ) {
@@ -42,7 +44,7 @@ impl Node {
             if vouched || !unknown {
                 self.apply(now, alive, None);
             } else {
-                self.propose(now, alive, addr);
+                self.propose(now, alive, source);
             }
         }
     }

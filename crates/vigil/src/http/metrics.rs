@@ -141,6 +141,7 @@ pub(crate) struct Metrics {
     returns: Counter,
     ejected: Gauge,
     reaped: Counter,
+    events: Counter,
     events_dropped: Family<SinkLabel, Counter>,
     introductions: Family<OutcomeLabel, Counter>,
     strangers: Counter,
@@ -190,6 +191,7 @@ impl Metrics {
             returns: Counter::default(),
             ejected: Gauge::default(),
             reaped: Counter::default(),
+            events: Counter::default(),
             events_dropped: Family::default(),
             introductions: Family::default(),
             strangers: Counter::default(),
@@ -249,6 +251,7 @@ impl Metrics {
         r.register("returns", "Ejected members back in service", m.returns.clone());
         r.register("members_ejected", "Members ejected by outlier detection now", m.ejected.clone());
         r.register("reaped", "Tombstones reaped (dead or left members forgotten)", m.reaped.clone());
+        r.register("events", "Events this agent passed on (JSON lines, the history and /v1/events)", m.events.clone());
         r.register(
             "events_dropped",
             "Events this agent could not pass on, by where: stdout (a reader too slow) or stream (the agent itself too slow)",
@@ -402,6 +405,11 @@ impl Metrics {
             }
             _ => {}
         }
+    }
+
+    /// One event passed on.
+    pub(crate) fn event(&self) {
+        self.events.inc();
     }
 
     /// `n` events this agent could not pass on through `sink` (`stdout`, or

@@ -54,6 +54,7 @@ impl Recorder {
     pub(crate) fn record(&self, node: &str, e: &ClusterEvent, tags: Option<&Tags>) -> Option<Value> {
         self.metrics().observe(e.unix_ms, &e.event);
         let v = event_json(node, e.unix_ms, &e.event, tags)?;
+        self.metrics().event();
         self.history.push(v.to_string());
         Some(v)
     }
