@@ -29,10 +29,60 @@ fn vigil(args: &[&str], stdin: &[u8]) -> Output {
 }
 
 fn scratch() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hostile");
+    scratch_named("hostile")
+}
+
+/// A fresh directory of this test's own (tests run at once).
+fn scratch_named(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// What is at `path` (not following a link): "file", "dir", "link",
+/// "fifo", "char device", or "nothing".
+fn file_type(path: &std::path::Path) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::symlink_metadata(path) {
+        Err(_) => "nothing",
+        Ok(m) if m.file_type().is_symlink() => "link",
+        Ok(m) if m.file_type().is_fifo() => "fifo",
+        Ok(m) if m.file_type().is_char_device() => "char device",
+        Ok(m) if m.is_dir() => "dir",
+        Ok(m) if m.is_file() => "file",
+        Ok(_) => "other",
+    }
+}
+
+/// A named pipe at `path`, and a reader of it (`cat`, into a file beside
+/// it) that has opened it or waits to.
+fn fifo_with_reader(path: &std::path::Path) -> (std::process::Child, PathBuf) {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", path.display());
+    let read = path.with_extension("read");
+    let into = std::fs::File::create(&read).unwrap();
+    (Command::new("cat").arg(path).stdout(into).spawn().expect("cat runs"), read)
+}
+
+/// What the reader of a pipe read, once it has read to the end; `None` if
+/// it still waits 20 s later (nothing opened the pipe: it was replaced), in
+/// which case it is stopped.
+fn read_by((mut reader, read): (std::process::Child, PathBuf)) -> Option<String> {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while reader.try_wait().expect("cat").is_none() {
+        if std::time::Instant::now() > until {
+            let _ = reader.kill();
+            let _ = reader.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::fs::read_to_string(read).ok()
 }
 
 /// A lab scenario file with these extra lines and one phase.
@@ -303,4 +353,107 @@ fn every_class_against_every_command() {
     }
     assert!(failures.is_empty(), "{} of {} cases:\n{}", failures.len(), cases.len(), failures.join("\n"));
     assert!(!std::path::Path::new(out).exists(), "no refused command left its output directory behind");
+}
+
+/// Paths that are not regular files: a pipe or a character device is
+/// written into, never replaced; a link is followed, and one that names
+/// nothing is refused; a regular file is still replaced whole. The same
+/// for every command that writes a file: one file (`--write-trace`, the
+/// plots), or a set (`--report`, `--save-traces`, the demo's report).
+#[test]
+fn output_paths_that_are_not_regular_files_are_written_into_or_refused() {
+    let dir = scratch_named("hostile-paths");
+    let p = |name: &str| dir.join(name);
+    let s = |path: &PathBuf| path.to_str().unwrap().to_owned();
+
+    // A pipe: the trace goes into it, and it stays a pipe.
+    let fifo = p("trace.fifo");
+    let reader = fifo_with_reader(&fifo);
+    let o = vigil(&["lab", "fleet", "crash", "--setup", "none", "--write-trace", &s(&fifo)], b"");
+    let read = read_by(reader);
+    assert_eq!(file_type(&fifo), "fifo", "the pipe is not replaced: {}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(read.as_deref().is_some_and(|t| t.starts_with("time_ms,host,event")), "the reader got the trace");
+
+    // A link that names nothing: refused, named, left as it is.
+    let dangling = p("dangling.csv");
+    std::os::unix::fs::symlink(p("nowhere/trace.csv"), &dangling).unwrap();
+    let o = vigil(&["lab", "fleet", "crash", "--setup", "none", "--write-trace", &s(&dangling)], b"");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("{}: a symbolic link to", s(&dangling))), "{}", stderr(&o));
+    assert!(stderr(&o).contains("which does not exist"), "{}", stderr(&o));
+    assert_eq!(file_type(&dangling), "link");
+    assert_eq!(file_type(&p("nowhere")), "nothing");
+
+    // A link to a regular file: the file is replaced whole, the link stays.
+    let real = p("real.csv");
+    std::fs::write(&real, "old").unwrap();
+    let link = p("link.csv");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let o = vigil(&["lab", "fleet", "crash", "--setup", "none", "--write-trace", &s(&link)], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(file_type(&link), "link");
+    assert!(std::fs::read_to_string(&real).unwrap().starts_with("time_ms,host,event"));
+
+    // A link to a full device: the device's error, naming the path, status
+    // 2; the link stays.
+    let full = p("full.csv");
+    std::os::unix::fs::symlink("/dev/full", &full).unwrap();
+    let o = vigil(&["lab", "fleet", "crash", "--setup", "none", "--write-trace", &s(&full)], b"");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains(&format!("writing {} (a link to /dev/full): No space left on device", s(&full))), "{e}");
+    assert_eq!(file_type(&full), "link");
+
+    // A plot (one file in a directory): into a pipe.
+    let plots = p("plots");
+    std::fs::create_dir(&plots).unwrap();
+    let reader = fifo_with_reader(&plots.join("sim-scale.svg"));
+    let o = vigil(&["sim", "scale", "--sizes", "10", "--duration", "60", "--out", &s(&plots)], b"");
+    let read = read_by(reader);
+    assert_eq!(file_type(&plots.join("sim-scale.svg")), "fifo", "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(read.as_deref().is_some_and(|t| t.contains("<svg")), "the reader got the plot");
+
+    // A set (saved traces): one of them a pipe, the others regular files.
+    let saved = p("saved");
+    std::fs::create_dir(&saved).unwrap();
+    let reader = fifo_with_reader(&saved.join("calm-0001.csv"));
+    let o = vigil(&["lab", "run", "calm", "--traces", "2", "--detector", "fixed", "--save-traces", &s(&saved)], b"");
+    let read = read_by(reader);
+    assert_eq!(file_type(&saved.join("calm-0001.csv")), "fifo", "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(read.as_deref().is_some_and(|t| t.contains(",hb")), "the reader got the trace");
+    assert_eq!(file_type(&saved.join("calm-0000.csv")), "file");
+
+    // A set with a link that names nothing: refused before any file of it
+    // is placed.
+    for (args, name) in [
+        (vec!["lab", "demo", "--traces", "2", "--out"], "demo.json"),
+        (vec!["lab", "run", "calm", "--traces", "2", "--detector", "fixed", "--report"], "levels.svg"),
+    ] {
+        let out = p(&format!("set-{name}"));
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(p("nowhere/x"), out.join(name)).unwrap();
+        let mut args = args.clone();
+        let out_s = s(&out);
+        args.push(&out_s);
+        let o = vigil(&args, b"");
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("which does not exist"), "{args:?}: {}", stderr(&o));
+        let left: Vec<String> =
+            std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(left, [name], "{args:?}: nothing of the set is placed");
+        assert_eq!(file_type(&out.join(name)), "link");
+    }
+
+    // A character device named directly: written into, still a device.
+    let o = vigil(&["lab", "fleet", "crash", "--setup", "none", "--write-trace", "/dev/null"], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(file_type(std::path::Path::new("/dev/null")), "char device");
+    let o = vigil(&["lab", "fleet", "crash", "--setup", "none", "--write-trace", "/dev/full"], b"");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("writing /dev/full: No space left on device"), "{}", stderr(&o));
+    assert_eq!(file_type(std::path::Path::new("/dev/full")), "char device");
+    let _ = std::fs::remove_dir_all(&dir);
 }
