@@ -22,6 +22,9 @@
 //!   analysis module imports it.
 
 #![forbid(unsafe_code)]
+// A library prints nothing on standard error: what it has to say is in its
+// results and errors, and the command prints them.
+#![deny(clippy::print_stderr)]
 
 pub mod chen;
 pub mod dist;

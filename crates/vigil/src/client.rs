@@ -242,7 +242,7 @@ pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
                 if failures > 30 {
                     return Err(c.unreachable(e));
                 }
-                eprintln!(
+                say!(
                     "vigil: the stream from {} dropped ({e}); resuming after {}",
                     c.base,
                     last.as_deref().unwrap_or("the start")
@@ -273,7 +273,7 @@ pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
                 if !data.is_empty() {
                     if kind == "missed" {
                         let n: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
-                        eprintln!("vigil: {} events were no longer kept by the agent", n["missed"]);
+                        say!("vigil: {} events were no longer kept by the agent", n["missed"]);
                     } else {
                         print_event(out, &data, a.json)?;
                         seen += 1;

@@ -121,9 +121,9 @@ pub(crate) fn run_cmd(a: &FleetArgs, out: &mut dyn Write) -> Result<()> {
         };
         let trace = record(s, a.seed).map_err(|e| UsageError(format!("{}: {e}", s.name)))?;
         write_whole(path, trace.to_csv().as_bytes())?;
-        eprintln!("trace: {}", path.display());
+        say!("trace: {}", path.display());
     }
-    eprintln!("seed {}", a.seed);
+    say!("seed {}", a.seed);
     let mut results = Vec::new();
     for source in &sources {
         for setup in &setups {
@@ -140,7 +140,7 @@ pub(crate) fn run_cmd(a: &FleetArgs, out: &mut dyn Write) -> Result<()> {
     if let Some(dir) = &report_dir {
         let doc = report(&sources, &results, &table, a.seed);
         let page = crate::report::write(dir, &doc)?;
-        eprintln!("report: {}", page.display());
+        say!("report: {}", page.display());
     }
     if a.json {
         return crate::json::print(out, "lab fleet", &FleetJson { seed: a.seed, results: &results });

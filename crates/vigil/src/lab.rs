@@ -127,7 +127,7 @@ impl Common {
 fn finish_report(dir: Option<&OutputDir>, doc: &Document) -> Result<()> {
     if let Some(dir) = dir {
         let page = report::write(dir, doc)?;
-        eprintln!("report: {}", page.display());
+        say!("report: {}", page.display());
     }
     Ok(())
 }
@@ -378,7 +378,7 @@ fn generate(s: &Scenario, common: &Common, traces: Option<usize>, bytes_per_hear
         "use fewer --traces",
     )?;
     let seed = common.seed;
-    eprintln!("scenario {}: {n} traces, seed {seed} (replay with --seed {seed})", s.name);
+    say!("scenario {}: {n} traces, seed {seed} (replay with --seed {seed})", s.name);
     Ok(s.generate(seed, n))
 }
 
@@ -421,7 +421,7 @@ fn check_traces(name: &str, traces: &[Trace], warmup: usize) -> Result<()> {
         })
         .sum();
     if long > 0 {
-        eprintln!(
+        say!(
             "vigil: note: {name}: {long} gap(s) between heartbeats are longer than {} ms; detectors with a window \
              record them as that, the longest a sample holds",
             MAX_SAMPLE.as_millis()
@@ -634,7 +634,7 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let chart = frontier_chart(&format!("Detection time against mistake rate: {name}"), axis, &points, Some(&front));
     let svg = chart.to_svg();
     let file = dir.write(&format!("sweep-{}.svg", sanitize(&name)), svg.as_bytes())?;
-    eprintln!("plot: {}", file.display());
+    say!("plot: {}", file.display());
     let (title, header, rows) = sweep_table(&name, &points, &front);
     if report_dir.is_some() {
         let mut doc = Document::new(&format!("vigil lab sweep: {name}"));
@@ -980,7 +980,7 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
         let timeline = simulate_nfds(config.eta_ms, config.delta_ms, &network, a.simulate, a.seed)
             .map_err(|e| UsageError(e.to_string()))?;
         pb.finish_and_clear();
-        eprintln!(
+        say!(
             "simulated {} heartbeats in {:.1} s, seed {} (replay with --seed {})",
             a.simulate,
             started.elapsed().as_secs_f64(),
@@ -1091,7 +1091,7 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
         "use fewer --traces",
     )?;
     let dir = OutputDir::prepare(&a.out, "--out")?;
-    eprintln!("vigil lab demo: seed {}, {} traces per scenario (replay with --seed {})", a.seed, a.traces, a.seed);
+    say!("vigil lab demo: seed {}, {} traces per scenario (replay with --seed {})", a.seed, a.traces, a.seed);
     let started = WallClock::now();
     let pb = ProgressBar::new_spinner();
     pb.enable_steady_tick(Duration::from_millis(120));
@@ -1110,6 +1110,6 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
         write!(out, "{}", demo.to_text())?;
         writeln!(out, "\nreport: {} (figures beside it); computed in {} ms", index.display(), computed.as_millis())?;
     }
-    eprintln!("done in {} ms", started.elapsed().as_millis());
+    say!("done in {} ms", started.elapsed().as_millis());
     Ok(())
 }

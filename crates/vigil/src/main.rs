@@ -3,10 +3,23 @@
 //! Thin: argument parsing, wiring and presentation. The detectors live in
 //! `vigil-detector`.
 
+// Standard output is written through `main`'s writer, which names its
+// errors; standard error through `say!`, which cannot panic.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+/// `eprintln!` that never panics: a closed or full standard error loses the
+/// line and nothing else (the command's result and exit status stay what
+/// they are). Every note, progress line and error goes through it.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::output::say(format_args!($($arg)*))
+    };
+}
 
 mod agent;
 mod client;
@@ -96,7 +109,8 @@ impl std::error::Error for UsageError {}
 
 /// Standard output, with its errors named as such: a full disk reads
 /// "standard output: No space left on device", not a bare OS message. The
-/// error's kind is kept (a closed pipe stays a closed pipe).
+/// error's kind is kept (a closed pipe stays a closed pipe), and it is known
+/// for standard output's (see [`closed_stdout`]).
 struct Named<W>(W);
 
 impl<W: Write> Write for Named<W> {
@@ -110,8 +124,20 @@ impl<W: Write> Write for Named<W> {
 }
 
 fn name_stdout(e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), format!("standard output: {e}"))
+    io::Error::new(e.kind(), StdoutError(e))
 }
+
+/// An error writing standard output.
+#[derive(Debug)]
+struct StdoutError(io::Error);
+
+impl std::fmt::Display for StdoutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "standard output: {}", self.0)
+    }
+}
+
+impl std::error::Error for StdoutError {}
 
 /// The command line, with every option value allowed to start with `-`: a
 /// negative or odd value (`--threshold -inf`, `--loss -1e-300`,
@@ -148,9 +174,9 @@ fn main() -> ExitCode {
     let flushed = out.flush();
     match result.and_then(|()| flushed.map_err(anyhow::Error::from)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) if closed_stdout(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("vigil: {}", bounded(&format!("{err:#}")));
+            say!("vigil: {}", bounded(&format!("{err:#}")));
             if err.downcast_ref::<CheckFailed>().is_some() { ExitCode::from(1) } else { ExitCode::from(2) }
         }
     }
@@ -173,7 +199,14 @@ fn bounded(message: &str) -> String {
         .join("\n")
 }
 
-/// A closed pipe downstream (`vigil replay ... | head`) is not an error.
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe))
+/// Standard output closed by its reader (`vigil replay ... | head`): the
+/// reader has taken what it wanted, which is not an error. Only standard
+/// output's: a pipe the user named as a file (`--write-trace FIFO`) whose
+/// reader went away is an error like any other.
+pub(crate) fn closed_stdout(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<io::Error>().is_some_and(|e| {
+            e.kind() == io::ErrorKind::BrokenPipe && e.get_ref().is_some_and(|inner| inner.is::<StdoutError>())
+        })
+    })
 }

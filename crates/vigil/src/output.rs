@@ -94,6 +94,13 @@ fn kind(path: &Path, t: &fs::FileType, shown: &str) -> Result<Resolved> {
     }
 }
 
+/// Writes one line on standard error (the `say!` macro): a closed or full
+/// standard error loses the line, never the command.
+pub(crate) fn say(args: std::fmt::Arguments<'_>) {
+    let line = format!("{args}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
 /// Writes `bytes` into a pipe or a device at `path`; `shown` names it in
 /// errors.
 fn stream(path: &Path, shown: &str, bytes: &[u8]) -> Result<()> {

@@ -425,7 +425,7 @@ fn warn_if_long(s: &Scenario) {
     let node_seconds = s.nodes as f64 * s.duration.as_secs_f64();
     let wall = node_seconds / NODE_SECONDS_PER_SECOND;
     if wall > 60.0 {
-        eprintln!(
+        say!(
             "note: {} node-seconds to simulate; expect about {:.0} minutes (a shorter --duration or fewer --nodes is \
              faster)",
             number(node_seconds.round()),
@@ -438,7 +438,7 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let s = scenario(a)?;
     check_sim_memory(&s, memory_budget(a.max_memory_gb)?, "--nodes")?;
     warn_if_long(&s);
-    eprintln!(
+    say!(
         "simulating {} ({} nodes, {:?}, {} s virtual), seed {} (replay with --seed {})",
         s.name,
         s.nodes,
@@ -449,7 +449,7 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     );
     let started = WallClock::now();
     let r = simulate(&s, "simulating")?;
-    eprintln!("done in {:.2} s", started.elapsed().as_secs_f64());
+    say!("done in {:.2} s", started.elapsed().as_secs_f64());
     // A fault that found nothing to act on is said, not silently dropped.
     for &k in &r.ineffective_faults {
         if let Some(f) = s.faults.get(k) {
@@ -460,11 +460,33 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
                 }
                 _ => (f.kind().to_owned(), "there was nothing to act on"),
             };
-            eprintln!("note: faults[{k}] ({what} at {} s) changed nothing: {why}", number(f.at().as_secs_f64()));
+            say!("note: faults[{k}] ({what} at {} s) changed nothing: {why}", number(f.at().as_secs_f64()));
         }
     }
-    if a.json {
-        json::print(out, "sim run", &json::SimRun { scenario: &s, report: (&r).into() })?;
+    let printed = print_run(&s, &r, a.json, out);
+    if !r.violations.is_empty() {
+        // A reader that closed standard output early does not hide a failed
+        // check: the status is still 1.
+        if let Err(e) = printed
+            && !crate::closed_stdout(&e)
+        {
+            return Err(e);
+        }
+        let shown: Vec<String> =
+            r.violations.first.iter().map(|v| format!("{:.0} ms: {}: {}", v.at_ms, v.checker, v.detail)).collect();
+        let more = r.violations.total - shown.len() as u64;
+        let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+        return Err(
+            CheckFailed(format!("{} checker violation(s): {}{more}", r.violations.total, shown.join("; "))).into()
+        );
+    }
+    printed
+}
+
+/// Prints `sim run`'s report, as a table or JSON.
+fn print_run(s: &Scenario, r: &Report, json: bool, out: &mut dyn Write) -> Result<()> {
+    if json {
+        json::print(out, "sim run", &json::SimRun { scenario: s, report: r.into() })?;
     } else {
         let mut rows = vec![
             vec![
@@ -555,15 +577,6 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
         };
         write!(out, "{}", format_table(&t))?;
     }
-    if !r.violations.is_empty() {
-        let shown: Vec<String> =
-            r.violations.first.iter().map(|v| format!("{:.0} ms: {}: {}", v.at_ms, v.checker, v.detail)).collect();
-        let more = r.violations.total - shown.len() as u64;
-        let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
-        return Err(
-            CheckFailed(format!("{} checker violation(s): {}{more}", r.violations.total, shown.join("; "))).into()
-        );
-    }
     Ok(())
 }
 
@@ -597,7 +610,7 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
     let mut results = Vec::new();
     for s in scenarios {
         let n = s.nodes;
-        eprintln!("N = {n}: seed {} (replay with --seed {})", a.seed, a.seed);
+        say!("N = {n}: seed {} (replay with --seed {})", a.seed, a.seed);
         let started = WallClock::now();
         let r = simulate(&s, &format!("N = {n}"))?;
         let wall = started.elapsed().as_secs_f64();
@@ -632,7 +645,7 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
     .with_series(Series::new("dissemination: last − first (s)", pts(&spread)).with_style(Style::LinePoints))
     .with_series(Series::new("messages per member-second", pts(&msgs)).with_style(Style::LinePoints).with_dashed(true));
     let file = dir.write("sim-scale.svg", chart.to_svg().as_bytes())?;
-    eprintln!("plot: {}", file.display());
+    say!("plot: {}", file.display());
     if a.json {
         let runs = results
             .iter()
@@ -690,7 +703,7 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
         "use fewer --threads or --nodes",
     )?;
     let dir = OutputDir::prepare(&a.out, "--out")?;
-    eprintln!(
+    say!(
         "sweeping {} settings ({} runs, {threads} threads) at N = {}, seed {} (replay with --seed {})",
         spec.settings.len(),
         spec.runs(),
@@ -707,9 +720,9 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
     pb.set_message("simulating");
     let f = frontier::run(&spec, &|done, _| pb.set_position(done as u64)).map_err(|e| UsageError(e.to_string()))?;
     pb.finish_and_clear();
-    eprintln!("done in {:.1} s", started.elapsed().as_secs_f64());
+    say!("done in {:.1} s", started.elapsed().as_secs_f64());
     let file = dir.write("sim-frontier.svg", frontier_chart(&f).to_svg().as_bytes())?;
-    eprintln!("plot: {}", file.display());
+    say!("plot: {}", file.display());
     if a.json {
         return json::print(
             out,

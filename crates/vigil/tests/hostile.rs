@@ -457,3 +457,110 @@ fn output_paths_that_are_not_regular_files_are_written_into_or_refused() {
     assert_eq!(file_type(std::path::Path::new("/dev/full")), "char device");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Which end of vigil's output has nobody reading it.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Closed {
+    Stdout,
+    Stderr,
+}
+
+/// vigil with standard output or standard error a pipe whose read end is
+/// closed before vigil starts: every write to it fails (a broken pipe).
+fn with_closed(closed: Closed, args: &[&str]) -> Output {
+    let (read, write) = std::io::pipe().expect("a pipe");
+    drop(read);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vigil"));
+    cmd.args(args).stdin(Stdio::null());
+    match closed {
+        Closed::Stdout => cmd.stdout(write).stderr(Stdio::piped()),
+        Closed::Stderr => cmd.stdout(Stdio::piped()).stderr(write),
+    };
+    cmd.output().expect("vigil runs")
+}
+
+/// A closed standard error loses the notes and nothing else: no panic, the
+/// same output and status. A closed standard output is a reader that has
+/// taken what it wanted: status 0, no message; but never hiding a failed
+/// check (status 1).
+#[test]
+fn closed_pipes_never_panic_and_keep_the_status() {
+    let dir = scratch_named("hostile-pipes");
+    let trace = dir.join("backwards.csv");
+    // A heartbeat that goes back, one at the same time as the one before
+    // and a long gap: every note `vigil replay` prints.
+    std::fs::write(&trace, "0,hb\n100,hb\n50,hb\n100,hb\n5000000,hb\n5000001,q\n").unwrap();
+    let trace = trace.to_str().unwrap();
+    let out = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let (demo, sweep, scale) = (out("demo"), out("sweep"), out("scale"));
+    let configure = [
+        "lab",
+        "configure",
+        "--max-detection",
+        "30s",
+        "--min-recurrence",
+        "30d",
+        "--max-mistake-duration",
+        "60s",
+        "--delay",
+        "exp:mean=20",
+        "--simulate",
+        "1000",
+    ];
+    // A checker violation, with more output than a buffer holds (a pause
+    // reported during and after, sixty times).
+    let pauses: Vec<String> = (1..=60).map(|i| format!("{}@{}+0.1", i % 9 + 4, i % 15 + 1)).collect();
+    let mut violation = vec!["sim", "run", "--nodes", "20", "--duration", "20", "--crash", "3@5"];
+    violation.extend(["--detection-bound", "0.5"]);
+    for p in &pauses {
+        violation.extend(["--pause", p.as_str()]);
+    }
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["replay", "--model", "normal", trace], 0, "time_ms,phi,available"),
+        (vec!["lab", "run", "calm", "--traces", "2", "--detector", "fixed"], 0, "calm: 2 traces"),
+        (vec!["lab", "fleet", "crash", "--setup", "phi"], 0, "stopped routing after"),
+        (vec!["lab", "sweep", "calm", "--traces", "2", "--family", "fixed@timeout-ms=150,250", "--out", &sweep], 0, "*"),
+        (vec!["lab", "demo", "--traces", "2", "--out", &demo], 0, "report: "),
+        (configure.to_vec(), 0, "heartbeat interval"),
+        (vec!["sim", "run", "--nodes", "10", "--duration", "5"], 0, "false suspicions"),
+        (vec!["sim", "scale", "--sizes", "10", "--duration", "60", "--out", &scale], 0, "msgs/member/s"),
+        (vec!["policies", "--traces", "2"], 0, "Graded policies"),
+        (violation.clone(), 1, "crash of node 3"),
+        (vec!["lab", "run", "/no/such/scenario.toml"], 2, ""),
+    ];
+    let mut failures = Vec::new();
+    for (args, status, says) in &cases {
+        // Standard error closed: the same status, the whole output.
+        let o = with_closed(Closed::Stderr, args);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        if o.status.code() != Some(*status) || !stdout.contains(says) {
+            failures.push(format!("{args:?}, stderr closed: status {:?}, stdout {:?}", o.status.code(), &stdout));
+        }
+        // Standard output closed: 0, or the failed check's 1, or the
+        // refusal's 2; never a panic, never a message about the pipe.
+        let o = with_closed(Closed::Stdout, args);
+        let err = stderr(&o);
+        if o.status.code() != Some(*status) || err.contains("panicked") || err.contains("standard output") {
+            failures.push(format!("{args:?}, stdout closed: status {:?}, stderr {err}", o.status.code()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Closed by the shell (`2>&-`): the same.
+    let o = Command::new("sh")
+        .args(["-c", &format!("exec {} replay --model normal {trace} 2>&-", env!("CARGO_BIN_EXE_vigil"))])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("5000001,"));
+    // A pipe named as the file to write, whose reader leaves early: an
+    // error like any other (only standard output's reader may stop vigil
+    // quietly).
+    let fifo = dir.join("trace.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut head = Command::new("head").args(["-c", "100"]).arg(&fifo).stdout(Stdio::null()).spawn().unwrap();
+    let o = vigil(&["lab", "fleet", "crash", "--setup", "none", "--write-trace", fifo.to_str().unwrap()], b"");
+    let _ = head.wait();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("writing {}: Broken pipe", fifo.display())), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
