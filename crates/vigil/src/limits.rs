@@ -53,6 +53,37 @@ pub(crate) fn memory_budget(flag: Option<f64>) -> Result<u64> {
     }
 }
 
+/// The most threads the parallel pool may be asked for (as many as `vigil
+/// sim frontier --threads` takes).
+const MAX_THREADS: usize = 256;
+
+/// Checks the environment variables that size the parallel pool (rayon's:
+/// `RAYON_NUM_THREADS`, and the older `RAYON_RS_NUM_CPUS`) before any
+/// command starts, so the pool is never built from a value rayon would
+/// ignore silently (`-1`, `4x`) or could not build (`100000000`). Unset,
+/// empty or `0` mean one thread per core.
+pub(crate) fn check_thread_env() -> Result<()> {
+    for name in ["RAYON_NUM_THREADS", "RAYON_RS_NUM_CPUS"] {
+        let Some(value) = std::env::var_os(name) else { continue };
+        let text = value.to_string_lossy();
+        // Exactly what rayon reads, or refused: it takes no sign and no
+        // space, and ignores anything else without a word.
+        match text.parse::<usize>() {
+            _ if text.is_empty() => {}
+            Ok(n) if n <= MAX_THREADS => {}
+            _ => {
+                return Err(UsageError(format!(
+                    "{name}: {} is not a number of threads from 1 to {MAX_THREADS} (0, empty or unset: one per \
+                     core)",
+                    vigil_lab::millis::quoted(&text)
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The largest `--max-memory-gb`.
 const MAX_BUDGET_GB: f64 = 1e6;
 

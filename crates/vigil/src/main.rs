@@ -160,7 +160,9 @@ fn main() -> ExitCode {
     };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(Named(stdout.lock()));
-    let result = match cli.command {
+    // The parallel pool is sized from the environment when first used:
+    // checked before anything runs.
+    let result = limits::check_thread_env().and_then(|()| match cli.command {
         Command::Replay(args) => replay::run(&args, &mut out),
         Command::Policies(args) => policies::run(&args, &mut out),
         Command::Lab(args) => lab::run(&args, &mut out),
@@ -170,7 +172,7 @@ fn main() -> ExitCode {
         Command::Members(args) => client::members(&args, &mut out),
         Command::Events(args) => client::events(&args, &mut out),
         Command::Keys(args) => client::keys(&args, &mut out),
-    };
+    });
     let flushed = out.flush();
     match result.and_then(|()| flushed.map_err(anyhow::Error::from)) {
         Ok(()) => ExitCode::SUCCESS,

@@ -564,3 +564,43 @@ fn closed_pipes_never_panic_and_keep_the_status() {
     assert!(stderr(&o).contains(&format!("writing {}: Broken pipe", fifo.display())), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The parallel pool's size from the environment: a value rayon would
+/// ignore without a word, or could not build, is refused before anything
+/// runs, named with its value.
+#[test]
+fn the_thread_count_from_the_environment_is_checked_before_anything_runs() {
+    let run = |value: &str, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_vigil"))
+            .args(args)
+            .env("RAYON_NUM_THREADS", value)
+            .env_remove("RAYON_RS_NUM_CPUS")
+            .stdin(Stdio::null())
+            .output()
+            .expect("vigil runs")
+    };
+    let lab = ["lab", "run", "calm", "--traces", "2", "--detector", "fixed"];
+    for value in ["garbage", "-1", "4x", " 4", "1e3", "100000000", "18446744073709551616"] {
+        for args in [&lab[..], &["policies", "--traces", "2"]] {
+            let o = run(value, args);
+            let e = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "RAYON_NUM_THREADS={value:?} {args:?}: {e}");
+            assert!(e.contains(&format!("RAYON_NUM_THREADS: '{value}' is not a number of threads")), "{e}");
+            assert!(o.stdout.is_empty(), "nothing ran");
+        }
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_vigil"))
+        .args(lab)
+        .env("RAYON_RS_NUM_CPUS", "-3")
+        .env_remove("RAYON_NUM_THREADS")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("RAYON_RS_NUM_CPUS: '-3'"), "{}", stderr(&o));
+    // What rayon reads as meant: a count, or 0 and empty for one per core.
+    for value in ["2", "0", ""] {
+        let o = run(value, &lab);
+        assert_eq!(o.status.code(), Some(0), "RAYON_NUM_THREADS={value:?}: {}", stderr(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("calm: 2 traces"));
+    }
+}
