@@ -10,7 +10,9 @@
 //! Events: `hb` (a heartbeat from the host arrived), `req` (a request to
 //! the host ended with OUTCOME: an HTTP status `100`–`599`, `timeout`,
 //! `connect-failed` or `connected`; LATENCY_MS optional), and `bad` (the
-//! host went bad: the ground truth the lab scores against). Times are
+//! host went bad: the ground truth the lab scores against); `hb` and `bad`
+//! lines take no outcome and no latency (a line that gives one is refused,
+//! not read as something else). Times are
 //! non-decreasing; host names are 1 to 64 bytes, without commas, control
 //! characters or surrounding spaces; at most [`MAX_HOSTS`] hosts.
 //!
@@ -216,8 +218,19 @@ impl FleetTrace {
                 ));
             }
             let kind = match event.as_str() {
-                "hb" => FleetEventKind::Heartbeat,
-                "bad" => FleetEventKind::Bad,
+                "hb" | "bad" => {
+                    // A field that means nothing here is refused, not
+                    // dropped: the line is not what its writer thought.
+                    let (field, given) = match (&outcome, latency) {
+                        (Some(o), _) => ("outcome", quoted(o)),
+                        (None, Some(l)) => ("latency_ms", format!("'{}'", format_millis(Instant::ZERO + l))),
+                        (None, None) => ("", String::new()),
+                    };
+                    if !field.is_empty() {
+                        return Err(err(field, format!("'{event}' takes no {field} (got {given}); only req does")));
+                    }
+                    if event == "hb" { FleetEventKind::Heartbeat } else { FleetEventKind::Bad }
+                }
                 "req" => {
                     let text = outcome.ok_or_else(|| err("outcome", "a request needs its outcome".into()))?;
                     let outcome = parse_outcome(&text).ok_or_else(|| {
@@ -290,10 +303,20 @@ mod tests {
             ("{\"t\": 1, \"host\": \" c\", \"event\": \"hb\"}\n", 1, "host"),
             ("{\"t\": -1, \"host\": \"a\", \"event\": \"hb\"}\n", 1, "t"),
             ("{\"t\": 1, \"host\": \"a\"}\n", 1, "line"),
+            // Fields that only a request has.
+            ("0,a,hb\n1,a,hb,503\n", 2, "outcome"),
+            ("0,a,bad,timeout\n", 1, "outcome"),
+            ("0,a,hb,,12\n", 1, "latency_ms"),
+            ("{\"t\": 1, \"host\": \"a\", \"event\": \"hb\", \"outcome\": 200}\n", 1, "outcome"),
+            ("{\"t\": 1, \"host\": \"a\", \"event\": \"bad\", \"latency_ms\": 3}\n", 1, "latency_ms"),
         ] {
             let e = FleetTrace::parse(text).unwrap_err();
             assert_eq!((e.line, e.field), (line, field), "{text:?}: {e}");
         }
+        let e = FleetTrace::parse("0,a,hb,503,12\n").unwrap_err();
+        assert_eq!(e.to_string(), "line 1, field outcome: 'hb' takes no outcome (got '503'); only req does");
+        // Empty trailing fields are fields left out.
+        assert_eq!(FleetTrace::parse("0,a,hb,,\n").unwrap().events.len(), 1);
         let long = format!("0,{},hb\n", "h".repeat(65));
         assert_eq!(FleetTrace::parse(&long).unwrap_err().field, "host");
     }

@@ -852,8 +852,10 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
     print_table(out, title, header.iter().map(|h| h.to_string()).collect(), rows)
 }
 
-/// Parses a duration with a unit: `250ms`, `30s`, `5min`, `2h`, `30d`; a bare
-/// number is milliseconds.
+/// Parses a duration with a unit: `250ms`, `30s`, `5min`, `2h`, `30d`. A
+/// bare number is refused: these flags' names carry no unit (as the flags
+/// that take a bare number do: `--timeout-ms`, `--duration SECS`), and a
+/// `30` meant as seconds must not be read as 30 ms.
 fn human_duration(flag: &str, text: &str) -> Result<f64> {
     let t = text.trim();
     // The unit is the trailing letters; an exponent (`1e4s`) is part of the
@@ -865,7 +867,15 @@ fn human_duration(flag: &str, text: &str) -> Result<f64> {
         .parse()
         .map_err(|_| UsageError(format!("{flag}: {} is not a duration like 250ms, 30s or 30d", quoted(text))))?;
     let scale = match unit.trim() {
-        "" | "ms" => 1.0,
+        "" => {
+            let n = Some(num.trim()).filter(|n| n.len() <= 20).unwrap_or("N");
+            return Err(UsageError(format!(
+                "{flag}: {} has no unit; write {n}ms, {n}s, {n}min, {n}h or {n}d",
+                quoted(text)
+            ))
+            .into());
+        }
+        "ms" => 1.0,
         "s" => 1e3,
         "min" | "m" => 60e3,
         "h" => 3.6e6,

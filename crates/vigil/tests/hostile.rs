@@ -119,6 +119,7 @@ fn every_class_against_every_command() {
     let end_before_crash = file("end.csv", "0,hb\n100,hb\n200,crash\n150,end\n");
     let sent_late = file("sent.csv", "0,hb\n100,hb,150\n");
     let two = file("two.csv", "0,hb\n1000,hb\n");
+    let hb_outcome = file("hb-outcome.csv", "0,a,hb\n1000,a,hb,503\n2000,a,req,200\n");
     let huge_jitter = file(
         "jitter.toml",
         &lab_toml("jitter = { kind = \"uniform\", ms = 1e308 }", 50, "{ kind = \"constant\", ms = 1 }"),
@@ -194,6 +195,24 @@ fn every_class_against_every_command() {
         case("nonsense", &["lab", "run", "calm", "--traces", "0"], 2, "--traces: 0"),
         case("nonsense", &["lab", "sweep", &two, "--traces", "3", "--out", out], 2, "is a recorded trace"),
         case("nonsense", &["sim", "run", "--duration", "0"], 2, "--duration 0"),
+        case("nonsense", &["lab", "fleet", &hb_outcome], 2, "line 2, field outcome: 'hb' takes no outcome (got '503')"),
+        case(
+            "nonsense",
+            &[
+                "lab",
+                "configure",
+                "--max-detection",
+                "30",
+                "--min-recurrence",
+                "30d",
+                "--max-mistake-duration",
+                "60s",
+                "--delay",
+                "exp:mean=20",
+            ],
+            2,
+            "--max-detection: '30' has no unit; write 30ms, 30s, 30min, 30h or 30d",
+        ),
         case("nonsense", &["sim", "run", "--nodes", "10", "--crash", "12@5"], 2, "node 12 is out of range (0 to 9)"),
         // Errors say what the user typed.
         case(
@@ -603,4 +622,38 @@ fn the_thread_count_from_the_environment_is_checked_before_anything_runs() {
         assert_eq!(o.status.code(), Some(0), "RAYON_NUM_THREADS={value:?}: {}", stderr(&o));
         assert!(String::from_utf8_lossy(&o.stdout).contains("calm: 2 traces"));
     }
+}
+
+/// A fleet trace that marks two hosts bad is scored for both: their
+/// removals are not false ones, the requests that reached them count.
+#[test]
+fn a_fleet_trace_with_two_bad_hosts_is_scored_for_both() {
+    let dir = scratch_named("hostile-fleet");
+    let mut text = String::from("time_ms,host,event,outcome,latency_ms\n");
+    for s in 0..120u32 {
+        for (k, h) in ["a", "b", "c", "d"].iter().enumerate() {
+            let t = s * 1000 + k as u32 * 10;
+            if s == 60 && k < 2 {
+                text.push_str(&format!("{t},{h},bad\n"));
+            }
+            if s < 60 || k >= 2 {
+                text.push_str(&format!("{t},{h},hb\n"));
+            }
+            let outcome = if s >= 60 && k < 2 { "connect-failed" } else { "200" };
+            text.push_str(&format!("{},{h},req,{outcome}\n", t + 5));
+        }
+    }
+    let trace = dir.join("two-bad.csv");
+    std::fs::write(&trace, text).unwrap();
+    let o = vigil(&["lab", "fleet", trace.to_str().unwrap(), "--setup", "phi", "--setup", "none", "--json"], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (phi, none) = (&v["results"][0], &v["results"][1]);
+    assert_eq!(phi["false_removals"], 0, "{phi}");
+    assert!(phi["stopped_routing_after_ms"].as_f64().is_some_and(|ms| ms > 0.0 && ms < 10_000.0), "{phi}");
+    let sent = phi["requests_to_bad_host"].as_u64().unwrap() + phi["spared"].as_u64().unwrap();
+    assert_eq!(sent, 120, "every request to a or b after 60 s, sent or spared: {phi}");
+    assert_eq!(none["requests_to_bad_host"], 120, "{none}");
+    assert!(none["stopped_routing_after_ms"].is_null(), "{none}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
