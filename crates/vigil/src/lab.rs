@@ -847,7 +847,7 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
         return json::print(out, "lab recommend", &doc);
     }
     for l in &lines {
-        writeln!(out, "{l}")?;
+        writeln!(out, "{}", vigil_lab::text::escaped(l))?;
     }
     print_table(out, title, header.iter().map(|h| h.to_string()).collect(), rows)
 }
@@ -1118,7 +1118,12 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "{doc}")?;
     } else {
         write!(out, "{}", demo.to_text())?;
-        writeln!(out, "\nreport: {} (figures beside it); computed in {} ms", index.display(), computed.as_millis())?;
+        writeln!(
+            out,
+            "\nreport: {} (figures beside it); computed in {} ms",
+            vigil_lab::text::escaped(&index.display().to_string()),
+            computed.as_millis()
+        )?;
     }
     say!("done in {} ms", started.elapsed().as_millis());
     Ok(())

@@ -154,7 +154,21 @@ fn command() -> clap::Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
+    let matches = match command().try_get_matches() {
+        Ok(m) => m,
+        // A usage error quotes what was typed: shown through `say!`, so
+        // that an escape sequence in an argument is shown, not acted on.
+        Err(e) if e.use_stderr() => {
+            // The same error again without styles: the only escape
+            // sequences left in its text are the user's, which say! shows.
+            let plain = command().styles(clap::builder::Styles::plain()).try_get_matches();
+            let text = plain.err().map_or_else(|| e.render().to_string(), |p| p.render().ansi().to_string());
+            say!("{}", text.trim_end());
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+        Err(e) => e.exit(),
+    };
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };

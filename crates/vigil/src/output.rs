@@ -95,9 +95,11 @@ fn kind(path: &Path, t: &fs::FileType, shown: &str) -> Result<Resolved> {
 }
 
 /// Writes one line on standard error (the `say!` macro): a closed or full
-/// standard error loses the line, never the command.
+/// standard error loses the line, never the command. What a terminal would
+/// act on (an escape sequence in a name the user gave) is shown as an
+/// escape.
 pub(crate) fn say(args: std::fmt::Arguments<'_>) {
-    let line = format!("{args}\n");
+    let line = format!("{}\n", vigil_lab::text::escaped_lines(&args.to_string()));
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 

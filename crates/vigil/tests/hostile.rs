@@ -657,3 +657,115 @@ fn a_fleet_trace_with_two_bad_hosts_is_scored_for_both() {
     assert!(none["stopped_routing_after_ms"].is_null(), "{none}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Whether `text` holds a character a terminal would act on (C0 but the
+/// line break, DEL, C1, or one that reorders text).
+fn acts_on_terminal(text: &str) -> bool {
+    text.chars().any(|c| {
+        (c < ' ' && c != '\n')
+            || ('\u{7f}'..='\u{9f}').contains(&c)
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+/// A stand-in for an agent's HTTP API: each request gets the body given
+/// for its path (`{}` for any other), then the connection closes.
+fn fake_agent(routes: Vec<(&'static str, &'static str, String)>) -> String {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && matches!(s.read(&mut byte), Ok(1)) {
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head);
+            let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
+            let (kind, body) = routes
+                .iter()
+                .find(|(p, ..)| *p == path)
+                .map_or(("application/json", "{}"), |(_, kind, body)| (*kind, body.as_str()));
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    addr
+}
+
+/// Names from the user or the network (a scenario's, a file's, a trace's
+/// host, an agent's members) that hold escape sequences or text-reordering
+/// characters are shown as escapes, on stdout and stderr, in tables, notes,
+/// errors and JSON: the terminal is never cleared nor retitled.
+#[test]
+fn names_that_hold_terminal_escapes_are_shown_never_acted_on() {
+    let dir = scratch_named("hostile-escapes");
+    let hostile = "x\u{1b}[2J\u{1b}]0;pwned\u{7}\u{9b}31m\u{202e}\u{7f}";
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let toml_name = "x\\u001b[2J\\u001b]0;pwned\\u0007\\u009b31m\\u202e\\u007f";
+    let lab = file("lab.toml", &lab_toml("", 50, "{ kind = \"constant\", ms = 1 }").replace("\"h\"", &format!("\"{toml_name}\"")));
+    let sim = file("sim.toml", &format!("name = \"{toml_name}\"\nnodes = 5\nduration = 10\n"));
+    let host = file("hosts.csv", &format!("0,{hostile},hb\n"));
+    let trace = file(&format!("t{hostile}.csv"), "0,hb\n1000,hb\n2000,hb\n3000,hb\n");
+    let mut failures = Vec::new();
+    let mut check = |args: Vec<&str>, status: i32, json: bool| {
+        let o = vigil(&args, b"");
+        let (out, err) = (String::from_utf8_lossy(&o.stdout), stderr(&o));
+        let shown = args.iter().map(|a| format!("{:?}", a)).collect::<Vec<_>>().join(" ");
+        if o.status.code() != Some(status) {
+            failures.push(format!("{shown}: status {:?}: {err}", o.status.code()));
+        }
+        if acts_on_terminal(&out) || acts_on_terminal(&err) {
+            failures.push(format!("{shown}: raw control characters in\n{out:?}\n{err:?}"));
+        }
+        if !out.contains("\\u{1b}[2J") && !err.contains("\\u{1b}[2J") && !(json && out.contains("\\u001b[2J")) {
+            failures.push(format!("{shown}: the name is not shown escaped\n{out}\n{err}"));
+        }
+        // JSON: the same value, its C1 control written as a JSON escape.
+        if json && (serde_json::from_str::<serde_json::Value>(&out).is_err() || !out.contains("\\u009b")) {
+            failures.push(format!("{shown}: not JSON, or C1 not escaped as JSON: {out}"));
+        }
+    };
+    check(vec!["lab", "run", &lab, "--traces", "2", "--detector", "fixed"], 0, false);
+    check(vec!["lab", "run", &lab, "--traces", "2", "--detector", "fixed", "--json"], 0, true);
+    check(vec!["sim", "run", &sim], 0, false);
+    check(vec!["sim", "run", &sim, "--json"], 0, true);
+    check(vec!["lab", "replay", &trace, "--detector", "fixed"], 0, false);
+    check(vec!["lab", "fleet", &host], 2, false);
+    check(vec!["lab", "run", hostile], 2, false);
+    check(vec!["replay", "--model", "normal", "--window", hostile, "-"], 2, false);
+    check(vec!["lab", "run", "calm", "--traces", hostile], 2, false);
+    check(vec!["lab", "fleet", "--setup", hostile], 2, false);
+    // An agent's members, events and keys.
+    let member = |name: &str| {
+        serde_json::json!({"name": name, "address": format!("10.0.0.1:7946{hostile}"), "status": "alive",
+            "generation": 1, "incarnation": 2, "tags": {"role": hostile},
+            "watched": {"phi": 1.5, "mean_interval_ms": 1000.0, "std_dev_ms": 20.0}})
+    };
+    let agent = fake_agent(vec![
+        ("/v1/members", "application/json", serde_json::json!({"members": [member(hostile)]}).to_string()),
+        ("/v1/self", "application/json", member(&format!("me{hostile}")).to_string()),
+        (
+            "/v1/events",
+            "text/event-stream",
+            format!("id: 1\ndata: {}\n\n", serde_json::json!({"event": "up", "member": hostile, "ts_ms": 1000})),
+        ),
+        ("/v1/keys", "application/json", serde_json::json!({"keys": [{"id": hostile, "primary": true}]}).to_string()),
+    ]);
+    check(vec!["members", "--http", &agent], 0, false);
+    check(vec!["members", "--http", &agent, "--json"], 0, true);
+    check(vec!["events", "--http", &agent, "--count", "1"], 0, false);
+    check(vec!["events", "--http", &agent, "--count", "1", "--json"], 0, true);
+    check(vec!["keys", "list", "--http", &agent], 0, false);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
