@@ -13,6 +13,7 @@ use crate::UsageError;
 use crate::agent::DEFAULT_HTTP;
 use crate::input::read_text;
 use crate::json::terminal_safe;
+use crate::limits::fixed;
 use vigil_lab::text::escaped;
 
 /// Where the agent is, and the token for changes.
@@ -161,12 +162,12 @@ pub(crate) fn members(a: &MembersArgs, out: &mut dyn Write) -> Result<()> {
         let w = &m["watched"];
         let phi = match (w["phi"].as_f64(), w["phi_capped"] == true) {
             (_, true) => "inf".to_owned(),
-            (Some(p), _) => format!("{p:.2}"),
+            (Some(p), _) => fixed(p, 2),
             (None, _) if w.is_object() => "unheard".into(),
             _ => "-".into(),
         };
         let interval = match (w["mean_interval_ms"].as_f64(), w["std_dev_ms"].as_f64()) {
-            (Some(m), Some(s)) => format!("{m:.0}±{s:.0} ms"),
+            (Some(m), Some(s)) => format!("{}±{} ms", fixed(m, 0), fixed(s, 0)),
             _ => "-".into(),
         };
         rows.push([

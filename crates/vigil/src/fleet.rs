@@ -18,6 +18,7 @@ use vigil_lab::report::table::{Table, format_table};
 
 use crate::UsageError;
 use crate::input::{read_text, shown};
+use crate::limits::fixed;
 use crate::output::{OutputDir, write_whole};
 
 /// Arguments of `vigil lab fleet`.
@@ -73,7 +74,7 @@ fn stop(x: Option<f64>) -> String {
 fn ms(x: Option<f64>) -> String {
     x.map_or_else(
         || "never".to_owned(),
-        |v| if v >= 10_000.0 { format!("{:.1} s", v / 1e3) } else { format!("{v:.0} ms") },
+        |v| if v >= 10_000.0 { format!("{} s", fixed(v / 1e3, 1)) } else { format!("{} ms", fixed(v, 0)) },
     )
 }
 

@@ -21,6 +21,22 @@ pub(crate) fn number(v: f64) -> String {
     if (1e-3..1e15).contains(&rounded.abs()) { format!("{rounded}") } else { format!("{rounded:e}") }
 }
 
+/// A figure of a table or a line of results, with `decimals` places (as
+/// `{:.N}`), but in exponent form where that would mislead: from 10¹⁵ on
+/// (1e308 is not 309 digits) and below what the places can show (2e-7 is
+/// not `0.0`). Not a number prints as `—`, infinities as `∞` and `−∞`.
+pub(crate) fn fixed(v: f64, decimals: usize) -> String {
+    if v.is_nan() {
+        "—".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "∞".into() } else { "−∞".into() }
+    } else if v != 0.0 && (v.abs() >= 1e15 || v.abs() < 0.5 * 10f64.powi(-(decimals as i32))) {
+        format!("{v:.3e}")
+    } else {
+        format!("{v:.decimals$}")
+    }
+}
+
 /// The memory a run may take: `--max-memory-gb`, or 80 % of what this
 /// process can have: the machine's memory, or the process's address-space
 /// limit (`ulimit -v`) if that is lower (8 GB if neither can be read).
@@ -135,5 +151,20 @@ mod tests {
         assert_eq!(number(123456789.125), "123456789.125");
         assert_eq!(number(f64::NAN), "NaN");
         assert_eq!(number(0.0), "0");
+    }
+
+    #[test]
+    fn figures_take_exponent_form_where_places_would_mislead() {
+        assert_eq!(fixed(1e308, 2), "1.000e308");
+        assert_eq!(fixed(-1e20, 0), "-1.000e20");
+        assert_eq!(fixed(2e-7, 1), "2.000e-7");
+        assert_eq!(fixed(0.04, 1), "4.000e-2");
+        assert_eq!(fixed(0.05, 1), "0.1");
+        assert_eq!(fixed(0.0, 1), "0.0");
+        assert_eq!(fixed(1234.5678, 2), "1234.57");
+        assert_eq!(fixed(999_999_999_999_999.0, 0), "999999999999999");
+        assert_eq!(fixed(f64::NAN, 1), "—");
+        assert_eq!(fixed(f64::INFINITY, 1), "∞");
+        assert_eq!(fixed(f64::NEG_INFINITY, 1), "−∞");
     }
 }

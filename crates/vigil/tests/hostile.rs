@@ -769,3 +769,42 @@ fn names_that_hold_terminal_escapes_are_shown_never_acted_on() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Huge and tiny numbers print in exponent form in tables as in errors: a
+/// φ of 1e308 from an agent is not 309 digits, a rate of 3.6e-7 per hour
+/// is not `0.0`.
+#[test]
+fn huge_and_tiny_numbers_print_in_exponent_form_in_tables() {
+    let dir = scratch_named("hostile-numbers");
+    let member = serde_json::json!({"name": "far", "address": "10.0.0.2:7946", "status": "alive",
+        "generation": 1, "incarnation": 1, "tags": {},
+        "watched": {"phi": 1e308, "mean_interval_ms": 1e300, "std_dev_ms": 1e-300}});
+    let agent = fake_agent(vec![
+        ("/v1/members", "application/json", serde_json::json!({"members": [member]}).to_string()),
+        ("/v1/self", "application/json", serde_json::json!({"name": "me", "address": "10.0.0.1:7946"}).to_string()),
+    ]);
+    let o = vigil(&["members", "--http", &agent], b"");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let far = out.lines().find(|l| l.starts_with("far")).expect("the member's row");
+    assert!(far.contains("1.000e308") && far.contains("1.000e300±1.000e-300 ms"), "{far}");
+    assert!(far.len() < 120, "{far}");
+    // One mistake in 2.8 million hours: 3.6e-7 per hour, and a query
+    // accuracy of 2.25e-9 (the trace is all one mistake).
+    let mut text: String = (0..=20).map(|i| format!("{},hb\n", i * 1000)).collect();
+    text.push_str("10000000000000,hb\n10000000001000,hb\n");
+    let trace = dir.join("rare.csv");
+    std::fs::write(&trace, text).unwrap();
+    let trace = trace.to_str().unwrap();
+    for args in [
+        vec!["lab", "replay", trace, "--detector", "fixed:timeout-ms=1500"],
+        vec!["lab", "recommend", trace, "--max-mistakes-per-hour", "1", "--family", "fixed@timeout-ms=1500,2500"],
+    ] {
+        let o = vigil(&args, b"");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(out.contains("3.600e-7"), "{args:?}: the rate is not 0.0:\n{out}");
+        assert!(out.contains("2.250e-9"), "{args:?}: P_A is not 0.000000:\n{out}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
