@@ -14,7 +14,9 @@
 //! lines take no outcome and no latency (a line that gives one is refused,
 //! not read as something else). Times are
 //! non-decreasing; host names are 1 to 64 bytes, without commas, control
-//! characters or surrounding spaces; at most [`MAX_HOSTS`] hosts.
+//! characters, quotes or surrounding spaces; at most [`MAX_HOSTS`] hosts.
+//! A byte order mark at the start is skipped (as heartbeat traces skip
+//! it); CSV fields are plain, and a quoted one is refused as such.
 //!
 //! ```
 //! use vigil_lab::fleet_trace::FleetTrace;
@@ -139,6 +141,9 @@ impl FleetTrace {
     ///
     /// A [`FleetTraceError`] naming the line and the field.
     pub fn parse(text: &str) -> Result<FleetTrace, FleetTraceError> {
+        // A byte order mark at the start of the file is not part of the
+        // data.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut trace = FleetTrace::default();
         let mut index: std::collections::HashMap<String, u32> = Default::default();
         let mut last = Instant::ZERO;
@@ -177,6 +182,15 @@ impl FleetTrace {
                         continue;
                     }
                     let fields: Vec<&str> = l.split(',').map(str::trim).collect();
+                    if let Some(at) = fields.iter().position(|f| f.contains('"')) {
+                        const NAMES: [&str; 5] = ["time_ms", "host", "event", "outcome", "latency_ms"];
+                        return Err(err(
+                            NAMES.get(at).copied().unwrap_or("line"),
+                            "quoted fields are not supported: fields are plain text, without quotes (host names \
+                             hold no commas)"
+                                .into(),
+                        ));
+                    }
                     if fields.len() < 3 || fields.len() > 5 {
                         return Err(err(
                             "line",
@@ -211,10 +225,10 @@ impl FleetTrace {
             }
             // Names that CSV could not carry back are refused in both
             // formats, so that a trace always reads back as itself.
-            if host.contains(',') || host.chars().any(char::is_control) || host.trim() != host {
+            if host.contains([',', '"']) || host.chars().any(char::is_control) || host.trim() != host {
                 return Err(err(
                     "host",
-                    format!("{} holds a comma, a control character or surrounding spaces", quoted(&host)),
+                    format!("{} holds a comma, a quote, a control character or surrounding spaces", quoted(&host)),
                 ));
             }
             let kind = match event.as_str() {
@@ -319,6 +333,26 @@ mod tests {
         assert_eq!(FleetTrace::parse("0,a,hb,,\n").unwrap().events.len(), 1);
         let long = format!("0,{},hb\n", "h".repeat(65));
         assert_eq!(FleetTrace::parse(&long).unwrap_err().field, "host");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_quoted_fields_are_refused_as_such() {
+        let t = FleetTrace::parse("\u{feff}time_ms,host,event\n0,a,hb\n").unwrap();
+        assert_eq!((t.hosts.len(), t.events.len()), (1, 1));
+        assert_eq!(FleetTrace::parse("\u{feff}0,a,hb\n").unwrap().events.len(), 1);
+        for (text, field) in [
+            ("0,\"a\",hb\n", "host"),
+            ("0,\"a,b\",hb\n", "host"),
+            ("\"0\",a,hb\n", "time_ms"),
+            ("0,a,req,\"503\"\n", "outcome"),
+        ] {
+            let e = FleetTrace::parse(text).unwrap_err();
+            assert_eq!((e.line, e.field), (1, field), "{text:?}: {e}");
+            assert!(e.message.starts_with("quoted fields are not supported"), "{e}");
+        }
+        // Nor can JSON lines name a host CSV could not carry back.
+        let e = FleetTrace::parse("{\"t\": 0, \"host\": \"a\\\"b\", \"event\": \"hb\"}\n").unwrap_err();
+        assert_eq!(e.field, "host", "{e}");
     }
 
     #[test]

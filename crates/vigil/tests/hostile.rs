@@ -120,6 +120,10 @@ fn every_class_against_every_command() {
     let sent_late = file("sent.csv", "0,hb\n100,hb,150\n");
     let two = file("two.csv", "0,hb\n1000,hb\n");
     let hb_outcome = file("hb-outcome.csv", "0,a,hb\n1000,a,hb,503\n2000,a,req,200\n");
+    let fleet_bom = file("fleet-bom.csv", "\u{feff}time_ms,host,event,outcome\n0,a,hb\n5,a,req,200\n1000,a,hb\n");
+    let fleet_quoted = file("fleet-quoted.csv", "0,a,hb\n5,\"a,b\",req,200\n");
+    let beats_bom = file("beats-bom.csv", "\u{feff}0,hb\n1000,hb\n2000,hb\n");
+    let beats_quoted = file("beats-quoted.csv", "0,hb\n\"1000\",hb\n");
     let huge_jitter = file(
         "jitter.toml",
         &lab_toml("jitter = { kind = \"uniform\", ms = 1e308 }", 50, "{ kind = \"constant\", ms = 1 }"),
@@ -214,6 +218,12 @@ fn every_class_against_every_command() {
             "--max-detection: '30' has no unit; write 30ms, 30s, 30min, 30h or 30d",
         ),
         case("nonsense", &["sim", "run", "--nodes", "10", "--crash", "12@5"], 2, "node 12 is out of range (0 to 9)"),
+        // A byte order mark is skipped; quoted fields are refused as such.
+        case("nonsense", &["lab", "fleet", &fleet_bom, "--setup", "none"], 0, ""),
+        case("nonsense", &["lab", "replay", &beats_bom, "--detector", "fixed"], 0, ""),
+        case("nonsense", &["lab", "fleet", &fleet_quoted], 2, "line 2, field host: quoted fields are not supported"),
+        case("nonsense", &["lab", "replay", &beats_quoted], 2, "line 2, field time_ms: quoted fields are not supported"),
+        case("nonsense", &["replay", "--model", "fixed", &beats_quoted], 2, ":2: time_ms: quoted fields are not supported"),
         // Errors say what the user typed.
         case(
             "typed",
