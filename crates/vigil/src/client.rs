@@ -270,7 +270,11 @@ pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
                 break;
             }
             if !line.ends_with('\n') && n >= MAX_EVENT_LINE {
-                return Err(anyhow::anyhow!("the agent at {} sent an event line longer than 1 MiB", c.base));
+                return Err(anyhow::anyhow!(
+                    "the agent at {} sent an event line longer than {}",
+                    c.base,
+                    crate::limits::binary_size(MAX_EVENT_LINE as u64)
+                ));
             }
             let l = line.trim_end_matches(['\n', '\r']);
             if l.is_empty() {

@@ -33,7 +33,11 @@ pub(crate) fn read_text(path: &Path, what: &str, max: u64, hint: &str) -> Result
     reader.take(max + 1).read_to_end(&mut bytes).with_context(|| format!("reading {what} {name}"))?;
     if bytes.len() as u64 > max {
         return Err(
-            UsageError(format!("{name}: larger than {} MiB, the most read for a {what}{hint}", max >> 20)).into()
+            UsageError(format!(
+                "{name}: larger than {}, the most read for a {what}{hint}",
+                crate::limits::binary_size(max)
+            ))
+            .into()
         );
     }
     if bytes.starts_with(b"\xEF\xBB\xBF") {

@@ -136,6 +136,23 @@ pub(crate) fn bytes(b: f64) -> String {
     }
 }
 
+/// A limit in bytes, in the largest binary unit that shows it (`64 KiB`,
+/// `16 MiB`, `4096 bytes`): whole when it is a multiple of the unit, else
+/// to a tenth.
+pub(crate) fn binary_size(b: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if b >= size {
+            return if b % size == 0 {
+                format!("{} {unit}", b / size)
+            } else {
+                format!("{:.1} {unit}", b as f64 / size as f64)
+            };
+        }
+    }
+    format!("{b} bytes")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +168,17 @@ mod tests {
         assert_eq!(number(123456789.125), "123456789.125");
         assert_eq!(number(f64::NAN), "NaN");
         assert_eq!(number(0.0), "0");
+    }
+
+    #[test]
+    fn limits_print_in_a_unit_that_shows_them() {
+        assert_eq!(binary_size(64 * 1024), "64 KiB");
+        assert_eq!(binary_size(16 * 1024 * 1024), "16 MiB");
+        assert_eq!(binary_size(512 * 1024 * 1024), "512 MiB");
+        assert_eq!(binary_size(4 << 30), "4 GiB");
+        assert_eq!(binary_size(1536 * 1024), "1.5 MiB");
+        assert_eq!(binary_size(4096), "4 KiB");
+        assert_eq!(binary_size(1000), "1000 bytes");
     }
 
     #[test]

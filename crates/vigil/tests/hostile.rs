@@ -124,6 +124,7 @@ fn every_class_against_every_command() {
     let fleet_quoted = file("fleet-quoted.csv", "0,a,hb\n5,\"a,b\",req,200\n");
     let beats_bom = file("beats-bom.csv", "\u{feff}0,hb\n1000,hb\n2000,hb\n");
     let beats_quoted = file("beats-quoted.csv", "0,hb\n\"1000\",hb\n");
+    let big_key = file("big.key", &"0".repeat(100 * 1024));
     let huge_jitter = file(
         "jitter.toml",
         &lab_toml("jitter = { kind = \"uniform\", ms = 1e308 }", 50, "{ kind = \"constant\", ms = 1 }"),
@@ -224,6 +225,9 @@ fn every_class_against_every_command() {
         case("nonsense", &["lab", "fleet", &fleet_quoted], 2, "line 2, field host: quoted fields are not supported"),
         case("nonsense", &["lab", "replay", &beats_quoted], 2, "line 2, field time_ms: quoted fields are not supported"),
         case("nonsense", &["replay", "--model", "fixed", &beats_quoted], 2, ":2: time_ms: quoted fields are not supported"),
+        // Limits print in a unit that shows them.
+        case("limit", &["keys", "install", "--key-file", &big_key], 2, "larger than 64 KiB, the most read for a key file"),
+        case("limit", &["members", "--token-file", &big_key], 2, "larger than 64 KiB, the most read for a token file"),
         // Errors say what the user typed.
         case(
             "typed",
