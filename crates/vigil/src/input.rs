@@ -32,13 +32,11 @@ pub(crate) fn read_text(path: &Path, what: &str, max: u64, hint: &str) -> Result
     let mut bytes = Vec::new();
     reader.take(max + 1).read_to_end(&mut bytes).with_context(|| format!("reading {what} {name}"))?;
     if bytes.len() as u64 > max {
-        return Err(
-            UsageError(format!(
-                "{name}: larger than {}, the most read for a {what}{hint}",
-                crate::limits::binary_size(max)
-            ))
-            .into()
-        );
+        return Err(UsageError(format!(
+            "{name}: larger than {}, the most read for a {what}{hint}",
+            crate::limits::binary_size(max)
+        ))
+        .into());
     }
     if bytes.starts_with(b"\xEF\xBB\xBF") {
         bytes.drain(..3);

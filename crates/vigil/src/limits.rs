@@ -143,7 +143,7 @@ pub(crate) fn binary_size(b: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
     for (size, unit) in UNITS {
         if b >= size {
-            return if b % size == 0 {
+            return if b.is_multiple_of(size) {
                 format!("{} {unit}", b / size)
             } else {
                 format!("{:.1} {unit}", b as f64 / size as f64)

@@ -472,8 +472,12 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
         {
             return Err(e);
         }
-        let shown: Vec<String> =
-            r.violations.first.iter().map(|v| format!("{} ms: {}: {}", fixed(v.at_ms, 0), v.checker, v.detail)).collect();
+        let shown: Vec<String> = r
+            .violations
+            .first
+            .iter()
+            .map(|v| format!("{} ms: {}: {}", fixed(v.at_ms, 0), v.checker, v.detail))
+            .collect();
         let more = r.violations.total - shown.len() as u64;
         let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
         return Err(

@@ -105,6 +105,9 @@ mod tests {
         let text = format_table(&t);
         assert!(!text.chars().any(|c| crate::text::is_unsafe(c) && c != '\n'), "{text:?}");
         assert!(text.starts_with("run \\u{1b}]0;title\\u{7}\n"), "{text}");
-        assert!(text.contains("h\\u{1b}[2J") && text.contains("\\u{202e}abc") && text.contains("name\\u{9b}"), "{text}");
+        assert!(
+            text.contains("h\\u{1b}[2J") && text.contains("\\u{202e}abc") && text.contains("name\\u{9b}"),
+            "{text}"
+        );
     }
 }
