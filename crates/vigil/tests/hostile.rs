@@ -597,6 +597,12 @@ fn closed_pipes_never_panic_and_keep_the_status() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // A full standard error (`2>/dev/full`): the same.
+    for (args, status) in [(&["lab", "run", "calm", "--traces", "2"][..], 0), (&["lab", "run", "/no/such.toml"], 2)] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("Linux has /dev/full");
+        let o = Command::new(env!("CARGO_BIN_EXE_vigil")).args(args).stderr(full).output().unwrap();
+        assert_eq!(o.status.code(), Some(status), "{args:?}");
+    }
     // Closed by the shell (`2>&-`): the same.
     let o = Command::new("sh")
         .args(["-c", &format!("exec {} replay --model normal {trace} 2>&-", env!("CARGO_BIN_EXE_vigil"))])
