@@ -12,7 +12,9 @@
 //! - Times are decimal milliseconds, fractions allowed (`1500.25`, `1.5e3`),
 //!   converted exactly to nanoseconds; at most about 584 years.
 //! - Blank lines and lines starting with `#` are ignored, and so is a first
-//!   line starting with `time` (a header such as `time_ms,event`).
+//!   line starting with `time` (a header such as `time_ms,event`); a byte
+//!   order mark at the start of line 1 is skipped.
+//! - Fields are plain: a quoted one (`"1500"`) is refused as such.
 //!
 //! **JSON lines**: a line starting with `{` is one object, `{"t": 100.5,
 //! "event": "hb", "sent": 90, "seq": 1}`, with the same meaning; `event`
@@ -121,6 +123,9 @@ impl EventReader {
     ///
     /// A [`TraceError`] naming the line and the field.
     pub fn read(&mut self, line: usize, text: &str) -> Result<Option<Event>, TraceError> {
+        // A byte order mark at the start of the file is not part of the
+        // data.
+        let text = if line == 1 { text.strip_prefix('\u{feff}').unwrap_or(text) } else { text };
         let row = text.trim();
         if row.is_empty() || row.starts_with('#') {
             return Ok(None);
@@ -140,6 +145,13 @@ impl EventReader {
 fn read_csv(line: usize, row: &str) -> Result<Event, TraceError> {
     let err = |field, message: String| TraceError { line, field, message };
     let fields: Vec<&str> = row.splitn(5, ',').map(str::trim).collect();
+    if let Some(at) = fields.iter().position(|f| f.contains('"')) {
+        const NAMES: [&str; 4] = ["time_ms", "event", "sent_ms", "seq"];
+        return Err(err(
+            NAMES.get(at).copied().unwrap_or("line"),
+            "quoted fields are not supported: fields are plain text, without quotes".into(),
+        ));
+    }
     if fields.len() < 2 || fields.len() > 4 {
         return Err(err("line", format!("expected TIME_MS,EVENT[,SENT_MS[,SEQ]], found {}", quoted(row))));
     }
@@ -246,6 +258,17 @@ mod tests {
         ];
         assert_eq!(csv, want);
         assert_eq!(json, want);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_quoted_fields_are_refused_as_such() {
+        assert_eq!(read_all("\u{feff}time_ms,event\n0,hb\n").unwrap().len(), 1);
+        assert_eq!(read_all("\u{feff}0,hb\n").unwrap().len(), 1);
+        for (text, field) in [("\"0\",hb", "time_ms"), ("0,\"hb\"", "event"), ("0,hb,\"1\"", "sent_ms")] {
+            let e = EventReader::new().read(3, text).unwrap_err();
+            assert_eq!((e.line, e.field), (3, field), "{text}: {e}");
+            assert!(e.message.starts_with("quoted fields are not supported"), "{e}");
+        }
     }
 
     #[test]

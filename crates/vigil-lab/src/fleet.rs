@@ -182,11 +182,14 @@ pub struct FleetResult {
     /// The setup.
     pub setup: String,
     /// From the fault to when requests first stopped going to the bad host
-    /// (ms); `None` if they never did (or for a brownout). Outlier
-    /// detection sends traffic again when an ejection ends, so requests
-    /// may reach the bad host again later: see the counts.
+    /// (ms); `None` if they never did (or for a simulated brownout). With
+    /// several bad hosts (a replayed trace), the longest such time, `None`
+    /// if one was never routed away. Outlier detection sends traffic again
+    /// when an ejection ends, so requests may reach the bad host again
+    /// later: see the counts.
     pub stopped_routing_after_ms: Option<f64>,
-    /// Requests sent to the bad host from the fault on.
+    /// Requests sent to the bad host from the fault on (to a bad host from
+    /// its fault on, with several).
     pub requests_to_bad_host: u64,
     /// Of those, the ones that failed or were slow (over 50 ms).
     pub bad_requests: u64,
@@ -536,12 +539,49 @@ fn simulate(
 /// replayed trace.
 const MAX_STEPS: usize = 64;
 
+/// The hosts a replayed trace marks bad, each from its first `bad` line,
+/// and when each was first routed away after that.
+struct BadHosts {
+    /// Per host: when it went bad (ms), if it did.
+    since: Vec<Option<f64>>,
+    /// Per host: when it was first routed away after going bad (ms).
+    stopped: Vec<Option<f64>>,
+}
+
+impl BadHosts {
+    fn of(trace: &FleetTrace) -> BadHosts {
+        let mut since = vec![None; trace.hosts.len()];
+        for e in trace.events.iter().filter(|e| e.kind == FleetEventKind::Bad) {
+            since[e.host as usize].get_or_insert(e.at.as_nanos() as f64 / 1e6);
+        }
+        BadHosts { stopped: vec![None; since.len()], since }
+    }
+
+    /// Whether host `h` is bad at `t` (ms).
+    fn bad_at(&self, h: u32, t: f64) -> bool {
+        self.since[h as usize].is_some_and(|at| t >= at)
+    }
+
+    /// From each bad host's fault to when it was first routed away, the
+    /// longest of them: `None` if some bad host never was (or none is bad).
+    fn stopped_routing_after_ms(&self) -> Option<f64> {
+        let mut longest: Option<f64> = None;
+        for (since, stopped) in self.since.iter().zip(&self.stopped) {
+            if let Some(at) = since {
+                let after = (*stopped)? - at;
+                longest = Some(longest.map_or(after, |l| l.max(after)));
+            }
+        }
+        longest
+    }
+}
+
 /// Notes the routing changes among `hosts` at `t` (ms).
 fn note_routing(
     judge: &Judge,
     away: &mut [bool],
     result: &mut FleetResult,
-    bad: Option<(u32, f64)>,
+    bad: &mut BadHosts,
     hosts: std::ops::Range<u32>,
     t: f64,
 ) {
@@ -551,12 +591,12 @@ fn note_routing(
         if a != away[h as usize] {
             changed = true;
             away[h as usize] = a;
-            let is_bad = bad.is_some_and(|(b, at)| b == h && t >= at);
+            let is_bad = bad.bad_at(h, t);
             if a && !is_bad {
                 result.false_removals += 1;
             }
-            if a && is_bad && result.stopped_routing_after_ms.is_none() {
-                result.stopped_routing_after_ms = bad.map(|(_, at)| t - at);
+            if a && is_bad {
+                bad.stopped[h as usize].get_or_insert(t);
             }
         }
     }
@@ -568,11 +608,13 @@ fn note_routing(
 }
 
 /// Replays a recorded fleet trace under `setup` (open loop: requests went
-/// where the trace says). The first `bad` event names the bad host and the
-/// fault time; requests that reached it while the setup had it routed away
-/// are counted as [`FleetResult::spared`], the others as
-/// [`FleetResult::requests_to_bad_host`]. With several hosts marked bad (a
-/// brownout), no host is scored as the bad one.
+/// where the trace says). Every host the trace marks `bad` is scored as bad
+/// from its first `bad` line: requests that reached a bad host while the
+/// setup had it routed away are counted as [`FleetResult::spared`], the
+/// others as [`FleetResult::requests_to_bad_host`]; routing it away is not
+/// a false removal; [`FleetResult::stopped_routing_after_ms`] is the
+/// longest time, over the bad hosts, from a host's fault to when it was
+/// first routed away.
 ///
 /// # Errors
 ///
@@ -580,9 +622,7 @@ fn note_routing(
 pub fn replay(trace: &FleetTrace, name: &str, setup: &Setup) -> Result<FleetResult, vigil_detector::ConfigError> {
     let n = trace.hosts.len() as u32;
     let mut judge = Judge::new(&setup.judge, n)?;
-    let bad_events: Vec<&FleetEvent> = trace.events.iter().filter(|e| e.kind == FleetEventKind::Bad).collect();
-    let single = bad_events.iter().map(|e| e.host).collect::<std::collections::BTreeSet<_>>().len() == 1;
-    let bad = bad_events.first().filter(|_| single).map(|e| (e.host, e.at.as_nanos() as f64 / 1e6));
+    let mut bad = BadHosts::of(trace);
     let mut result = FleetResult::empty(name, &setup.name);
     let mut away = vec![false; n as usize];
     for e in &trace.events {
@@ -597,7 +637,7 @@ pub fn replay(trace: &FleetTrace, name: &str, setup: &Setup) -> Result<FleetResu
             }
             steps += 1;
             judge.poll(d);
-            note_routing(&judge, &mut away, &mut result, bad, 0..n, d.as_nanos() as f64 / 1e6);
+            note_routing(&judge, &mut away, &mut result, &mut bad, 0..n, d.as_nanos() as f64 / 1e6);
             if judge.next_deadline() == Some(d) {
                 break;
             }
@@ -605,12 +645,11 @@ pub fn replay(trace: &FleetTrace, name: &str, setup: &Setup) -> Result<FleetResu
         let due = judge.next_deadline().is_some_and(|d| d <= e.at);
         judge.poll(e.at);
         let t = e.at.as_nanos() as f64 / 1e6;
-        let after = bad.is_some_and(|(_, at)| t >= at);
         match e.kind {
             FleetEventKind::Heartbeat => judge.heartbeat(e.host, e.at),
             FleetEventKind::Request { outcome, latency } => {
                 result.requests += 1;
-                if bad.is_some_and(|(h, _)| h == e.host) && after {
+                if bad.bad_at(e.host, t) {
                     if judge.routed_away(e.host) {
                         result.spared += 1;
                     } else {
@@ -625,10 +664,11 @@ pub fn replay(trace: &FleetTrace, name: &str, setup: &Setup) -> Result<FleetResu
         // Only a decision falling due can change other hosts than this
         // event's.
         let hosts = if due { 0..n } else { e.host..e.host + 1 };
-        note_routing(&judge, &mut away, &mut result, bad, hosts, t);
+        note_routing(&judge, &mut away, &mut result, &mut bad, hosts, t);
     }
     let end = trace.events.last().map_or(0.0, |e| e.at.as_nanos() as f64 / 1e6);
     result.to_bad_host_over_time.push((end, result.requests_to_bad_host));
+    result.stopped_routing_after_ms = bad.stopped_routing_after_ms();
     Ok(result)
 }
 
@@ -675,6 +715,37 @@ mod tests {
             let r = replay(&t, "end", &Setup::builtin(setup).unwrap()).unwrap();
             assert_eq!(r.requests, 1, "{setup}");
         }
+    }
+
+    #[test]
+    fn every_host_a_trace_marks_bad_is_scored_as_bad() {
+        // Four hosts heartbeat every second; a and b stop at 60 s and are
+        // marked bad then; requests to them fail from then on.
+        let mut text = String::new();
+        for s in 0..120u32 {
+            for (k, h) in ["a", "b", "c", "d"].iter().enumerate() {
+                let t = s * 1000 + k as u32 * 10;
+                if s == 60 && k < 2 {
+                    text.push_str(&format!("{t},{h},bad\n"));
+                }
+                if s < 60 || k >= 2 {
+                    text.push_str(&format!("{t},{h},hb\n"));
+                }
+                let outcome = if s >= 60 && k < 2 { "connect-failed" } else { "200" };
+                text.push_str(&format!("{},{h},req,{outcome}\n", t + 5));
+            }
+        }
+        let trace = FleetTrace::parse(&text).unwrap();
+        let phi = replay(&trace, "two", &Setup::builtin("phi").unwrap()).unwrap();
+        assert_eq!(phi.false_removals, 0, "{phi:?}");
+        let stopped = phi.stopped_routing_after_ms.expect("both are routed away");
+        assert!(stopped > 0.0 && stopped < 10_000.0, "{phi:?}");
+        // Every request to a or b after 60 s: sent, or spared.
+        assert_eq!(phi.requests_to_bad_host + phi.spared, 2 * 60, "{phi:?}");
+        assert!(phi.spared > phi.requests_to_bad_host, "{phi:?}");
+        // Nothing routed away: no time to stop, every request sent.
+        let none = replay(&trace, "two", &Setup::builtin("none").unwrap()).unwrap();
+        assert_eq!((none.stopped_routing_after_ms, none.requests_to_bad_host), (None, 120));
     }
 
     #[test]

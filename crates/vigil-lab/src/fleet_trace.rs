@@ -10,9 +10,13 @@
 //! Events: `hb` (a heartbeat from the host arrived), `req` (a request to
 //! the host ended with OUTCOME: an HTTP status `100`–`599`, `timeout`,
 //! `connect-failed` or `connected`; LATENCY_MS optional), and `bad` (the
-//! host went bad: the ground truth the lab scores against). Times are
+//! host went bad: the ground truth the lab scores against); `hb` and `bad`
+//! lines take no outcome and no latency (a line that gives one is refused,
+//! not read as something else). Times are
 //! non-decreasing; host names are 1 to 64 bytes, without commas, control
-//! characters or surrounding spaces; at most [`MAX_HOSTS`] hosts.
+//! characters, quotes or surrounding spaces; at most [`MAX_HOSTS`] hosts.
+//! A byte order mark at the start is skipped (as heartbeat traces skip
+//! it); CSV fields are plain, and a quoted one is refused as such.
 //!
 //! ```
 //! use vigil_lab::fleet_trace::FleetTrace;
@@ -137,6 +141,9 @@ impl FleetTrace {
     ///
     /// A [`FleetTraceError`] naming the line and the field.
     pub fn parse(text: &str) -> Result<FleetTrace, FleetTraceError> {
+        // A byte order mark at the start of the file is not part of the
+        // data.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut trace = FleetTrace::default();
         let mut index: std::collections::HashMap<String, u32> = Default::default();
         let mut last = Instant::ZERO;
@@ -175,6 +182,15 @@ impl FleetTrace {
                         continue;
                     }
                     let fields: Vec<&str> = l.split(',').map(str::trim).collect();
+                    if let Some(at) = fields.iter().position(|f| f.contains('"')) {
+                        const NAMES: [&str; 5] = ["time_ms", "host", "event", "outcome", "latency_ms"];
+                        return Err(err(
+                            NAMES.get(at).copied().unwrap_or("line"),
+                            "quoted fields are not supported: fields are plain text, without quotes (host names \
+                             hold no commas)"
+                                .into(),
+                        ));
+                    }
                     if fields.len() < 3 || fields.len() > 5 {
                         return Err(err(
                             "line",
@@ -209,15 +225,26 @@ impl FleetTrace {
             }
             // Names that CSV could not carry back are refused in both
             // formats, so that a trace always reads back as itself.
-            if host.contains(',') || host.chars().any(char::is_control) || host.trim() != host {
+            if host.contains([',', '"']) || host.chars().any(char::is_control) || host.trim() != host {
                 return Err(err(
                     "host",
-                    format!("{} holds a comma, a control character or surrounding spaces", quoted(&host)),
+                    format!("{} holds a comma, a quote, a control character or surrounding spaces", quoted(&host)),
                 ));
             }
             let kind = match event.as_str() {
-                "hb" => FleetEventKind::Heartbeat,
-                "bad" => FleetEventKind::Bad,
+                "hb" | "bad" => {
+                    // A field that means nothing here is refused, not
+                    // dropped: the line is not what its writer thought.
+                    let (field, given) = match (&outcome, latency) {
+                        (Some(o), _) => ("outcome", quoted(o)),
+                        (None, Some(l)) => ("latency_ms", format!("'{}'", format_millis(Instant::ZERO + l))),
+                        (None, None) => ("", String::new()),
+                    };
+                    if !field.is_empty() {
+                        return Err(err(field, format!("'{event}' takes no {field} (got {given}); only req does")));
+                    }
+                    if event == "hb" { FleetEventKind::Heartbeat } else { FleetEventKind::Bad }
+                }
                 "req" => {
                     let text = outcome.ok_or_else(|| err("outcome", "a request needs its outcome".into()))?;
                     let outcome = parse_outcome(&text).ok_or_else(|| {
@@ -290,12 +317,42 @@ mod tests {
             ("{\"t\": 1, \"host\": \" c\", \"event\": \"hb\"}\n", 1, "host"),
             ("{\"t\": -1, \"host\": \"a\", \"event\": \"hb\"}\n", 1, "t"),
             ("{\"t\": 1, \"host\": \"a\"}\n", 1, "line"),
+            // Fields that only a request has.
+            ("0,a,hb\n1,a,hb,503\n", 2, "outcome"),
+            ("0,a,bad,timeout\n", 1, "outcome"),
+            ("0,a,hb,,12\n", 1, "latency_ms"),
+            ("{\"t\": 1, \"host\": \"a\", \"event\": \"hb\", \"outcome\": 200}\n", 1, "outcome"),
+            ("{\"t\": 1, \"host\": \"a\", \"event\": \"bad\", \"latency_ms\": 3}\n", 1, "latency_ms"),
         ] {
             let e = FleetTrace::parse(text).unwrap_err();
             assert_eq!((e.line, e.field), (line, field), "{text:?}: {e}");
         }
+        let e = FleetTrace::parse("0,a,hb,503,12\n").unwrap_err();
+        assert_eq!(e.to_string(), "line 1, field outcome: 'hb' takes no outcome (got '503'); only req does");
+        // Empty trailing fields are fields left out.
+        assert_eq!(FleetTrace::parse("0,a,hb,,\n").unwrap().events.len(), 1);
         let long = format!("0,{},hb\n", "h".repeat(65));
         assert_eq!(FleetTrace::parse(&long).unwrap_err().field, "host");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_quoted_fields_are_refused_as_such() {
+        let t = FleetTrace::parse("\u{feff}time_ms,host,event\n0,a,hb\n").unwrap();
+        assert_eq!((t.hosts.len(), t.events.len()), (1, 1));
+        assert_eq!(FleetTrace::parse("\u{feff}0,a,hb\n").unwrap().events.len(), 1);
+        for (text, field) in [
+            ("0,\"a\",hb\n", "host"),
+            ("0,\"a,b\",hb\n", "host"),
+            ("\"0\",a,hb\n", "time_ms"),
+            ("0,a,req,\"503\"\n", "outcome"),
+        ] {
+            let e = FleetTrace::parse(text).unwrap_err();
+            assert_eq!((e.line, e.field), (1, field), "{text:?}: {e}");
+            assert!(e.message.starts_with("quoted fields are not supported"), "{e}");
+        }
+        // Nor can JSON lines name a host CSV could not carry back.
+        let e = FleetTrace::parse("{\"t\": 0, \"host\": \"a\\\"b\", \"event\": \"hb\"}\n").unwrap_err();
+        assert_eq!(e.field, "host", "{e}");
     }
 
     #[test]

@@ -20,8 +20,12 @@
 //!   configuration procedures, and a simulation that checks them.
 //! - [`report`]: presentation only (tables, charts, HTML reports); no
 //!   analysis module imports it.
+//! - [`text`]: text from users and the network, made safe to print.
 
 #![forbid(unsafe_code)]
+// A library prints nothing on standard error: what it has to say is in its
+// results and errors, and the command prints them.
+#![deny(clippy::print_stderr)]
 
 pub mod chen;
 pub mod dist;
@@ -38,4 +42,5 @@ pub mod report;
 pub mod scenario;
 pub mod spec;
 pub mod sweep;
+pub mod text;
 pub mod trace;

@@ -6,12 +6,14 @@ use vigil_detector::Instant;
 
 /// What the user typed, quoted for an error message and bounded: at most 40
 /// characters, then an ellipsis and the full length (a 10 MB field is not
-/// echoed whole).
+/// echoed whole), with the characters a terminal would act on shown as
+/// escapes ([`crate::text::escaped`]).
 pub fn quoted(text: &str) -> String {
     const SHOWN: usize = 40;
+    use crate::text::escaped;
     match text.char_indices().nth(SHOWN) {
-        None => format!("'{text}'"),
-        Some((end, _)) => format!("'{}…' ({} bytes)", &text[..end], text.len()),
+        None => format!("'{}'", escaped(text)),
+        Some((end, _)) => format!("'{}…' ({} bytes)", escaped(&text[..end]), text.len()),
     }
 }
 
@@ -158,6 +160,9 @@ mod tests {
         assert!(q.ends_with("…' (10000000 bytes)"), "{q}");
         let e = parse_millis(&format!("{long}x")).unwrap_err().to_string();
         assert!(e.len() < 120, "{e}");
+        // What a terminal would act on is shown, not sent.
+        assert_eq!(quoted("1\u{1b}[2J"), "'1\\u{1b}[2J'");
+        assert_eq!(quoted("\u{202e}"), "'\\u{202e}'");
     }
 
     #[test]

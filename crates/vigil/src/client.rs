@@ -11,6 +11,9 @@ use serde_json::{Value, json};
 
 use crate::UsageError;
 use crate::agent::DEFAULT_HTTP;
+use crate::json::terminal_safe;
+use crate::limits::fixed;
+use vigil_lab::text::escaped;
 
 /// Where the agent is, and the token for changes.
 #[derive(Debug, Args)]
@@ -138,7 +141,7 @@ pub(crate) fn members(a: &MembersArgs, out: &mut dyn Write) -> Result<()> {
         list.retain(|m| m["status"] == status.as_str());
     }
     if a.json {
-        writeln!(out, "{v}")?;
+        writeln!(out, "{}", terminal_safe(&v.to_string()))?;
         return Ok(());
     }
     let mut rows = vec![["NAME", "ADDRESS", "STATUS", "GENERATION", "INC", "φ", "INTERVAL", "TAGS"].map(str::to_owned)];
@@ -158,12 +161,12 @@ pub(crate) fn members(a: &MembersArgs, out: &mut dyn Write) -> Result<()> {
         let w = &m["watched"];
         let phi = match (w["phi"].as_f64(), w["phi_capped"] == true) {
             (_, true) => "inf".to_owned(),
-            (Some(p), _) => format!("{p:.2}"),
+            (Some(p), _) => fixed(p, 2),
             (None, _) if w.is_object() => "unheard".into(),
             _ => "-".into(),
         };
         let interval = match (w["mean_interval_ms"].as_f64(), w["std_dev_ms"].as_f64()) {
-            (Some(m), Some(s)) => format!("{m:.0}±{s:.0} ms"),
+            (Some(m), Some(s)) => format!("{}±{} ms", fixed(m, 0), fixed(s, 0)),
             _ => "-".into(),
         };
         rows.push([
@@ -177,6 +180,8 @@ pub(crate) fn members(a: &MembersArgs, out: &mut dyn Write) -> Result<()> {
             tags(&m["tags"]),
         ]);
     }
+    // Every cell is the agent's text: shown, never acted on by the terminal.
+    let rows: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|c| escaped(c).into_owned()).collect()).collect();
     let widths: Vec<usize> = (0..8).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
     for r in rows {
         let line: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
@@ -241,7 +246,7 @@ pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
                 if failures > 30 {
                     return Err(c.unreachable(e));
                 }
-                eprintln!(
+                say!(
                     "vigil: the stream from {} dropped ({e}); resuming after {}",
                     c.base,
                     last.as_deref().unwrap_or("the start")
@@ -264,7 +269,11 @@ pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
                 break;
             }
             if !line.ends_with('\n') && n >= MAX_EVENT_LINE {
-                return Err(anyhow::anyhow!("the agent at {} sent an event line longer than 1 MiB", c.base));
+                return Err(anyhow::anyhow!(
+                    "the agent at {} sent an event line longer than {}",
+                    c.base,
+                    crate::limits::binary_size(MAX_EVENT_LINE as u64)
+                ));
             }
             let l = line.trim_end_matches(['\n', '\r']);
             if l.is_empty() {
@@ -272,7 +281,7 @@ pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
                 if !data.is_empty() {
                     if kind == "missed" {
                         let n: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
-                        eprintln!("vigil: {} events were no longer kept by the agent", n["missed"]);
+                        say!("vigil: {} events were no longer kept by the agent", n["missed"]);
                     } else {
                         print_event(out, &data, a.json)?;
                         seen += 1;
@@ -304,7 +313,13 @@ pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
 
 fn print_event(out: &mut dyn Write, data: &str, json: bool) -> Result<()> {
     if json {
-        writeln!(out, "{data}")?;
+        // The agent's JSON as sent, made safe to print (the same value);
+        // anything else is not an event.
+        if serde_json::from_str::<Value>(data).is_err() {
+            say!("vigil: an event from the agent is not JSON; skipped: {}", vigil_lab::millis::quoted(data));
+            return Ok(());
+        }
+        writeln!(out, "{}", terminal_safe(data))?;
     } else {
         let v: Value = serde_json::from_str(data).unwrap_or(Value::Null);
         let mut rest: Vec<String> = v
@@ -319,9 +334,9 @@ fn print_event(out: &mut dyn Write, data: &str, json: bool) -> Result<()> {
             out,
             "{}  {:<12} {:<10} {}",
             v["ts_ms"].as_u64().map(clock).unwrap_or_default(),
-            v["event"].as_str().unwrap_or("?"),
-            v["member"].as_str().unwrap_or("?"),
-            rest.join(" ")
+            escaped(v["event"].as_str().unwrap_or("?")),
+            escaped(v["member"].as_str().unwrap_or("?")),
+            escaped(&rest.join(" "))
         )?;
     }
     out.flush()?;
@@ -389,9 +404,10 @@ pub(crate) fn keys(a: &KeysArgs, out: &mut dyn Write) -> Result<()> {
         KeysAction::Remove { id } => c.send("DELETE", &format!("/v1/keys/{}", path_segment(id)?), None)?,
     };
     if a.json {
-        writeln!(out, "{v}")?;
+        writeln!(out, "{}", terminal_safe(&v.to_string()))?;
         return Ok(());
     }
+    let text = |v: &Value| escaped(v.as_str().unwrap_or("?")).into_owned();
     match &a.action {
         KeysAction::List if v["keys"].as_array().is_none_or(Vec::is_empty) => {
             writeln!(out, "this agent has no keys: its packets are plaintext (start it with --key-file)")?;
@@ -402,16 +418,16 @@ pub(crate) fn keys(a: &KeysArgs, out: &mut dyn Write) -> Result<()> {
                 writeln!(
                     out,
                     "{:<10} {:<8} {:>10} {:>10}",
-                    k["id"].as_str().unwrap_or("?"),
+                    text(&k["id"]),
                     if k["primary"] == true { "yes" } else { "" },
-                    k["sealed"],
-                    k["opened"]
+                    escaped(&k["sealed"].to_string()),
+                    escaped(&k["opened"].to_string())
                 )?;
             }
         }
-        KeysAction::Install { .. } => writeln!(out, "installed key {}", v["id"].as_str().unwrap_or("?"))?,
-        KeysAction::Use { .. } => writeln!(out, "key {} now seals", v["primary"].as_str().unwrap_or("?"))?,
-        KeysAction::Remove { .. } => writeln!(out, "removed key {}", v["removed"].as_str().unwrap_or("?"))?,
+        KeysAction::Install { .. } => writeln!(out, "installed key {}", text(&v["id"]))?,
+        KeysAction::Use { .. } => writeln!(out, "key {} now seals", text(&v["primary"]))?,
+        KeysAction::Remove { .. } => writeln!(out, "removed key {}", text(&v["removed"]))?,
     }
     Ok(())
 }

@@ -93,7 +93,7 @@ pub(crate) struct Demo {
 pub(crate) const SEED_PHI: &str = "normal:window=100,min-std-ms=1,threshold=8";
 
 fn ms(v: f64) -> String {
-    if v.is_nan() { "—".into() } else { format!("{v:.1}") }
+    crate::limits::fixed(v, 1)
 }
 
 fn spec(text: &str) -> Result<DetectorSpec, DemoError> {
@@ -379,7 +379,7 @@ pub(crate) fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> R
                 name.into(),
                 spec.to_string(),
                 episodes.to_string(),
-                format!("{:.2}", q.mistakes_per_trace()),
+                crate::limits::fixed(q.mistakes_per_trace(), 2),
                 detection.to_string(),
                 ms(q.detection_ms.mean),
             ]);
@@ -447,7 +447,7 @@ pub(crate) fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> R
                 rare.map_or("—".into(), |p| p.value.clone()),
                 rare.map_or("—".into(), |p| ms(p.detection_ms)),
                 fast.map_or("—".into(), |p| p.value.clone()),
-                fast.map_or("—".into(), |p| format!("{:.2}", p.qos.mistakes_per_trace())),
+                fast.map_or("—".into(), |p| crate::limits::fixed(p.qos.mistakes_per_trace(), 2)),
                 fast.map_or("—".into(), |p| ms(p.detection_ms)),
             ]);
         }
@@ -506,10 +506,10 @@ pub(crate) fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> R
                 })
                 .map(|p| {
                     format!(
-                        "{} ({} ms, {:.2} mistakes per trace)",
+                        "{} ({} ms, {} mistakes per trace)",
                         p.spec,
                         ms(p.detection_ms),
-                        p.qos.mistakes_per_trace()
+                        crate::limits::fixed(p.qos.mistakes_per_trace(), 2)
                     )
                 })
                 .collect();
@@ -527,7 +527,7 @@ pub(crate) fn run_demo(opts: DemoOptions, progress: &(dyn Fn(&str) + Sync)) -> R
         summary_rows.push(vec![
             name.to_string(),
             best_rare.map_or("—".into(), |(d, f)| format!("{f}: {} ms", ms(d))),
-            best_fast.map_or("—".into(), |(m, f)| format!("{f}: {m:.2} per trace")),
+            best_fast.map_or("—".into(), |(m, f)| format!("{f}: {} per trace", crate::limits::fixed(m, 2))),
         ]);
     }
     out.heading("Which family wins where");

@@ -18,6 +18,7 @@ use vigil_lab::report::table::{Table, format_table};
 
 use crate::UsageError;
 use crate::input::{read_text, shown};
+use crate::limits::fixed;
 use crate::output::{OutputDir, write_whole};
 
 /// Arguments of `vigil lab fleet`.
@@ -73,7 +74,7 @@ fn stop(x: Option<f64>) -> String {
 fn ms(x: Option<f64>) -> String {
     x.map_or_else(
         || "never".to_owned(),
-        |v| if v >= 10_000.0 { format!("{:.1} s", v / 1e3) } else { format!("{v:.0} ms") },
+        |v| if v >= 10_000.0 { format!("{} s", fixed(v / 1e3, 1)) } else { format!("{} ms", fixed(v, 0)) },
     )
 }
 
@@ -121,9 +122,9 @@ pub(crate) fn run_cmd(a: &FleetArgs, out: &mut dyn Write) -> Result<()> {
         };
         let trace = record(s, a.seed).map_err(|e| UsageError(format!("{}: {e}", s.name)))?;
         write_whole(path, trace.to_csv().as_bytes())?;
-        eprintln!("trace: {}", path.display());
+        say!("trace: {}", path.display());
     }
-    eprintln!("seed {}", a.seed);
+    say!("seed {}", a.seed);
     let mut results = Vec::new();
     for source in &sources {
         for setup in &setups {
@@ -140,7 +141,7 @@ pub(crate) fn run_cmd(a: &FleetArgs, out: &mut dyn Write) -> Result<()> {
     if let Some(dir) = &report_dir {
         let doc = report(&sources, &results, &table, a.seed);
         let page = crate::report::write(dir, &doc)?;
-        eprintln!("report: {}", page.display());
+        say!("report: {}", page.display());
     }
     if a.json {
         return crate::json::print(out, "lab fleet", &FleetJson { seed: a.seed, results: &results });

@@ -1,6 +1,7 @@
 //! Files and pipes the command reads whole: a path, or standard input for
 //! `-`, bounded before it is held, and checked to be text, with the line and
-//! byte of the first that is not.
+//! byte of the first that is not. A byte order mark at the start is not
+//! part of the text.
 
 use std::fs;
 use std::io::Read;
@@ -31,9 +32,14 @@ pub(crate) fn read_text(path: &Path, what: &str, max: u64, hint: &str) -> Result
     let mut bytes = Vec::new();
     reader.take(max + 1).read_to_end(&mut bytes).with_context(|| format!("reading {what} {name}"))?;
     if bytes.len() as u64 > max {
-        return Err(
-            UsageError(format!("{name}: larger than {} MiB, the most read for a {what}{hint}", max >> 20)).into()
-        );
+        return Err(UsageError(format!(
+            "{name}: larger than {}, the most read for a {what}{hint}",
+            crate::limits::binary_size(max)
+        ))
+        .into());
+    }
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
     }
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();

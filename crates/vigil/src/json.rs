@@ -42,7 +42,26 @@ struct Document<'a, T: Serialize> {
 
 /// The document for `command` (`"lab run"`), pretty-printed.
 pub(crate) fn to_string(command: &str, body: &impl Serialize) -> Result<String> {
-    Ok(serde_json::to_string_pretty(&Document { format_version: FORMAT_VERSION, command, body })?)
+    Ok(terminal_safe(&serde_json::to_string_pretty(&Document { format_version: FORMAT_VERSION, command, body })?))
+}
+
+/// JSON text with the characters a terminal would act on written as
+/// `\uXXXX` escapes: the same JSON value, safe to print. JSON escapes C0
+/// controls inside strings already, and nothing but whitespace lies
+/// outside them, so what is left to escape (DEL, C1 controls, the
+/// invisible characters that reorder text; see [`vigil_lab::text`]) is
+/// always inside a string.
+pub(crate) fn terminal_safe(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if vigil_lab::text::is_unsafe(c) && !matches!(c, '\n' | '\t' | '\r' | ' ') {
+            // Every such character is in the basic plane: one escape.
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Prints the document for `command` on `out`.
@@ -641,4 +660,20 @@ impl From<&Frontier> for FrontierOut {
 pub(crate) struct SimFrontier {
     pub(crate) frontier: FrontierOut,
     pub(crate) plot: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_safe_json_is_the_same_value_with_nothing_a_terminal_acts_on() {
+        let v = serde_json::json!({"name": "h\u{1b}[2J\u{9b}\u{7f}\u{202e}\u{feff}x", "n": [1, 2.5], "ok": "東京 φ"});
+        for text in [serde_json::to_string(&v).unwrap(), serde_json::to_string_pretty(&v).unwrap()] {
+            let safe = terminal_safe(&text);
+            assert!(!safe.chars().any(|c| vigil_lab::text::is_unsafe(c) && c != '\n'), "{safe:?}");
+            assert_eq!(serde_json::from_str::<serde_json::Value>(&safe).unwrap(), v);
+            assert!(safe.contains("\\u009b") && safe.contains("\\u202e") && safe.contains("東京 φ"), "{safe}");
+        }
+    }
 }

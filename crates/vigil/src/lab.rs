@@ -27,7 +27,7 @@ use vigil_lab::sweep::{Family, Point, default_families, format_value, frontier, 
 use vigil_lab::trace::Trace;
 
 use crate::input::{MAX_SCENARIO_BYTES, read_text, shown};
-use crate::limits::{check_memory, memory_budget};
+use crate::limits::{check_memory, fixed, memory_budget};
 use crate::output::OutputDir;
 use crate::report;
 use crate::{CheckFailed, UsageError};
@@ -127,7 +127,7 @@ impl Common {
 fn finish_report(dir: Option<&OutputDir>, doc: &Document) -> Result<()> {
     if let Some(dir) = dir {
         let page = report::write(dir, doc)?;
-        eprintln!("report: {}", page.display());
+        say!("report: {}", page.display());
     }
     Ok(())
 }
@@ -378,7 +378,7 @@ fn generate(s: &Scenario, common: &Common, traces: Option<usize>, bytes_per_hear
         "use fewer --traces",
     )?;
     let seed = common.seed;
-    eprintln!("scenario {}: {n} traces, seed {seed} (replay with --seed {seed})", s.name);
+    say!("scenario {}: {n} traces, seed {seed} (replay with --seed {seed})", s.name);
     Ok(s.generate(seed, n))
 }
 
@@ -421,7 +421,7 @@ fn check_traces(name: &str, traces: &[Trace], warmup: usize) -> Result<()> {
         })
         .sum();
     if long > 0 {
-        eprintln!(
+        say!(
             "vigil: note: {name}: {long} gap(s) between heartbeats are longer than {} ms; detectors with a window \
              record them as that, the longest a sample holds",
             MAX_SAMPLE.as_millis()
@@ -437,7 +437,7 @@ fn check_traces(name: &str, traces: &[Trace], warmup: usize) -> Result<()> {
 }
 
 fn fmt_ms(v: f64) -> String {
-    if v.is_nan() { "—".into() } else { format!("{v:.1}") }
+    fixed(v, 1)
 }
 
 fn default_detectors(period_ms: f64) -> Vec<String> {
@@ -498,9 +498,9 @@ fn qos_rows(specs: &[DetectorSpec], qos: &[Qos], detection: Option<&[Summary]>) 
                 q.mistakes.to_string(),
                 format!("{}/{}", q.traces_with_mistake, q.traces),
                 q.sampled_mistakes.to_string(),
-                format!("{:.1}", q.mistake_rate_per_hour),
+                fixed(q.mistake_rate_per_hour, 1),
                 fmt_ms(q.mistake_duration_ms.mean),
-                format!("{:.6}", q.query_accuracy),
+                fixed(q.query_accuracy, 6),
                 fmt_ms(td.mean),
                 fmt_ms(td.p50),
                 fmt_ms(td.p99),
@@ -634,7 +634,7 @@ fn sweep_cmd(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let chart = frontier_chart(&format!("Detection time against mistake rate: {name}"), axis, &points, Some(&front));
     let svg = chart.to_svg();
     let file = dir.write(&format!("sweep-{}.svg", sanitize(&name)), svg.as_bytes())?;
-    eprintln!("plot: {}", file.display());
+    say!("plot: {}", file.display());
     let (title, header, rows) = sweep_table(&name, &points, &front);
     if report_dir.is_some() {
         let mut doc = Document::new(&format!("vigil lab sweep: {name}"));
@@ -677,9 +677,9 @@ fn sweep_table(name: &str, points: &[Point], front: &[usize]) -> (String, [&'sta
                 p.family.clone(),
                 p.value.clone(),
                 fmt_ms(p.detection_ms),
-                format!("{:.1}", p.mistakes_per_hour),
+                fixed(p.mistakes_per_hour, 1),
                 format!("{}/{}", p.qos.traces_with_mistake, p.qos.traces),
-                format!("{:.6}", p.qos.query_accuracy),
+                fixed(p.qos.query_accuracy, 6),
             ]
         })
         .collect();
@@ -765,7 +765,7 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
         CheckFailed(format!(
             "no setting makes at most {} mistakes per hour on {name}; the fewest is {}",
             n(e.max_mistakes_per_hour),
-            e.fewest.map_or("none".into(), |p| format!("{} with {:.1} per hour", p.spec, p.mistakes_per_hour))
+            e.fewest.map_or("none".into(), |p| format!("{} with {} per hour", p.spec, fixed(p.mistakes_per_hour, 1)))
         ))
     })?;
     let best = &r.best;
@@ -786,20 +786,20 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
         ));
     }
     lines.push(format!(
-        "  mistakes: {:.2} per hour ({} in {:.2} h observed; {} of {} traces), mean duration {} ms, P_A {:.6}",
-        q.mistake_rate_per_hour,
+        "  mistakes: {} per hour ({} in {} h observed; {} of {} traces), mean duration {} ms, P_A {}",
+        fixed(q.mistake_rate_per_hour, 2),
         q.mistakes,
-        q.alive_hours,
+        fixed(q.alive_hours, 2),
         q.traces_with_mistake,
         q.traces,
         fmt_ms(q.mistake_duration_ms.mean),
-        q.query_accuracy
+        fixed(q.query_accuracy, 6)
     ));
     if let Some(rate) = r.unobserved_rate_bound() {
         lines.push(format!(
-            "  note: no mistakes were observed; with {:.2} h observed, a rate up to {} per hour is consistent with \
+            "  note: no mistakes were observed; with {} h observed, a rate up to {} per hour is consistent with \
              that (95%){}",
-            r.observed_hours,
+            fixed(r.observed_hours, 2),
             n((rate * 100.0).round() / 100.0),
             if r.observation_supports_bound() { "" } else { ", above the bound: observe longer to show it is met" }
         ));
@@ -807,7 +807,7 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
     let rows: Vec<Vec<String>> = r
         .best_per_family
         .iter()
-        .map(|p| vec![p.family.clone(), p.spec.clone(), fmt_ms(p.detection_ms), format!("{:.2}", p.mistakes_per_hour)])
+        .map(|p| vec![p.family.clone(), p.spec.clone(), fmt_ms(p.detection_ms), fixed(p.mistakes_per_hour, 2)])
         .collect();
     let header = ["family", "setting", "T_D (ms)", "λ_M (/h)"];
     let title = "best setting of each family within the bound";
@@ -847,13 +847,15 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
         return json::print(out, "lab recommend", &doc);
     }
     for l in &lines {
-        writeln!(out, "{l}")?;
+        writeln!(out, "{}", vigil_lab::text::escaped(l))?;
     }
     print_table(out, title, header.iter().map(|h| h.to_string()).collect(), rows)
 }
 
-/// Parses a duration with a unit: `250ms`, `30s`, `5min`, `2h`, `30d`; a bare
-/// number is milliseconds.
+/// Parses a duration with a unit: `250ms`, `30s`, `5min`, `2h`, `30d`. A
+/// bare number is refused: these flags' names carry no unit (as the flags
+/// that take a bare number do: `--timeout-ms`, `--duration SECS`), and a
+/// `30` meant as seconds must not be read as 30 ms.
 fn human_duration(flag: &str, text: &str) -> Result<f64> {
     let t = text.trim();
     // The unit is the trailing letters; an exponent (`1e4s`) is part of the
@@ -865,7 +867,15 @@ fn human_duration(flag: &str, text: &str) -> Result<f64> {
         .parse()
         .map_err(|_| UsageError(format!("{flag}: {} is not a duration like 250ms, 30s or 30d", quoted(text))))?;
     let scale = match unit.trim() {
-        "" | "ms" => 1.0,
+        "" => {
+            let n = Some(num.trim()).filter(|n| n.len() <= 20).unwrap_or("N");
+            return Err(UsageError(format!(
+                "{flag}: {} has no unit; write {n}ms, {n}s, {n}min, {n}h or {n}d",
+                quoted(text)
+            ))
+            .into());
+        }
+        "ms" => 1.0,
         "s" => 1e3,
         "min" | "m" => 60e3,
         "h" => 3.6e6,
@@ -912,21 +922,6 @@ fn configure_error(e: ChenError) -> anyhow::Error {
         _ => e.to_string(),
     };
     UsageError(message).into()
-}
-
-/// A figure of `lab configure`'s output: `decimals` places, exponent form
-/// when that would print nothing or run long, `∞` and `—` (not a number)
-/// as the lab's tables print them.
-fn figure(v: f64, decimals: usize) -> String {
-    if v.is_nan() {
-        "—".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "∞".into() } else { "−∞".into() }
-    } else if v != 0.0 && (v.abs() >= 1e15 || v.abs() < 0.5 * 10f64.powi(-(decimals as i32))) {
-        format!("{v:.3e}")
-    } else {
-        format!("{v:.decimals$}")
-    }
 }
 
 fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
@@ -980,7 +975,7 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
         let timeline = simulate_nfds(config.eta_ms, config.delta_ms, &network, a.simulate, a.seed)
             .map_err(|e| UsageError(e.to_string()))?;
         pb.finish_and_clear();
-        eprintln!(
+        say!(
             "simulated {} heartbeats in {:.1} s, seed {} (replay with --seed {})",
             a.simulate,
             started.elapsed().as_secs_f64(),
@@ -1019,49 +1014,49 @@ fn configure_cmd(a: &ConfigureArgs, out: &mut dyn Write) -> Result<()> {
         }
     )?;
     writeln!(out, "  network: loss {}, delay {}", crate::limits::number(a.loss), delay.describe())?;
-    writeln!(out, "  heartbeat interval η = {} ms", figure(config.eta_ms, 4))?;
+    writeln!(out, "  heartbeat interval η = {} ms", fixed(config.eta_ms, 4))?;
     writeln!(
         out,
         "  freshness shift δ = {} ms (suspect when no heartbeat i has arrived by iη + δ)",
-        figure(config.delta_ms, 4)
+        fixed(config.delta_ms, 4)
     )?;
     // With no mistakes predicted, E(T_MR) is infinite and E(T_M) undefined:
     // said in words, as the simulated column does.
     let no_mistakes = p.p_s == 0.0;
     let rows = vec![
-        vec!["T_D upper bound (ms)".into(), figure(req.max_detection_ms, 1), figure(p.max_detection_ms, 1), "—".into()],
+        vec!["T_D upper bound (ms)".into(), fixed(req.max_detection_ms, 1), fixed(p.max_detection_ms, 1), "—".into()],
         vec![
             "E(T_MR) (ms)".into(),
-            format!("≥ {}", figure(req.min_recurrence_ms, 1)),
-            if no_mistakes { "∞ (no mistakes)".into() } else { figure(p.mean_recurrence_ms, 1) },
+            format!("≥ {}", fixed(req.min_recurrence_ms, 1)),
+            if no_mistakes { "∞ (no mistakes)".into() } else { fixed(p.mean_recurrence_ms, 1) },
             sim.as_ref().map_or("—".into(), |q| {
-                if q.mistakes == 0 { "no mistakes".into() } else { figure(q.mean_recurrence_ms, 1) }
+                if q.mistakes == 0 { "no mistakes".into() } else { fixed(q.mean_recurrence_ms, 1) }
             }),
         ],
         vec![
             "E(T_M) (ms)".into(),
-            format!("≤ {}", figure(req.max_mistake_duration_ms, 1)),
-            if no_mistakes { "— (no mistakes)".into() } else { figure(p.mean_mistake_duration_ms, 3) },
+            format!("≤ {}", fixed(req.max_mistake_duration_ms, 1)),
+            if no_mistakes { "— (no mistakes)".into() } else { fixed(p.mean_mistake_duration_ms, 3) },
             sim.as_ref().map_or("—".into(), |q| fmt_ms(q.mistake_duration_ms.mean)),
         ],
         vec![
             "λ_M (/h)".into(),
             String::new(),
-            figure(p.mistake_rate_per_hour, 6),
+            fixed(p.mistake_rate_per_hour, 6),
             sim.as_ref().map_or("—".into(), |q| {
                 format!(
                     "{} ({} mistakes in {} h)",
-                    figure(q.mistake_rate_per_hour, 6),
+                    fixed(q.mistake_rate_per_hour, 6),
                     q.mistakes,
-                    figure(q.alive_hours, 1)
+                    fixed(q.alive_hours, 1)
                 )
             }),
         ],
         vec![
             "P_A".into(),
             String::new(),
-            figure(p.query_accuracy, 9),
-            sim.as_ref().map_or("—".into(), |q| figure(q.query_accuracy, 9)),
+            fixed(p.query_accuracy, 9),
+            sim.as_ref().map_or("—".into(), |q| fixed(q.query_accuracy, 9)),
         ],
     ];
     print_table(
@@ -1091,7 +1086,7 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
         "use fewer --traces",
     )?;
     let dir = OutputDir::prepare(&a.out, "--out")?;
-    eprintln!("vigil lab demo: seed {}, {} traces per scenario (replay with --seed {})", a.seed, a.traces, a.seed);
+    say!("vigil lab demo: seed {}, {} traces per scenario (replay with --seed {})", a.seed, a.traces, a.seed);
     let started = WallClock::now();
     let pb = ProgressBar::new_spinner();
     pb.enable_steady_tick(Duration::from_millis(120));
@@ -1108,8 +1103,13 @@ fn demo_cmd(a: &DemoArgs, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "{doc}")?;
     } else {
         write!(out, "{}", demo.to_text())?;
-        writeln!(out, "\nreport: {} (figures beside it); computed in {} ms", index.display(), computed.as_millis())?;
+        writeln!(
+            out,
+            "\nreport: {} (figures beside it); computed in {} ms",
+            vigil_lab::text::escaped(&index.display().to_string()),
+            computed.as_millis()
+        )?;
     }
-    eprintln!("done in {} ms", started.elapsed().as_millis());
+    say!("done in {} ms", started.elapsed().as_millis());
     Ok(())
 }

@@ -21,6 +21,22 @@ pub(crate) fn number(v: f64) -> String {
     if (1e-3..1e15).contains(&rounded.abs()) { format!("{rounded}") } else { format!("{rounded:e}") }
 }
 
+/// A figure of a table or a line of results, with `decimals` places (as
+/// `{:.N}`), but in exponent form where that would mislead: from 10¹⁵ on
+/// (1e308 is not 309 digits) and below what the places can show (2e-7 is
+/// not `0.0`). Not a number prints as `—`, infinities as `∞` and `−∞`.
+pub(crate) fn fixed(v: f64, decimals: usize) -> String {
+    if v.is_nan() {
+        "—".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "∞".into() } else { "−∞".into() }
+    } else if v != 0.0 && (v.abs() >= 1e15 || v.abs() < 0.5 * 10f64.powi(-(decimals as i32))) {
+        format!("{v:.3e}")
+    } else {
+        format!("{v:.decimals$}")
+    }
+}
+
 /// The memory a run may take: `--max-memory-gb`, or 80 % of what this
 /// process can have: the machine's memory, or the process's address-space
 /// limit (`ulimit -v`) if that is lower (8 GB if neither can be read).
@@ -51,6 +67,37 @@ pub(crate) fn memory_budget(flag: Option<f64>) -> Result<u64> {
             Ok(can_have / 10 * 8)
         }
     }
+}
+
+/// The most threads the parallel pool may be asked for (as many as `vigil
+/// sim frontier --threads` takes).
+const MAX_THREADS: usize = 256;
+
+/// Checks the environment variables that size the parallel pool (rayon's:
+/// `RAYON_NUM_THREADS`, and the older `RAYON_RS_NUM_CPUS`) before any
+/// command starts, so the pool is never built from a value rayon would
+/// ignore silently (`-1`, `4x`) or could not build (`100000000`). Unset,
+/// empty or `0` mean one thread per core.
+pub(crate) fn check_thread_env() -> Result<()> {
+    for name in ["RAYON_NUM_THREADS", "RAYON_RS_NUM_CPUS"] {
+        let Some(value) = std::env::var_os(name) else { continue };
+        let text = value.to_string_lossy();
+        // Exactly what rayon reads, or refused: it takes no sign and no
+        // space, and ignores anything else without a word.
+        match text.parse::<usize>() {
+            _ if text.is_empty() => {}
+            Ok(n) if n <= MAX_THREADS => {}
+            _ => {
+                return Err(UsageError(format!(
+                    "{name}: {} is not a number of threads from 1 to {MAX_THREADS} (0, empty or unset: one per \
+                     core)",
+                    vigil_lab::millis::quoted(&text)
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The largest `--max-memory-gb`.
@@ -89,6 +136,23 @@ pub(crate) fn bytes(b: f64) -> String {
     }
 }
 
+/// A limit in bytes, in the largest binary unit that shows it (`64 KiB`,
+/// `16 MiB`, `4096 bytes`): whole when it is a multiple of the unit, else
+/// to a tenth.
+pub(crate) fn binary_size(b: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if b >= size {
+            return if b.is_multiple_of(size) {
+                format!("{} {unit}", b / size)
+            } else {
+                format!("{:.1} {unit}", b as f64 / size as f64)
+            };
+        }
+    }
+    format!("{b} bytes")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +168,31 @@ mod tests {
         assert_eq!(number(123456789.125), "123456789.125");
         assert_eq!(number(f64::NAN), "NaN");
         assert_eq!(number(0.0), "0");
+    }
+
+    #[test]
+    fn limits_print_in_a_unit_that_shows_them() {
+        assert_eq!(binary_size(64 * 1024), "64 KiB");
+        assert_eq!(binary_size(16 * 1024 * 1024), "16 MiB");
+        assert_eq!(binary_size(512 * 1024 * 1024), "512 MiB");
+        assert_eq!(binary_size(4 << 30), "4 GiB");
+        assert_eq!(binary_size(1536 * 1024), "1.5 MiB");
+        assert_eq!(binary_size(4096), "4 KiB");
+        assert_eq!(binary_size(1000), "1000 bytes");
+    }
+
+    #[test]
+    fn figures_take_exponent_form_where_places_would_mislead() {
+        assert_eq!(fixed(1e308, 2), "1.000e308");
+        assert_eq!(fixed(-1e20, 0), "-1.000e20");
+        assert_eq!(fixed(2e-7, 1), "2.000e-7");
+        assert_eq!(fixed(0.04, 1), "4.000e-2");
+        assert_eq!(fixed(0.05, 1), "0.1");
+        assert_eq!(fixed(0.0, 1), "0.0");
+        assert_eq!(fixed(1234.5678, 2), "1234.57");
+        assert_eq!(fixed(999_999_999_999_999.0, 0), "999999999999999");
+        assert_eq!(fixed(f64::NAN, 1), "—");
+        assert_eq!(fixed(f64::INFINITY, 1), "∞");
+        assert_eq!(fixed(f64::NEG_INFINITY, 1), "−∞");
     }
 }

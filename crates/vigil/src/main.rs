@@ -3,10 +3,23 @@
 //! Thin: argument parsing, wiring and presentation. The detectors live in
 //! `vigil-detector`.
 
+// Standard output is written through `main`'s writer, which names its
+// errors; standard error through `say!`, which cannot panic.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+/// `eprintln!` that never panics: a closed or full standard error loses the
+/// line and nothing else (the command's result and exit status stay what
+/// they are). Every note, progress line and error goes through it.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::output::say(format_args!($($arg)*))
+    };
+}
 
 mod agent;
 mod client;
@@ -101,7 +114,8 @@ impl std::error::Error for UsageError {}
 
 /// Standard output, with its errors named as such: a full disk reads
 /// "standard output: No space left on device", not a bare OS message. The
-/// error's kind is kept (a closed pipe stays a closed pipe).
+/// error's kind is kept (a closed pipe stays a closed pipe), and it is known
+/// for standard output's (see [`closed_stdout`]).
 struct Named<W>(W);
 
 impl<W: Write> Write for Named<W> {
@@ -115,8 +129,20 @@ impl<W: Write> Write for Named<W> {
 }
 
 fn name_stdout(e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), format!("standard output: {e}"))
+    io::Error::new(e.kind(), StdoutError(e))
 }
+
+/// An error writing standard output.
+#[derive(Debug)]
+struct StdoutError(io::Error);
+
+impl std::fmt::Display for StdoutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "standard output: {}", self.0)
+    }
+}
+
+impl std::error::Error for StdoutError {}
 
 /// The command line, with every option value allowed to start with `-`: a
 /// negative or odd value (`--threshold -inf`, `--loss -1e-300`,
@@ -133,13 +159,29 @@ fn command() -> clap::Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
+    let matches = match command().try_get_matches() {
+        Ok(m) => m,
+        // A usage error quotes what was typed: shown through `say!`, so
+        // that an escape sequence in an argument is shown, not acted on.
+        Err(e) if e.use_stderr() => {
+            // The same error again without styles: the only escape
+            // sequences left in its text are the user's, which say! shows.
+            let plain = command().styles(clap::builder::Styles::plain()).try_get_matches();
+            let text = plain.err().map_or_else(|| e.render().to_string(), |p| p.render().ansi().to_string());
+            say!("{}", text.trim_end());
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+        Err(e) => e.exit(),
+    };
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(Named(stdout.lock()));
-    let result = match cli.command {
+    // The parallel pool is sized from the environment when first used:
+    // checked before anything runs.
+    let result = limits::check_thread_env().and_then(|()| match cli.command {
         Command::Replay(args) => replay::run(&args, &mut out),
         Command::Policies(args) => policies::run(&args, &mut out),
         Command::Lab(args) => lab::run(&args, &mut out),
@@ -150,13 +192,13 @@ fn main() -> ExitCode {
         Command::Events(args) => client::events(&args, &mut out),
         Command::Keys(args) => client::keys(&args, &mut out),
         Command::Keygen(args) => keys::keygen(&args, &mut out),
-    };
+    });
     let flushed = out.flush();
     match result.and_then(|()| flushed.map_err(anyhow::Error::from)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) if closed_stdout(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("vigil: {}", bounded(&format!("{err:#}")));
+            say!("vigil: {}", bounded(&format!("{err:#}")));
             if err.downcast_ref::<CheckFailed>().is_some() { ExitCode::from(1) } else { ExitCode::from(2) }
         }
     }
@@ -179,7 +221,14 @@ fn bounded(message: &str) -> String {
         .join("\n")
 }
 
-/// A closed pipe downstream (`vigil replay ... | head`) is not an error.
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe))
+/// Standard output closed by its reader (`vigil replay ... | head`): the
+/// reader has taken what it wanted, which is not an error. Only standard
+/// output's: a pipe the user named as a file (`--write-trace FIFO`) whose
+/// reader went away is an error like any other.
+pub(crate) fn closed_stdout(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<io::Error>().is_some_and(|e| {
+            e.kind() == io::ErrorKind::BrokenPipe && e.get_ref().is_some_and(|inner| inner.is::<StdoutError>())
+        })
+    })
 }

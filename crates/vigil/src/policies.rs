@@ -81,7 +81,7 @@ fn part_one(args: &DemoArgs, out: &mut impl Write) -> Result<()> {
                 q.mistakes.to_string(),
                 format!("{}/{}", q.traces_with_mistake, q.traces),
                 at_change.to_string(),
-                if detection.is_nan() { "never".into() } else { format!("{detection:.1}") },
+                if detection.is_nan() { "never".into() } else { crate::limits::fixed(detection, 1) },
             ]
         })
         .collect();

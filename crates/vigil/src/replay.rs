@@ -239,7 +239,7 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
     if backwards_total > 0 {
         let shown: Vec<String> = backwards.iter().map(|n| n.to_string()).collect();
         let more = if backwards_total > backwards.len() { ", ..." } else { "" };
-        eprintln!(
+        say!(
             "vigil: note: {backwards_total} heartbeat(s) earlier than the previous one were ignored (line {}{more})",
             shown.join(", ")
         );
@@ -247,7 +247,7 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
     if same_total > 0 {
         let shown: Vec<String> = same.iter().map(|n| n.to_string()).collect();
         let more = if same_total > same.len() as u64 { ", ..." } else { "" };
-        eprintln!(
+        say!(
             "vigil: note: {same_total} heartbeat(s) at the same time as the previous one were recorded as 0 ms \
              intervals, which teach a model that heartbeats come at once (line {}{more})",
             shown.join(", ")
@@ -258,7 +258,7 @@ pub(crate) fn run(args: &ReplayArgs, out: &mut impl Write) -> Result<()> {
     if clamped > 0 {
         let shown: Vec<String> = long.iter().map(|n| n.to_string()).collect();
         let more = if clamped > long.len() as u64 { ", ..." } else { "" };
-        eprintln!(
+        say!(
             "vigil: note: {clamped} interval(s) longer than {} ms were recorded as {} ms, the longest a window \
              sample holds (line {}{more})",
             MAX_SAMPLE.as_millis(),

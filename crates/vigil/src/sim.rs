@@ -14,7 +14,7 @@ use vigil_lab::report::table::{Table, format_table};
 use vigil_sim::{Fault, Protocol, Report, Scenario, Sealing, Sim, frontier};
 
 use crate::input::{MAX_SCENARIO_BYTES, read_text, shown};
-use crate::limits::{check_memory, memory_budget, number};
+use crate::limits::{check_memory, fixed, memory_budget, number};
 use crate::output::OutputDir;
 use crate::{CheckFailed, UsageError};
 
@@ -411,7 +411,7 @@ fn simulate(s: &Scenario, label: &str) -> Result<Report> {
 }
 
 fn ms(v: f64) -> String {
-    if v.is_nan() { "—".into() } else { format!("{v:.0}") }
+    fixed(v, 0)
 }
 
 /// Refuses a scenario whose memory estimate exceeds the budget.
@@ -434,7 +434,7 @@ fn warn_if_long(s: &Scenario) {
     let node_seconds = s.nodes as f64 * s.duration.as_secs_f64();
     let wall = node_seconds / NODE_SECONDS_PER_SECOND;
     if wall > 60.0 {
-        eprintln!(
+        say!(
             "note: {} node-seconds to simulate; expect about {:.0} minutes (a shorter --duration or fewer --nodes is \
              faster)",
             number(node_seconds.round()),
@@ -447,7 +447,7 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let s = scenario(a)?;
     check_sim_memory(&s, memory_budget(a.max_memory_gb)?, "--nodes")?;
     warn_if_long(&s);
-    eprintln!(
+    say!(
         "simulating {} ({} nodes, {:?}, {} s virtual), seed {} (replay with --seed {})",
         s.name,
         s.nodes,
@@ -458,7 +458,7 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     );
     let started = WallClock::now();
     let r = simulate(&s, "simulating")?;
-    eprintln!("done in {:.2} s", started.elapsed().as_secs_f64());
+    say!("done in {:.2} s", started.elapsed().as_secs_f64());
     // A fault that found nothing to act on is said, not silently dropped.
     for &k in &r.ineffective_faults {
         if let Some(f) = s.faults.get(k) {
@@ -469,41 +469,70 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
                 }
                 _ => (f.kind().to_owned(), "there was nothing to act on"),
             };
-            eprintln!("note: faults[{k}] ({what} at {} s) changed nothing: {why}", number(f.at().as_secs_f64()));
+            say!("note: faults[{k}] ({what} at {} s) changed nothing: {why}", number(f.at().as_secs_f64()));
         }
     }
-    if a.json {
-        json::print(out, "sim run", &json::SimRun { scenario: &s, report: (&r).into() })?;
+    let printed = print_run(&s, &r, a.json, out);
+    if !r.violations.is_empty() {
+        // A reader that closed standard output early does not hide a failed
+        // check: the status is still 1.
+        if let Err(e) = printed
+            && !crate::closed_stdout(&e)
+        {
+            return Err(e);
+        }
+        let shown: Vec<String> = r
+            .violations
+            .first
+            .iter()
+            .map(|v| format!("{} ms: {}: {}", fixed(v.at_ms, 0), v.checker, v.detail))
+            .collect();
+        let more = r.violations.total - shown.len() as u64;
+        let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+        return Err(
+            CheckFailed(format!("{} checker violation(s): {}{more}", r.violations.total, shown.join("; "))).into()
+        );
+    }
+    printed
+}
+
+/// Prints `sim run`'s report, as a table or JSON.
+fn print_run(s: &Scenario, r: &Report, json: bool, out: &mut dyn Write) -> Result<()> {
+    if json {
+        json::print(out, "sim run", &json::SimRun { scenario: s, report: r.into() })?;
     } else {
         let mut rows = vec![
             vec![
                 "false suspicions".into(),
-                format!("{} ({:.2} per member-hour)", r.false_suspicions, r.false_suspicions_per_member_hour),
+                format!("{} ({} per member-hour)", r.false_suspicions, fixed(r.false_suspicions_per_member_hour, 2)),
             ],
             vec![
                 "false deaths".into(),
                 format!(
-                    "{} ({:.2} per member-hour; {} outside the liveness envelope)",
-                    r.false_deaths, r.false_deaths_per_member_hour, r.false_deaths_outside_envelope
+                    "{} ({} per member-hour; {} outside the liveness envelope)",
+                    r.false_deaths,
+                    fixed(r.false_deaths_per_member_hour, 2),
+                    r.false_deaths_outside_envelope
                 ),
             ],
             vec!["accusations (suspicions started)".into(), r.totals.accusations.to_string()],
             vec!["suspicions refuted".into(), r.refuted.to_string()],
             vec!["path problems".into(), r.path_problems.to_string()],
             vec!["probes".into(), r.totals.probes.to_string()],
-            vec!["messages per member-second".into(), format!("{:.2}", r.messages_per_member_second)],
-            vec!["bytes per member-second".into(), format!("{:.0}", r.bytes_per_member_second)],
+            vec!["messages per member-second".into(), fixed(r.messages_per_member_second, 2)],
+            vec!["bytes per member-second".into(), fixed(r.bytes_per_member_second, 0)],
             vec![
                 "steady load (before any fault)".into(),
                 format!(
-                    "{:.2} messages, {:.0} bytes per member-second",
-                    r.steady.messages_per_member_second, r.steady.bytes_per_member_second
+                    "{} messages, {} bytes per member-second",
+                    fixed(r.steady.messages_per_member_second, 2),
+                    fixed(r.steady.bytes_per_member_second, 0)
                 ),
             ],
             vec!["views disagreeing at the end".into(), r.final_disagreements.to_string()],
         ];
         if let Some(c) = r.converged_ms {
-            rows.push(vec!["converged at".into(), format!("{c:.0} ms")]);
+            rows.push(vec!["converged at".into(), format!("{} ms", fixed(c, 0))]);
         }
         let sealing = &r.sealing;
         if sealing.sealed > 0 || sealing.replays_injected > 0 || !sealing.rejected.is_empty() {
@@ -527,14 +556,14 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
                 rows.push(vec![
                     format!("{} (fault {}), {when}", w.kind, w.fault),
                     format!(
-                        "{:.0}–{:.0} ms: {} false suspicions, {} false deaths, {} probes, {:.2} msgs and {:.0} B per member-second",
-                        st.from_ms,
-                        st.to_ms,
+                        "{}–{} ms: {} false suspicions, {} false deaths, {} probes, {} msgs and {} B per member-second",
+                        fixed(st.from_ms, 0),
+                        fixed(st.to_ms, 0),
                         st.totals.false_suspicions,
                         st.totals.false_deaths,
                         st.totals.probes,
-                        st.messages_per_member_second,
-                        st.bytes_per_member_second
+                        fixed(st.messages_per_member_second, 2),
+                        fixed(st.bytes_per_member_second, 0)
                     ),
                 ]);
             }
@@ -550,11 +579,13 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
         }
         for c in &r.crashes {
             let extra = match (c.extra_messages_per_member, c.extra_bytes_per_member) {
-                (Some(m), Some(b)) => format!("; {m:.1} extra datagrams and {b:.0} extra bytes per member in 30 s"),
+                (Some(m), Some(b)) => {
+                    format!("; {} extra datagrams and {} extra bytes per member in 30 s", fixed(m, 1), fixed(b, 0))
+                }
                 _ => String::new(),
             };
             rows.push(vec![
-                format!("crash of node {} at {:.0} ms", c.node, c.at_ms),
+                format!("crash of node {} at {} ms", c.node, fixed(c.at_ms, 0)),
                 format!(
                     "{} of {} survivors; first {} ms, median {} ms, last {} ms{extra}",
                     c.detected_by,
@@ -572,15 +603,6 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
             rows,
         };
         write!(out, "{}", format_table(&t))?;
-    }
-    if !r.violations.is_empty() {
-        let shown: Vec<String> =
-            r.violations.first.iter().map(|v| format!("{:.0} ms: {}: {}", v.at_ms, v.checker, v.detail)).collect();
-        let more = r.violations.total - shown.len() as u64;
-        let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
-        return Err(
-            CheckFailed(format!("{} checker violation(s): {}{more}", r.violations.total, shown.join("; "))).into()
-        );
     }
     Ok(())
 }
@@ -615,21 +637,21 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
     let mut results = Vec::new();
     for s in scenarios {
         let n = s.nodes;
-        eprintln!("N = {n}: seed {} (replay with --seed {})", a.seed, a.seed);
+        say!("N = {n}: seed {} (replay with --seed {})", a.seed, a.seed);
         let started = WallClock::now();
         let r = simulate(&s, &format!("N = {n}"))?;
         let wall = started.elapsed().as_secs_f64();
         let c = r.crashes.first().cloned();
         rows.push(vec![
             n.to_string(),
-            format!("{:.2}", r.messages_per_member_second),
-            format!("{:.0}", r.bytes_per_member_second),
+            fixed(r.messages_per_member_second, 2),
+            fixed(r.bytes_per_member_second, 0),
             c.as_ref().map_or("—".into(), |c| ms(c.first_ms)),
             c.as_ref().map_or("—".into(), |c| ms(c.median_ms)),
             c.as_ref().map_or("—".into(), |c| ms(c.max_ms)),
             c.as_ref().map_or("—".into(), |c| ms(c.max_ms - c.first_ms)),
             r.false_deaths.to_string(),
-            format!("{wall:.1}"),
+            fixed(wall, 1),
         ]);
         results.push((n, r, wall));
     }
@@ -650,7 +672,7 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
     .with_series(Series::new("dissemination: last − first (s)", pts(&spread)).with_style(Style::LinePoints))
     .with_series(Series::new("messages per member-second", pts(&msgs)).with_style(Style::LinePoints).with_dashed(true));
     let file = dir.write("sim-scale.svg", chart.to_svg().as_bytes())?;
-    eprintln!("plot: {}", file.display());
+    say!("plot: {}", file.display());
     if a.json {
         let runs = results
             .iter()
@@ -708,7 +730,7 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
         "use fewer --threads or --nodes",
     )?;
     let dir = OutputDir::prepare(&a.out, "--out")?;
-    eprintln!(
+    say!(
         "sweeping {} settings ({} runs, {threads} threads) at N = {}, seed {} (replay with --seed {})",
         spec.settings.len(),
         spec.runs(),
@@ -725,9 +747,9 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
     pb.set_message("simulating");
     let f = frontier::run(&spec, &|done, _| pb.set_position(done as u64)).map_err(|e| UsageError(e.to_string()))?;
     pb.finish_and_clear();
-    eprintln!("done in {:.1} s", started.elapsed().as_secs_f64());
+    say!("done in {:.1} s", started.elapsed().as_secs_f64());
     let file = dir.write("sim-frontier.svg", frontier_chart(&f).to_svg().as_bytes())?;
-    eprintln!("plot: {}", file.display());
+    say!("plot: {}", file.display());
     if a.json {
         return json::print(
             out,
@@ -735,15 +757,15 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
             &json::SimFrontier { frontier: (&f).into(), plot: file.display().to_string() },
         );
     }
-    let secs = |ms: f64| if ms.is_nan() { "—".to_string() } else { format!("{:.2}", ms / 1e3) };
+    let secs = |ms: f64| fixed(ms / 1e3, 2);
     let rows = f
         .points
         .iter()
         .map(|p| {
             vec![
                 p.label.clone(),
-                format!("{:.2}", p.messages_per_member_second),
-                format!("{:.0}", p.bytes_per_member_second),
+                fixed(p.messages_per_member_second, 2),
+                fixed(p.bytes_per_member_second, 0),
                 format!("{}{}", secs(p.detection_median_ms), if p.detected_by_all { "" } else { " (not all)" }),
                 secs(p.detection_max_ms),
                 p.loss_false_suspicions.to_string(),
@@ -783,9 +805,9 @@ fn frontier_cmd(a: &FrontierArgs, out: &mut dyn Write) -> Result<()> {
             let classic = &f.points[c];
             let cost = |p: &vigil_sim::frontier::Point| {
                 format!(
-                    "{:.2} msgs, {:.0} B, {} false susp., {} s",
-                    p.messages_per_member_second,
-                    p.bytes_per_member_second,
+                    "{} msgs, {} B, {} false susp., {} s",
+                    fixed(p.messages_per_member_second, 2),
+                    fixed(p.bytes_per_member_second, 0),
                     p.loss_false_suspicions,
                     secs(p.detection_median_ms)
                 )

@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use crate::text::escaped;
+
 /// A table of results: formatted cells under a header.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Table {
@@ -32,6 +34,15 @@ impl Table {
 /// assert_eq!(format_table(&t), "Results\n  detector  T_D (ms)\n  --------  --------\n  akka        1200.5\n");
 /// ```
 pub fn format_table(t: &Table) -> String {
+    // Names from the user (a scenario's, a file's, a member's) are shown,
+    // never acted on by the terminal.
+    let shown = |cells: &[String]| cells.iter().map(|c| escaped(c).into_owned()).collect::<Vec<_>>();
+    let t = &Table {
+        id: String::new(),
+        title: escaped(&t.title).into_owned(),
+        header: shown(&t.header),
+        rows: t.rows.iter().map(|r| shown(r)).collect(),
+    };
     let cols = t.header.len();
     let width = |i: usize| {
         t.rows
@@ -77,4 +88,26 @@ pub fn format_table(t: &Table) -> String {
         line(r, &mut out);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_terminal_would_act_on_is_shown_in_every_cell() {
+        let t = Table::new(
+            "t",
+            "run \u{1b}]0;title\u{7}",
+            &["name\u{9b}"],
+            vec![vec!["h\u{1b}[2J".into()], vec!["\u{202e}abc".into()]],
+        );
+        let text = format_table(&t);
+        assert!(!text.chars().any(|c| crate::text::is_unsafe(c) && c != '\n'), "{text:?}");
+        assert!(text.starts_with("run \\u{1b}]0;title\\u{7}\n"), "{text}");
+        assert!(
+            text.contains("h\\u{1b}[2J") && text.contains("\\u{202e}abc") && text.contains("name\\u{9b}"),
+            "{text}"
+        );
+    }
 }
