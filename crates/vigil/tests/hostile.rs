@@ -125,6 +125,8 @@ fn every_class_against_every_command() {
     let beats_bom = file("beats-bom.csv", "\u{feff}0,hb\n1000,hb\n2000,hb\n");
     let beats_quoted = file("beats-quoted.csv", "0,hb\n\"1000\",hb\n");
     let big_key = file("big.key", &"0".repeat(100 * 1024));
+    // A secret: readable by its owner only, or refused for that first.
+    std::fs::set_permissions(&big_key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let huge_jitter = file(
         "jitter.toml",
         &lab_toml("jitter = { kind = \"uniform\", ms = 1e308 }", 50, "{ kind = \"constant\", ms = 1 }"),
