@@ -292,3 +292,42 @@ async fn hostile_frames_and_oversized_datagrams_are_refused_and_counted() {
         assert!(suspected.is_none(), "m{i} suspected someone: {suspected:?}");
     }
 }
+
+/// A partition far longer than tombstones once lasted (two minutes): m4 cut
+/// off from the other four for 300 s, each side declaring the other dead
+/// and trying to reconnect to one of its dead every 10 s; once healed, one
+/// view within 60 s. The simulator runs the same fault
+/// (`crates/vigil-sim/tests/partitions.rs`,
+/// `one_member_of_five_cut_off_for_300_s_comes_back`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_300_s_partition_heals_into_one_view_within_60_s() {
+    let all = cluster(5, None).await;
+    assert!(until_all(&all, Duration::from_secs(10), |v| alive(v) == 4).await, "5 members converge");
+    let mut watch: Vec<Events> = all.iter().map(Cluster::events).collect();
+    let m4 = all[4].local_addr();
+    let others: Vec<SocketAddr> = all[..4].iter().map(Cluster::local_addr).collect();
+    all[4].block(others).await;
+    for m in &all[..4] {
+        m.block(vec![m4]).await;
+    }
+    let cut = Instant::now();
+    assert!(
+        until_all(&all[..4], Duration::from_secs(30), |v| v
+            .iter()
+            .any(|m| m.id.name == "m4" && m.status == Status::Dead))
+        .await,
+        "the four declare m4 dead"
+    );
+    assert!(until_all(&all[4..], Duration::from_secs(60), |v| alive(v) == 0).await, "m4 declares the four dead");
+    sleep(Duration::from_secs(300).saturating_sub(cut.elapsed())).await;
+    for m in &all {
+        m.block(Vec::new()).await;
+    }
+    let healed = Instant::now();
+    assert!(until_all(&all, Duration::from_secs(60), |v| alive(v) == 4).await, "one view within 60 s of the heal");
+    println!("300 s partition of m4: one view {:.1} s after the heal", healed.elapsed().as_secs_f64());
+    for (i, w) in watch.iter_mut().enumerate() {
+        let reaped = event(w, Duration::from_millis(10), |e| matches!(e, Event::Reaped { .. })).await;
+        assert!(reaped.is_none(), "m{i} reaped a member it should have kept: {reaped:?}");
+    }
+}
