@@ -41,10 +41,6 @@ pub(crate) struct Member {
     pub(crate) status: Status,
     /// When the status last changed.
     pub(crate) since: Instant,
-    /// Where its packets come from when that is not `addr` (a NAT, a
-    /// second interface), once it proved it: it answered, from there, a
-    /// ping sent to `addr`.
-    pub(crate) source: Option<SocketAddr>,
     /// Its tags, once a rumour carried them, and the incarnation they were
     /// carried at; boxed, so a member without tags costs one pointer.
     tags: Option<Box<(Tags, u64)>>,
@@ -101,6 +97,10 @@ pub(crate) struct MemberTable {
     tombstones: BTreeSet<(Instant, u32)>,
     /// Changes whenever a member joins or leaves the ring.
     ring_version: u64,
+    /// Where members' packets come from, for the few for whom that is not
+    /// their address (a NAT, a second interface), once they proved it: they
+    /// answered, from there, a ping sent to their address.
+    sources: HashMap<Arc<str>, SocketAddr>,
 }
 
 impl MemberTable {
@@ -113,6 +113,7 @@ impl MemberTable {
             ring: Vec::new(),
             tombstones: BTreeSet::new(),
             ring_version: 0,
+            sources: HashMap::new(),
         }
     }
 
@@ -196,7 +197,6 @@ impl MemberTable {
             incarnation,
             status,
             since: now,
-            source: None,
             tags: None,
             live_at: NOT_LIVE,
         };
@@ -230,10 +230,11 @@ impl MemberTable {
         let m = self.slots.get_mut(slot as usize)?.as_mut()?;
         let before = (m.status, m.since);
         m.incarnation = incarnation;
-        if m.addr != addr {
-            m.source = None;
-        }
+        let moved = m.addr != addr;
         m.addr = addr;
+        if moved {
+            self.sources.remove(name);
+        }
         if m.status != status {
             m.status = status;
             m.since = now;
@@ -244,11 +245,17 @@ impl MemberTable {
 
     /// Records that `name`'s packets come from `source` (it proved it).
     pub(crate) fn set_source(&mut self, name: &str, source: SocketAddr) {
-        if let Some(m) =
-            self.index.get(name).and_then(|&slot| self.slots.get_mut(slot as usize)).and_then(Option::as_mut)
-        {
-            m.source = (m.addr != source).then_some(source);
+        let Some(m) = self.get(name) else { return };
+        if m.addr != source {
+            let key = m.name.clone();
+            self.sources.insert(key, source);
         }
+    }
+
+    /// Where `name`'s packets come from, when that is not its address and
+    /// it proved it.
+    pub(crate) fn source_of(&self, name: &str) -> Option<SocketAddr> {
+        self.sources.get(name).copied()
     }
 
     /// Records the tags a rumour carried about a known member at
@@ -284,6 +291,7 @@ impl MemberTable {
             self.tombstones.remove(&(before.1, slot));
         }
         self.index.remove(name);
+        self.sources.remove(name);
         self.free.push(slot);
         self.slots.get_mut(slot as usize)?.take()
     }

@@ -620,10 +620,9 @@ impl Node {
     /// one) at the address this node knows it by, or a seed. Anything else
     /// is a stranger's (see `introductions.rs`).
     fn vouched(&self, from: SocketAddr, packet: &Packet) -> bool {
-        let known = self
-            .members
-            .get(&packet.from.name)
-            .is_some_and(|m| (m.addr == from || m.source == Some(from)) && packet.from.generation >= m.generation);
+        let known = self.members.get(&packet.from.name).is_some_and(|m| {
+            (m.addr == from || self.members.source_of(&m.name) == Some(from)) && packet.from.generation >= m.generation
+        });
         known || self.seeds.contains(&from)
     }
 
@@ -874,9 +873,11 @@ impl Node {
             return;
         }
         self.monitor.sync(&self.members, &self.me.name, now);
-        // Alone with seeds: go back to them (the first time at once after
-        // the back-off, which grows while nobody answers).
-        if self.members.live_count() == 0 && !self.seeds.is_empty() && self.timers.get(Timer::Rejoin).is_none() {
+        // Alone with seeds: go back to them, after a back-off that grows
+        // while nobody answers and starts again from 1 s once someone did.
+        if self.members.live_count() > 0 {
+            self.join_backoff = JOIN_RETRY_FIRST;
+        } else if !self.seeds.is_empty() && self.timers.get(Timer::Rejoin).is_none() {
             self.timers.set(Timer::Rejoin, Some(now.saturating_add(self.join_backoff)));
         }
         self.timers.set(Timer::Probes, self.probes.next_deadline());

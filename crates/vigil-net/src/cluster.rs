@@ -259,7 +259,7 @@ impl Builder {
             self.net.clone(),
             cmd_rx,
             events.clone(),
-            self.seed_names.clone(),
+            (self.seeds.clone(), self.seed_names.clone()),
         );
         let task = tokio::spawn(driver.run());
         Ok(Cluster {

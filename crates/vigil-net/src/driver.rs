@@ -148,7 +148,9 @@ pub(crate) struct Driver {
     answers: std::collections::HashMap<SocketAddr, oneshot::Sender<Vec<u8>>>,
     /// Addresses cut off by an injected fault.
     blocked: std::collections::HashSet<SocketAddr>,
-    /// The seeds as given, resolved again when the member is alone.
+    /// The seeds as given: by address, and by name (resolved again when the
+    /// member is alone).
+    seed_addrs: Vec<SocketAddr>,
     seed_names: Vec<String>,
     /// Whether a resolution of the seed names is under way, and when one
     /// may start again while no seed resolved.
@@ -177,8 +179,9 @@ impl Driver {
         net: NetConfig,
         cmd: mpsc::Receiver<Command>,
         events: broadcast::Sender<ClusterEvent>,
-        seed_names: Vec<String>,
+        seeds: (Vec<SocketAddr>, Vec<String>),
     ) -> Driver {
+        let (seed_addrs, seed_names) = seeds;
         let budget = Arc::new(Semaphore::new(net.frame_budget));
         Driver {
             node,
@@ -194,6 +197,7 @@ impl Driver {
             shared: Arc::new(Shared::default()),
             answers: std::collections::HashMap::new(),
             blocked: std::collections::HashSet::new(),
+            seed_addrs,
             seed_names,
             resolving: false,
             next_resolution: tokio::time::Instant::now() + SEED_RETRY,
@@ -246,8 +250,10 @@ impl Driver {
                     }
                     self.node.handle_send_error(self.clock.now(), to);
                 }
-                Some(seeds) = seeds_rx.recv() => {
+                Some(resolved) = seeds_rx.recv() => {
                     self.resolving = false;
+                    let mut seeds = self.seed_addrs.clone();
+                    seeds.extend(resolved);
                     if !seeds.is_empty() {
                         self.node.set_seeds(self.clock.now(), &seeds);
                     }
