@@ -13,7 +13,7 @@
 //!   ([`MemberTable::successors`], [`MemberTable::predecessors`]); its
 //!   version changes whenever its membership does;
 //! - the **tombstones** (dead and left members) ordered by the time they
-//!   died, for garbage collection and re-announcements.
+//!   died, for reaping and reconnection attempts.
 //!
 //! Members live in a slab in insertion order, so iteration is deterministic,
 //! with a hash index by name; names are shared (`Arc<str>`), so a simulator

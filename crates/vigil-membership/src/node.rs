@@ -713,7 +713,7 @@ impl Node {
                 }
             }
             Message::PushPull { reply, members } => {
-                // A short push-pull is a re-announcement: answer with the
+                // A short push-pull is a reconnection attempt: answer with the
                 // full view and ask for the sender's.
                 let short = members.len() <= 2;
                 for mut u in members {
