@@ -129,10 +129,21 @@ pub(crate) struct AgentArgs {
     /// default 1000).
     #[arg(long, value_name = "N")]
     event_history: Option<usize>,
+    /// How often to try to reconnect to one member believed dead (a
+    /// duration with its unit: 10s, 1min; default 10s, 30s on wan).
+    #[arg(long, value_name = "DURATION")]
+    reconnect_interval: Option<String>,
+    /// How long a dead member is tried, then reaped (default 24h).
+    #[arg(long, value_name = "DURATION")]
+    reconnect_timeout: Option<String>,
+    /// How long a member that left is remembered, then reaped (default 24h).
+    #[arg(long, value_name = "DURATION")]
+    tombstone_timeout: Option<String>,
     /// A TOML file with the same settings (`name`, `bind`, `advertise`,
     /// `join`, `key_file`, `seal_mode`, `preset`, `cluster`, `data_dir`,
     /// `datagram_budget`, `log_level`, `http`, `http_token_file`, `http_hosts`,
-    /// `record_arrivals`, `event_history`, `watch`, a `[tags]` table and a
+    /// `record_arrivals`, `event_history`, `watch`, `reconnect_interval`,
+    /// `reconnect_timeout`, `tombstone_timeout`, a `[tags]` table and a
     /// `[policies]` table of name = threshold); flags override it, tag by
     /// tag and policy by policy.
     #[arg(long, value_name = "FILE")]
@@ -206,6 +217,9 @@ struct FileSettings {
     tags: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     policies: std::collections::BTreeMap<String, f64>,
+    reconnect_interval: Option<String>,
+    reconnect_timeout: Option<String>,
+    tombstone_timeout: Option<String>,
 }
 
 /// Where a setting came from, for errors.
@@ -362,6 +376,9 @@ async fn reload(a: &AgentArgs, started: &FileSettings, member: &Cluster) {
         ("policies", &file.policies, &started.policies),
         ("watch", &file.watch, &started.watch),
         ("log_level", &file.log_level, &started.log_level),
+        ("reconnect_interval", &file.reconnect_interval, &started.reconnect_interval),
+        ("reconnect_timeout", &file.reconnect_timeout, &started.reconnect_timeout),
+        ("tombstone_timeout", &file.tombstone_timeout, &started.tombstone_timeout),
     ] {
         if differ(now, then) {
             restart.push(name);
@@ -467,6 +484,21 @@ pub(crate) fn run(a: &AgentArgs) -> Result<()> {
         .or_else(|| file.data_dir.clone().map(|d| (d, origin(false, "data_dir", file_path))));
     let tags = tags(&a.tags, &file.tags, file_path)?;
     let mut config = config;
+    for (name, flag, from_file) in [
+        ("reconnect_interval", &a.reconnect_interval, &file.reconnect_interval),
+        ("reconnect_timeout", &a.reconnect_timeout, &file.reconnect_timeout),
+        ("tombstone_timeout", &a.tombstone_timeout, &file.tombstone_timeout),
+    ] {
+        let Some((text, from)) = pick(flag, from_file, name) else { continue };
+        let ms = crate::lab::human_duration(&from, &text)?;
+        let d = Duration::from_secs_f64(ms / 1e3);
+        match name {
+            "reconnect_interval" => config.reconnect_interval = d,
+            "reconnect_timeout" => config.reconnect_timeout = d,
+            _ => config.tombstone_timeout = d,
+        }
+        config.validate().map_err(|e| UsageError(format!("{from}: {e}")))?;
+    }
     if let Some(budget) = a.datagram_budget.or(file.datagram_budget) {
         config.datagram_budget = budget;
         config.validate().map_err(|e| {

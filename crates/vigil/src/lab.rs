@@ -856,7 +856,7 @@ fn recommend_cmd(a: &RecommendArgs, out: &mut dyn Write) -> Result<()> {
 /// bare number is refused: these flags' names carry no unit (as the flags
 /// that take a bare number do: `--timeout-ms`, `--duration SECS`), and a
 /// `30` meant as seconds must not be read as 30 ms.
-fn human_duration(flag: &str, text: &str) -> Result<f64> {
+pub(crate) fn human_duration(flag: &str, text: &str) -> Result<f64> {
     let t = text.trim();
     // The unit is the trailing letters; an exponent (`1e4s`) is part of the
     // number.

@@ -221,7 +221,15 @@ fn bad_settings_exit_2_naming_the_setting() {
     std::fs::create_dir_all(&frozen).unwrap();
     std::fs::write(frozen.join("generation"), format!("{}\n", u64::MAX)).unwrap();
     let fresh = dir.join("fresh-data");
-    let cases: [(Vec<&str>, &str); 25] = [
+    let cases: [(Vec<&str>, &str); 27] = [
+        (
+            vec!["agent", "--name", "x", "--reconnect-timeout", "30"],
+            "--reconnect-timeout: '30' has no unit; write 30ms",
+        ),
+        (
+            vec!["agent", "--name", "x", "--reconnect-interval", "2d"],
+            "reconnect_interval is 172800s, expected more than zero and at most a day",
+        ),
         (vec!["agent", "--name", "x"], "0.0.0.0:7946: other hosts can reach this member"),
         (vec!["agent", "--name", "x", "--bind", "10.1.2.3:7946"], "say --plaintext to run so"),
         (
