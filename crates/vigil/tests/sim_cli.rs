@@ -51,6 +51,7 @@ fn a_crash_from_flags_is_reported_as_json_and_reproducible() {
             "false_suspicions_per_member_hour",
             "fault_windows",
             "final_disagreements",
+            "heals",
             "ineffective_faults",
             "log_hash",
             "messages_by_kind",
