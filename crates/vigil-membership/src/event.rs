@@ -132,3 +132,48 @@ pub enum Event {
         late: Duration,
     },
 }
+
+/// One line for a person: what happened, to whom.
+///
+/// ```
+/// use vigil_membership::{Event, NodeId};
+///
+/// let e = Event::Dead { id: NodeId::new("b", 7), by: NodeId::new("c", 1) };
+/// assert_eq!(e.to_string(), "b#7 declared dead by c");
+/// ```
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let level = |l: &Option<f64>| l.map_or(String::new(), |l| format!(" (level {l:.2})"));
+        match self {
+            Event::Up { id, addr } => write!(f, "{id} up at {addr}"),
+            Event::Suspected { id, by, level: l } => write!(f, "{id} suspected by {}{}", by.name, level(l)),
+            Event::Refuted { id, incarnation } => write!(f, "{id} refuted the suspicion (incarnation {incarnation})"),
+            Event::Dead { id, by } => write!(f, "{id} declared dead by {}", by.name),
+            Event::Left { id } => write!(f, "{id} left"),
+            Event::Reaped { id, status } => {
+                let was = if *status == Status::Left { "left" } else { "dead" };
+                write!(f, "{id} reaped ({was})")
+            }
+            Event::PathProblem { id, level: l, indirect } => {
+                let how =
+                    if *indirect { "only an indirect probe answered" } else { "heartbeats lost, a probe answered" };
+                write!(f, "{id}: path problem, {how}{}", level(l))
+            }
+            Event::TagsUpdated { id, tags } => {
+                let pairs: Vec<String> = tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                write!(f, "{id} has new tags: {}", pairs.join(", "))
+            }
+            Event::SelfRefuted { incarnation } => {
+                write!(f, "this member refuted an accusation (incarnation {incarnation})")
+            }
+            Event::Renewed { id } => write!(f, "this member took a new generation: {id}"),
+            Event::Policy { id, policy, fired, level: l } => {
+                let what = if *fired { "fired" } else { "recovered" };
+                write!(f, "{id}: policy {policy} {what}{}", level(l))
+            }
+            Event::Ejected { id, reason, .. } => write!(f, "{id} ejected ({})", reason.name()),
+            Event::Returned { id } => write!(f, "{id} returned to service"),
+            Event::LocalStall { late } => write!(f, "this member stalled: its timers ran {} ms late", late.as_millis()),
+        }
+    }
+}

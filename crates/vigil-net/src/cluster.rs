@@ -69,7 +69,10 @@ impl Default for NetConfig {
 }
 
 /// How to start a member. See the crate documentation for an example.
-#[derive(Debug, Clone)]
+///
+/// A clone is a new member to start, with the same settings: it has event
+/// streams of its own ([`Builder::events`]).
+#[derive(Debug)]
 pub struct Builder {
     name: String,
     bind: SocketAddr,
@@ -82,7 +85,32 @@ pub struct Builder {
     data_dir: Option<PathBuf>,
     net: NetConfig,
     tags: Tags,
+    /// The member's events, subscribed to before it starts, too.
+    events: broadcast::Sender<ClusterEvent>,
 }
+
+impl Clone for Builder {
+    fn clone(&self) -> Builder {
+        Builder {
+            name: self.name.clone(),
+            bind: self.bind,
+            advertise: self.advertise,
+            seeds: self.seeds.clone(),
+            seed_names: self.seed_names.clone(),
+            config: self.config.clone(),
+            keyring: self.keyring.clone(),
+            mode: self.mode,
+            data_dir: self.data_dir.clone(),
+            net: self.net.clone(),
+            tags: self.tags.clone(),
+            events: broadcast::channel(EVENT_QUEUE).0,
+        }
+    }
+}
+
+/// Events kept for a stream that falls behind; beyond, it skips
+/// ([`Events::missed`]).
+const EVENT_QUEUE: usize = 4096;
 
 /// The cluster id when none is given: `"vigi"`.
 pub const DEFAULT_CLUSTER: u64 = 0x7669_6769;
@@ -103,7 +131,29 @@ impl Builder {
             data_dir: None,
             net: NetConfig::default(),
             tags: Tags::default(),
+            events: broadcast::channel(EVENT_QUEUE).0,
         }
+    }
+
+    /// The events of the member this builder starts, from its very first
+    /// (the members it meets as it joins): subscribe before
+    /// [`Builder::start`] to miss none. The stream ends when the member
+    /// stops.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let builder = vigil_net::Cluster::builder("a").bind("127.0.0.1:7946".parse()?);
+    /// let mut events = builder.events();
+    /// let member = builder.start().await?;
+    /// while let Some(e) = events.next().await {
+    ///     println!("{}", e.event);
+    /// }
+    /// # drop(member);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn events(&self) -> Events {
+        Events { rx: Some(self.events.subscribe()), lagged: 0 }
     }
 
     /// Where to listen: UDP and TCP on the same port (port 0 picks one).
@@ -247,7 +297,10 @@ impl Builder {
         if !seeds.is_empty() || !self.seed_names.is_empty() {
             node.join(now, &seeds);
         }
-        let (events, _) = broadcast::channel(4096);
+        // The builder's channel, so that streams taken before the start see
+        // everything; the handle keeps only a weak one, so that every stream
+        // ends when the driver does.
+        let events = self.events;
         let (cmd_tx, cmd_rx) = mpsc::channel(256);
         let driver = Driver::new(
             node,
@@ -264,7 +317,7 @@ impl Builder {
         let task = tokio::spawn(driver.run());
         Ok(Cluster {
             cmd: cmd_tx,
-            events,
+            events: events.downgrade(),
             local,
             advertise,
             id,
@@ -333,16 +386,19 @@ pub struct ClusterStats {
 /// The stream of a member's events.
 #[derive(Debug)]
 pub struct Events {
-    rx: broadcast::Receiver<ClusterEvent>,
+    /// `None`: taken after the member stopped.
+    rx: Option<broadcast::Receiver<ClusterEvent>>,
     lagged: u64,
 }
 
 impl Events {
-    /// The next event; `None` once the member has stopped. A reader too slow
-    /// to keep up skips what it missed (see [`Events::missed`]).
+    /// The next event; `None` once the member has stopped (left, shut down
+    /// or failed), whether or not the handle is still held. A reader too
+    /// slow to keep up skips what it missed (see [`Events::missed`]).
     pub async fn next(&mut self) -> Option<ClusterEvent> {
+        let rx = self.rx.as_mut()?;
         loop {
-            match self.rx.recv().await {
+            match rx.recv().await {
                 Ok(e) => return Some(e),
                 Err(broadcast::error::RecvError::Lagged(n)) => self.lagged += n,
                 Err(broadcast::error::RecvError::Closed) => return None,
@@ -361,7 +417,7 @@ impl Events {
 #[derive(Debug)]
 pub struct Cluster {
     cmd: mpsc::Sender<Command>,
-    events: broadcast::Sender<ClusterEvent>,
+    events: broadcast::WeakSender<ClusterEvent>,
     local: SocketAddr,
     advertise: SocketAddr,
     id: NodeId,
@@ -398,9 +454,11 @@ impl Cluster {
         &self.id
     }
 
-    /// The events from now on.
+    /// The events from now on (to see those of the start too, subscribe to
+    /// [`Builder::events`] before it); a stream taken after the member
+    /// stopped ends at once.
     pub fn events(&self) -> Events {
-        Events { rx: self.events.subscribe(), lagged: 0 }
+        Events { rx: self.events.upgrade().map(|s| s.subscribe()), lagged: 0 }
     }
 
     async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Option<T> {

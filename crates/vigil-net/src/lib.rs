@@ -27,7 +27,10 @@
 //! ```
 //!
 //! - [`Cluster`] and [`Builder`]: start a member and ask it about the
-//!   cluster (members, φ of watched members, events, keys, stats).
+//!   cluster (members, φ of watched members, events, keys, stats). Every
+//!   type their signatures name is re-exported here ([`Event`], [`Config`],
+//!   [`MemberView`], [`Tags`], [`Keyring`], [`SealMode`], [`Outcome`], ...),
+//!   so this crate is the only dependency an embedder needs.
 //! - [`clock`]: the mapping between tokio's clock and protocol time.
 //! - [`frame`]: how a stream message travels over TCP.
 //! - [`generation`]: generations that only grow across restarts.
@@ -47,3 +50,13 @@ pub use cluster::{Builder, Cluster, ClusterEvent, ClusterStats, DEFAULT_CLUSTER,
 pub use driver::NetStats;
 pub use error::StartError;
 pub use snapshot::Snapshot;
+// The types this crate's own API takes and returns, so that an embedder
+// needs no other dependency to use it.
+pub use vigil_detector::Instant;
+pub use vigil_detector::outlier::{HostReport, Outcome};
+pub use vigil_membership::keyring::{KeyId, KeyInfo, Keyring, KeyringError};
+pub use vigil_membership::seal::{Mode as SealMode, SealError, SealStats};
+pub use vigil_membership::{
+    Arrivals, Config, ConfigError, Event, MemberView, NodeId, PolicyOutlook, PolicyState, Stats, Status, Tags,
+    TagsError, WatchReport,
+};

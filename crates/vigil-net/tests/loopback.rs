@@ -331,3 +331,25 @@ async fn a_300_s_partition_heals_into_one_view_within_60_s() {
         assert!(reaped.is_none(), "m{i} reaped a member it should have kept: {reaped:?}");
     }
 }
+
+/// Events can be taken before the start (the members met while joining are
+/// in them), and every stream ends when the member stops, whether or not
+/// its handle is still held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_streams_start_before_the_member_and_end_with_it() {
+    let first = start("e0", &[], None).await;
+    let builder = Cluster::builder("e1").bind(LOCAL.parse().unwrap()).seeds([first.local_addr()]);
+    let mut early = builder.events();
+    let member = builder.start().await.unwrap();
+    let up = event(&mut early, Duration::from_secs(5), |e| matches!(e, Event::Up { id, .. } if id.name == "e0")).await;
+    assert!(up.is_some(), "the member met while joining is in a stream taken before the start");
+    let mut late = member.events();
+    member.leave().await;
+    for (what, stream) in [("early", &mut early), ("late", &mut late)] {
+        let ended =
+            tokio::time::timeout(Duration::from_secs(2), async { while stream.next().await.is_some() {} }).await;
+        assert!(ended.is_ok(), "the {what} stream ends when the member leaves, its handle still held");
+    }
+    assert!(member.events().next().await.is_none(), "a stream taken after the stop ends at once");
+    first.shutdown().await;
+}

@@ -577,6 +577,9 @@ pub(crate) fn run(a: &AgentArgs) -> Result<()> {
         if let Some((dir, _)) = &data_dir {
             builder = builder.data_dir(dir);
         }
+        // Subscribed before the start: the members met while joining are
+        // in the stream too.
+        let mut events = builder.events();
         let member = builder.start().await.map_err(|e| match e {
             StartError::Config(c) if c.field() == "name" => UsageError(format!("{}: {c}", settings.name_from)),
             StartError::Generation(e) => {
@@ -613,7 +616,6 @@ pub(crate) fn run(a: &AgentArgs) -> Result<()> {
         }
         let node = member.id().name.clone();
         let (mut lines, mut stdout_closed) = EventLines::start(&node)?;
-        let mut events = member.events();
         let mut missed = 0;
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("installing the SIGTERM handler")?;
