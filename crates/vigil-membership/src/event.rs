@@ -17,6 +17,10 @@ pub enum Event {
         id: NodeId,
         /// Where.
         addr: SocketAddr,
+        /// Its tags as far as this node knows them (empty until a rumour
+        /// carried some; [`Event::TagsUpdated`] tells of those that come
+        /// later).
+        tags: Tags,
     },
     /// A member is suspected.
     Suspected {
@@ -35,6 +39,8 @@ pub enum Event {
         id: NodeId,
         /// Its new incarnation.
         incarnation: u64,
+        /// How long this node held it suspected.
+        suspected_for: Duration,
     },
     /// A member was declared dead.
     Dead {
@@ -42,6 +48,12 @@ pub enum Event {
         id: NodeId,
         /// Who declared it.
         by: NodeId,
+        /// How long this node held it suspected before; `None` if it did not
+        /// (the verdict came first).
+        suspected_for: Option<Duration>,
+        /// How long since this node last had a heartbeat from it, when it
+        /// watched it and had one: the detection time as this node saw it.
+        silent_for: Option<Duration>,
     },
     /// A member left voluntarily.
     Left {
@@ -138,17 +150,21 @@ pub enum Event {
 /// ```
 /// use vigil_membership::{Event, NodeId};
 ///
-/// let e = Event::Dead { id: NodeId::new("b", 7), by: NodeId::new("c", 1) };
+/// let e = Event::Dead { id: NodeId::new("b", 7), by: NodeId::new("c", 1), suspected_for: None, silent_for: None };
 /// assert_eq!(e.to_string(), "b#7 declared dead by c");
 /// ```
 impl std::fmt::Display for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let level = |l: &Option<f64>| l.map_or(String::new(), |l| format!(" (level {l:.2})"));
         match self {
-            Event::Up { id, addr } => write!(f, "{id} up at {addr}"),
+            Event::Up { id, addr, .. } => write!(f, "{id} up at {addr}"),
             Event::Suspected { id, by, level: l } => write!(f, "{id} suspected by {}{}", by.name, level(l)),
-            Event::Refuted { id, incarnation } => write!(f, "{id} refuted the suspicion (incarnation {incarnation})"),
-            Event::Dead { id, by } => write!(f, "{id} declared dead by {}", by.name),
+            Event::Refuted { id, incarnation, suspected_for } => write!(
+                f,
+                "{id} refuted the suspicion after {} ms (incarnation {incarnation})",
+                suspected_for.as_millis()
+            ),
+            Event::Dead { id, by, .. } => write!(f, "{id} declared dead by {}", by.name),
             Event::Left { id } => write!(f, "{id} left"),
             Event::Reaped { id, status } => {
                 let was = if *status == Status::Left { "left" } else { "dead" };

@@ -200,7 +200,7 @@ fn a_new_member_a_stranger_introduces_is_admitted_once_it_answers() {
     let ack = transmits(&mut b).into_iter().find(|t| t.kind == MessageKind::Ack).unwrap();
     a.handle_datagram(t, addr(1), &ack.bytes).unwrap();
     assert_eq!(status(&a, "n1"), Some(Status::Alive));
-    assert!(events(&mut a).contains(&Event::Up { id: id(1), addr: addr(1) }));
+    assert!(events(&mut a).contains(&Event::Up { id: id(1), addr: addr(1), tags: vigil_membership::Tags::default() }));
     assert_eq!((a.stats().introductions_admitted, a.candidates()), (1, 0));
     // Answering for someone else does not count: the ack must come from the
     // identity pinged.

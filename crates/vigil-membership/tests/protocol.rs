@@ -664,7 +664,9 @@ fn a_member_that_only_heard_of_a_suspicion_checks_the_suspect_before_declaring_i
     assert!(sent.iter().any(|(_, p)| matches!(&p.message, Message::PingReq { target, .. } if target.name == name)));
     assert_eq!(status(&nodes[0], &name), Status::Dead);
     assert!(
-        events(&mut nodes[0]).iter().any(|e| matches!(e, Event::Dead { id, by } if id.name == name && by.name == "n0"))
+        events(&mut nodes[0])
+            .iter()
+            .any(|e| matches!(e, Event::Dead { id, by, .. } if id.name == name && by.name == "n0"))
     );
     // Had the suspect answered at a higher incarnation (it had refuted, but
     // the refutation missed this node), the answer is the refutation.
@@ -827,4 +829,56 @@ fn an_unanswered_join_is_retried_with_backoff_until_a_member_answers() {
     assert_eq!(both[1].stats().join_retries, retries, "no retry once a member is known");
     seed = both.remove(0);
     assert!(seed.member("n1").is_some());
+}
+
+/// Events carry what their consumers need, so none calls back or keeps
+/// state of its own: an `up` its member's tags, a refutation how long the
+/// suspicion lasted, a death how long it was suspected and how long the
+/// member had been silent.
+#[test]
+fn events_carry_what_their_consumers_need() {
+    use vigil_membership::Tags;
+    let mut nodes = cluster(6, Config::lan(CLUSTER));
+    let t = Instant::from_secs(2);
+    // A new member with tags, vouched for by n1.
+    let zone = Tags::new([("zone", "b")]).unwrap();
+    let newcomer = Update {
+        id: NodeId::new("n9", 1),
+        addr: addr(9),
+        incarnation: 0,
+        status: Status::Alive,
+        from: NodeId::new("n9", 1),
+        tags: Some(zone.clone()),
+    };
+    nodes[0].handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![newcomer])).unwrap();
+    assert!(events(&mut nodes[0]).contains(&Event::Up { id: NodeId::new("n9", 1), addr: addr(9), tags: zone }));
+    // A suspicion of n2, refuted 700 ms later.
+    let suspect = Update { id: id(2), addr: addr(2), incarnation: 0, status: Status::Suspect, from: id(1), tags: None };
+    nodes[0].handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![suspect])).unwrap();
+    let alive = Update { id: id(2), addr: addr(2), incarnation: 1, status: Status::Alive, from: id(2), tags: None };
+    let later = t + Duration::from_millis(700);
+    nodes[0].handle_datagram(later, addr(1), &packet(1, Message::Gossip, vec![alive])).unwrap();
+    let refuted = events(&mut nodes[0]).into_iter().find(|e| matches!(e, Event::Refuted { .. }));
+    assert_eq!(refuted, Some(Event::Refuted { id: id(2), incarnation: 1, suspected_for: Duration::from_millis(700) }));
+    // A crash of a member n0 watches: its death says how long it was
+    // suspected, and how long it had been silent (the detection time).
+    let mut nodes = cluster(6, Config::lan(CLUSTER));
+    let t0 = Instant::from_secs(1);
+    let now = run_all(&mut nodes, t0, t0 + Duration::from_secs(20));
+    let watched = nodes[0].watching().next().unwrap().to_string();
+    let down: usize = watched[1..].parse().unwrap();
+    for n in nodes.iter_mut() {
+        events(n);
+    }
+    run_all_but(&mut nodes, &[down], now, now + Duration::from_secs(30));
+    let dead = events(&mut nodes[0]).into_iter().find_map(|e| match e {
+        Event::Dead { id, suspected_for, silent_for, .. } if id.name == watched => Some((suspected_for, silent_for)),
+        _ => None,
+    });
+    let (suspected_for, silent_for) = dead.expect("n0 declares the member it watches dead");
+    let (suspected_for, silent_for) = (suspected_for.expect("suspected first"), silent_for.expect("it had heard it"));
+    // The LAN preset: at least 2.5 s of suspicion, and the silence spans
+    // the suspicion and the time before it (φ to 8, a probe).
+    assert!(suspected_for >= Duration::from_millis(2_500), "{suspected_for:?}");
+    assert!(silent_for > suspected_for && silent_for < Duration::from_secs(20), "{silent_for:?} vs {suspected_for:?}");
 }

@@ -280,7 +280,7 @@ fn log_event(e: &Event) {
             Some(phi) => tracing::info!("{id} suspected by {} (φ {phi:.2})", by.name),
             None => tracing::info!("{id} suspected by {}", by.name),
         },
-        Event::Dead { id, by } => tracing::info!("{id} declared dead by {}", by.name),
+        Event::Dead { id, by, .. } => tracing::info!("{id} declared dead by {}", by.name),
         Event::Left { id } => tracing::info!("{id} left"),
         Event::PathProblem { id, indirect, .. } => {
             tracing::info!(
@@ -643,12 +643,8 @@ pub(crate) fn run(a: &AgentArgs) -> Result<()> {
                     {
                         member.watch(&id.name).await;
                     }
-                    let tags = match &e.event {
-                        Event::Up { id, .. } => member.member(&id.name).await.filter(|v| v.id == *id).map(|v| v.tags),
-                        _ => None,
-                    };
                     log_event(&e.event);
-                    if let Some(line) = recorder.record(&node, &e, tags.as_ref())
+                    if let Some(line) = recorder.record(&node, &e)
                         && !lines.send(line.to_string())
                     {
                         recorder.metrics().dropped("stdout", 1);

@@ -108,8 +108,7 @@ pub(crate) fn run(a: &ClusterArgs, out: &mut dyn Write) -> Result<()> {
             tokio::select! {
                 e = events.next() => {
                     let Some(e) = e else { break };
-                    let tags = None;
-                    if let Some(v) = recorder.record(&observer.id().name, &e, tags) {
+                    if let Some(v) = recorder.record(&observer.id().name, &e) {
                         if a.json {
                             writeln!(out, "{v}")?;
                         } else {
@@ -193,10 +192,12 @@ async fn command(fleet: &Fleet, line: &str) -> String {
 fn sentence(e: &Event) -> String {
     let phi = |l: &Option<f64>| l.map(|l| format!(" (φ {l:.2})")).unwrap_or_default();
     match e {
-        Event::Up { id, addr } => format!("n1 sees {} up at {addr}", id.name),
+        Event::Up { id, addr, .. } => format!("n1 sees {} up at {addr}", id.name),
         Event::Suspected { id, by, level } => format!("{} is suspected by {}{}", id.name, by.name, phi(level)),
-        Event::Refuted { id, incarnation } => format!("{} refuted the suspicion (incarnation {incarnation})", id.name),
-        Event::Dead { id, by } => format!("{} is declared dead by {}", id.name, by.name),
+        Event::Refuted { id, incarnation, .. } => {
+            format!("{} refuted the suspicion (incarnation {incarnation})", id.name)
+        }
+        Event::Dead { id, by, .. } => format!("{} is declared dead by {}", id.name, by.name),
         Event::Left { id } => format!("{} left", id.name),
         Event::PathProblem { id, .. } => format!("{}: a path problem (silent, but it answered a probe)", id.name),
         Event::LocalStall { late } => format!("n1 itself stalled ({} ms late)", late.as_millis()),

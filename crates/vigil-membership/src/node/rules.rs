@@ -196,7 +196,7 @@ impl Node {
                 let event = if u.status == Status::Left {
                     Event::Left { id: u.id.clone() }
                 } else {
-                    Event::Dead { id: u.id.clone(), by: u.from.clone() }
+                    Event::Dead { id: u.id.clone(), by: u.from.clone(), suspected_for: None, silent_for: None }
                 };
                 self.emit(event);
                 return;
@@ -205,6 +205,9 @@ impl Node {
             return;
         }
         let (name, was, incarnation, addr) = (m.name.clone(), m.status, m.incarnation, m.addr);
+        // How long it has had the status it has (a suspicion's age, for the
+        // verdict that ends it).
+        let held = now.saturating_duration_since(m.since);
         match u.status {
             Status::Alive => {
                 // The fast path above took every incarnation not above ours.
@@ -213,9 +216,12 @@ impl Node {
                 match was {
                     Status::Suspect => {
                         self.stats.refutations_seen += 1;
-                        self.emit(Event::Refuted { id: u.id.clone(), incarnation: u.incarnation });
+                        self.emit(Event::Refuted { id: u.id.clone(), incarnation: u.incarnation, suspected_for: held });
                     }
-                    Status::Dead | Status::Left => self.emit(Event::Up { id: u.id.clone(), addr: u.addr }),
+                    Status::Dead | Status::Left => {
+                        let tags = self.members.get(&name).and_then(|m| m.tags().cloned()).unwrap_or_default();
+                        self.emit(Event::Up { id: u.id.clone(), addr: u.addr, tags });
+                    }
                     Status::Alive => {}
                 }
                 self.broadcast(u);
@@ -255,13 +261,15 @@ impl Node {
                     self.stats.stale_updates += 1;
                     return;
                 }
+                let silent_for = self.monitor.last_heartbeat(&name).map(|t| now.saturating_duration_since(t));
                 self.members.set(&name, u.incarnation, u.status, addr, now);
                 self.suspicions.remove(&name);
                 self.probes.forget(&u.id);
                 if u.status == Status::Left {
                     self.emit(Event::Left { id: u.id.clone() });
                 } else {
-                    self.emit(Event::Dead { id: u.id.clone(), by: u.from.clone() });
+                    let suspected_for = (was == Status::Suspect).then_some(held);
+                    self.emit(Event::Dead { id: u.id.clone(), by: u.from.clone(), suspected_for, silent_for });
                 }
                 self.broadcast(u);
             }
@@ -283,7 +291,7 @@ impl Node {
                 if let Some(tags) = &u.tags {
                     self.members.set_tags(&u.id.name, u.incarnation, tags);
                 }
-                self.emit(Event::Up { id: u.id.clone(), addr: u.addr });
+                self.emit(Event::Up { id: u.id.clone(), addr: u.addr, tags: u.tags.clone().unwrap_or_default() });
                 self.broadcast(Update { status: Status::Alive, from: u.id.clone(), ..u.clone() });
                 if u.status == Status::Suspect {
                     self.apply(now, u, level);

@@ -13,7 +13,6 @@
 //!   [`Metrics::intervals`]): the distribution of φ over time and of the
 //!   heartbeat inter-arrival times, per watched member.
 
-use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -147,12 +146,6 @@ pub(crate) struct Metrics {
     strangers: Counter,
     reconnects: Counter,
     phi_at_verdict: Family<VerdictLabel, Histogram, HistogramMaker>,
-    /// Open suspicions this member saw: name → (generation, when, ms since
-    /// the epoch).
-    open: HashMap<String, (u64, u64)>,
-    /// When each watched member was last heard, ms since the epoch, as of
-    /// the last sample.
-    last_heard: HashMap<String, (u64, u64)>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -197,8 +190,6 @@ impl Metrics {
             strangers: Counter::default(),
             reconnects: Counter::default(),
             phi_at_verdict: Family::new_with_constructor(phi_histogram as HistogramMaker),
-            open: HashMap::new(),
-            last_heard: HashMap::new(),
         };
         let r = &mut m.registry;
         r.register("members", "Members this one knows, by the status it believes", m.members.clone());
@@ -347,40 +338,34 @@ impl Metrics {
         }
     }
 
-    /// An event this member reported at `unix_ms`.
-    pub(crate) fn observe(&mut self, unix_ms: u64, e: &Event) {
+    /// An event this member reported. What it needs, the events carry (how
+    /// long a suspicion lasted, how long a dead member had been silent): no
+    /// state of its own is kept.
+    pub(crate) fn observe(&mut self, e: &Event) {
         match e {
-            Event::Suspected { id, level, .. } => {
+            Event::Suspected { level, .. } => {
                 self.suspicions.inc();
-                self.open.insert(id.name.to_string(), (id.generation, unix_ms));
                 if let Some(l) = level {
                     self.phi_at_verdict.get_or_create(&VerdictLabel { verdict: "suspected".into() }).observe(*l);
                 }
             }
-            Event::Refuted { id, .. } => {
+            Event::Refuted { suspected_for, .. } => {
                 self.refuted.inc();
-                if let Some((generation, at)) = self.open.remove(&*id.name)
-                    && generation == id.generation
-                    && unix_ms.saturating_sub(at) <= FLAP_WINDOW.as_millis() as u64
-                {
+                if *suspected_for <= FLAP_WINDOW {
                     self.flaps.inc();
                 }
             }
-            Event::Dead { id, .. } => {
+            Event::Dead { suspected_for, silent_for, .. } => {
                 self.deaths.inc();
-                if self.open.remove(&*id.name).is_some_and(|(g, _)| g == id.generation) {
+                if suspected_for.is_some() {
                     self.confirmed.inc();
                 }
-                if let Some((generation, heard)) = self.last_heard.get(&*id.name)
-                    && *generation == id.generation
-                    && unix_ms >= *heard
-                {
-                    self.detection_latency.observe((unix_ms - heard) as f64 / 1e3);
+                if let Some(silent) = silent_for {
+                    self.detection_latency.observe(silent.as_secs_f64());
                 }
             }
-            Event::Left { id } => {
+            Event::Left { .. } => {
                 self.leaves.inc();
-                self.open.remove(&*id.name);
             }
             Event::PathProblem { .. } => {
                 self.path_problems.inc();
@@ -420,7 +405,6 @@ impl Metrics {
 
     /// A once-a-second sample of the watched members' levels.
     pub(crate) fn sample(&mut self, s: &Snapshot) {
-        self.last_heard.retain(|name, _| s.watched.iter().any(|w| w.name == *name));
         for w in &s.watched {
             let label = MemberLabel { member: w.name.clone() };
             if w.heard {
@@ -429,10 +413,6 @@ impl Metrics {
                 if w.level > max.get() {
                     max.set(w.level);
                 }
-            }
-            if let Some(silent) = w.silent_for {
-                let heard = s.unix_ms.saturating_sub(u64::try_from(silent.as_millis()).unwrap_or(u64::MAX));
-                self.last_heard.insert(w.name.clone(), (w.generation, heard));
             }
         }
     }

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use vigil_detector::Instant;
-use vigil_membership::Tags;
 use vigil_net::{Cluster, ClusterEvent};
 
 use super::history::History;
@@ -51,9 +50,9 @@ impl Recorder {
 
     /// Records `e`, an event of member `node`; returns it as JSON (`None`
     /// for events of no interest outside).
-    pub(crate) fn record(&self, node: &str, e: &ClusterEvent, tags: Option<&Tags>) -> Option<Value> {
-        self.metrics().observe(e.unix_ms, &e.event);
-        let v = event_json(node, e.unix_ms, &e.event, tags)?;
+    pub(crate) fn record(&self, node: &str, e: &ClusterEvent) -> Option<Value> {
+        self.metrics().observe(&e.event);
+        let v = event_json(node, e.unix_ms, &e.event)?;
         self.metrics().event();
         self.history.push(v.to_string());
         Some(v)

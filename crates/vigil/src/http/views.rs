@@ -170,15 +170,15 @@ pub(crate) fn self_json(s: &Snapshot, sealed: bool, address: &str, expects_peers
 }
 
 /// An event as a JSON object; `None` for events of no interest outside.
-/// `up` carries the member's tags as this node knows them (`tags`).
-pub(crate) fn event_json(node: &str, unix_ms: u64, e: &Event, tags: Option<&Tags>) -> Option<Value> {
+pub(crate) fn event_json(node: &str, unix_ms: u64, e: &Event) -> Option<Value> {
+    let ms = |d: &std::time::Duration| d.as_secs_f64() * 1e3;
     let v = match e {
-        Event::Up { id, addr } => json!({
+        Event::Up { id, addr, tags } => json!({
             "event": "up",
             "member": id.name,
             "generation": id.generation,
             "addr": addr.to_string(),
-            "tags": tags_json(tags.unwrap_or(&Tags::default())),
+            "tags": tags_json(tags),
         }),
         Event::TagsUpdated { id, tags } => {
             json!({"event": "tags", "member": id.name, "generation": id.generation, "tags": tags_json(tags)})
@@ -198,12 +198,21 @@ pub(crate) fn event_json(node: &str, unix_ms: u64, e: &Event, tags: Option<&Tags
             "by": by.name,
             "phi": level.map(finite),
         }),
-        Event::Refuted { id, incarnation } => {
-            json!({"event": "refuted", "member": id.name, "generation": id.generation, "incarnation": incarnation})
-        }
-        Event::Dead { id, by } => {
-            json!({"event": "dead", "member": id.name, "generation": id.generation, "by": by.name})
-        }
+        Event::Refuted { id, incarnation, suspected_for } => json!({
+            "event": "refuted",
+            "member": id.name,
+            "generation": id.generation,
+            "incarnation": incarnation,
+            "suspected_ms": ms(suspected_for),
+        }),
+        Event::Dead { id, by, suspected_for, silent_for } => json!({
+            "event": "dead",
+            "member": id.name,
+            "generation": id.generation,
+            "by": by.name,
+            "suspected_ms": suspected_for.as_ref().map(ms),
+            "silent_ms": silent_for.as_ref().map(ms),
+        }),
         Event::Left { id } => json!({"event": "left", "member": id.name, "generation": id.generation}),
         Event::PathProblem { id, level, indirect } => json!({
             "event": "path_problem",
@@ -246,21 +255,21 @@ mod tests {
     fn events_become_json_objects_with_their_fields() {
         let id = vigil_membership::NodeId::new("b", 7);
         let by = vigil_membership::NodeId::new("c", 1);
-        let v = event_json("a", 1000, &Event::Suspected { id: id.clone(), by, level: Some(8.5) }, None).unwrap();
+        let v = event_json("a", 1000, &Event::Suspected { id: id.clone(), by, level: Some(8.5) }).unwrap();
         assert_eq!(v["event"], "suspected");
         assert_eq!((v["member"].as_str(), v["by"].as_str(), v["phi"].as_f64()), (Some("b"), Some("c"), Some(8.5)));
         assert_eq!((v["node"].as_str(), v["ts_ms"].as_u64()), (Some("a"), Some(1000)));
-        let v = event_json("a", 1, &Event::Left { id: id.clone() }, None).unwrap();
+        let v = event_json("a", 1, &Event::Left { id: id.clone() }).unwrap();
         assert_eq!((v["event"].as_str(), v["generation"].as_u64()), (Some("left"), Some(7)));
         let zone = Tags::new([("zone", "a")]).unwrap();
-        let v = event_json("a", 1, &Event::TagsUpdated { id: id.clone(), tags: zone.clone() }, None).unwrap();
+        let v = event_json("a", 1, &Event::TagsUpdated { id: id.clone(), tags: zone.clone() }).unwrap();
         assert_eq!((v["event"].as_str(), v["tags"]["zone"].as_str()), (Some("tags"), Some("a")));
         let addr = "10.0.0.1:7946".parse().unwrap();
-        let v = event_json("a", 1, &Event::Up { id: id.clone(), addr }, Some(&zone)).unwrap();
+        let v = event_json("a", 1, &Event::Up { id: id.clone(), addr, tags: zone.clone() }).unwrap();
         assert_eq!((v["event"].as_str(), v["tags"]["zone"].as_str()), (Some("up"), Some("a")));
         // An infinite level is not valid JSON: it becomes null.
         let by = vigil_membership::NodeId::new("c", 1);
-        let v = event_json("a", 1, &Event::Suspected { id, by, level: Some(f64::INFINITY) }, None).unwrap();
+        let v = event_json("a", 1, &Event::Suspected { id, by, level: Some(f64::INFINITY) }).unwrap();
         assert!(v["phi"].is_null());
         assert!(serde_json::to_string(&v).is_ok());
     }
