@@ -960,21 +960,28 @@ impl Node {
         }
     }
 
-    fn emit(&mut self, event: Event) {
-        // Outlier detection follows the live membership.
-        match &event {
-            Event::Up { id, .. } => {
-                // A member up again (a new process, or back from the dead)
-                // starts afresh: the old one's ejection and streaks are not
-                // its own.
-                self.outcomes.member_gone(&id.name);
-                if let Some(key) = self.members.get(&id.name).map(|m| m.name.clone()) {
-                    self.outcomes.member_up(key, self.now);
-                }
-            }
-            Event::Dead { id, .. } | Event::Left { id } => self.outcomes.member_gone(&id.name),
-            _ => {}
+    /// A member is up (new, a new process, or back from the dead): outlier
+    /// detection starts it afresh (the old one's ejection and streaks are
+    /// not its own), and the application hears of it.
+    fn member_up(&mut self, id: NodeId, addr: SocketAddr, tags: Tags) {
+        self.outcomes.member_gone(&id.name);
+        if let Some(key) = self.members.get(&id.name).map(|m| m.name.clone()) {
+            self.outcomes.member_up(key, self.now);
         }
+        self.emit(Event::Up { id, addr, tags });
+    }
+
+    /// A member is gone (dead or left): outlier detection forgets it, and
+    /// the application hears of it.
+    fn member_gone(&mut self, event: Event) {
+        if let Event::Dead { id, .. } | Event::Left { id } = &event {
+            self.outcomes.member_gone(&id.name);
+        }
+        self.emit(event);
+    }
+
+    /// Queues an event for the application, and nothing else.
+    fn emit(&mut self, event: Event) {
         if self.events.len() < MAX_QUEUE {
             self.events.push_back(event);
         } else {

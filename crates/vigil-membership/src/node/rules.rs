@@ -198,7 +198,7 @@ impl Node {
                 } else {
                     Event::Dead { id: u.id.clone(), by: u.from.clone(), suspected_for: None, silent_for: None }
                 };
-                self.emit(event);
+                self.member_gone(event);
                 return;
             }
             self.apply_new(now, u, level);
@@ -220,7 +220,7 @@ impl Node {
                     }
                     Status::Dead | Status::Left => {
                         let tags = self.members.get(&name).and_then(|m| m.tags().cloned()).unwrap_or_default();
-                        self.emit(Event::Up { id: u.id.clone(), addr: u.addr, tags });
+                        self.member_up(u.id.clone(), u.addr, tags);
                     }
                     Status::Alive => {}
                 }
@@ -266,10 +266,10 @@ impl Node {
                 self.suspicions.remove(&name);
                 self.probes.forget(&u.id);
                 if u.status == Status::Left {
-                    self.emit(Event::Left { id: u.id.clone() });
+                    self.member_gone(Event::Left { id: u.id.clone() });
                 } else {
                     let suspected_for = (was == Status::Suspect).then_some(held);
-                    self.emit(Event::Dead { id: u.id.clone(), by: u.from.clone(), suspected_for, silent_for });
+                    self.member_gone(Event::Dead { id: u.id.clone(), by: u.from.clone(), suspected_for, silent_for });
                 }
                 self.broadcast(u);
             }
@@ -291,7 +291,7 @@ impl Node {
                 if let Some(tags) = &u.tags {
                     self.members.set_tags(&u.id.name, u.incarnation, tags);
                 }
-                self.emit(Event::Up { id: u.id.clone(), addr: u.addr, tags: u.tags.clone().unwrap_or_default() });
+                self.member_up(u.id.clone(), u.addr, u.tags.clone().unwrap_or_default());
                 self.broadcast(Update { status: Status::Alive, from: u.id.clone(), ..u.clone() });
                 if u.status == Status::Suspect {
                     self.apply(now, u, level);
