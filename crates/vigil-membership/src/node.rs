@@ -632,16 +632,8 @@ impl Node {
             self.stats.from_strangers += 1;
             self.check_source(now, &packet.from, from);
         }
-        // The sender is alive as far as its own packet goes; it is reached
-        // where it says, if its packet carries its own word (its advertised
-        // address), else where the packet came from.
-        let own = |u: &&Update| u.id == packet.from && u.from == u.id && u.status == Status::Alive;
-        let pushed = match &packet.message {
-            Message::PushPull { members, .. } => members.iter().find(own),
-            _ => None,
-        };
-        let addr = packet.updates.iter().find(own).or(pushed).map_or(from, |u| u.addr);
-        self.learn_sender(now, &packet.from, addr, from, packet.incarnation, vouched);
+        // The sender is alive as far as its own packet goes.
+        self.learn_sender(now, &packet, from, vouched);
         for u in packet.updates {
             self.take(now, u, vouched, from);
         }
@@ -684,12 +676,7 @@ impl Node {
                     if p.purpose == Purpose::Introduce {
                         self.introduced(now, seq, &p, &packet.from);
                     } else if p.purpose == Purpose::Source {
-                        if let Some(source) = self.introductions.source_answered(&p.target.name, seq, from)
-                            && packet.from == p.target
-                        {
-                            self.stats.sources_learned += 1;
-                            self.members.set_source(&p.target.name, source);
-                        }
+                        self.source_checked(seq, &p, &packet.from, from);
                     } else if p.purpose == Purpose::Verify {
                         self.verified(p);
                     } else if p.purpose == Purpose::Silent || indirect {

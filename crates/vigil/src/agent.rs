@@ -27,7 +27,6 @@ use crate::event_lines::{self, EventLines};
 use crate::http::recorder::Recorder;
 use crate::http::{self, Api};
 use crate::input::read_text;
-pub(crate) use crate::keys::parse_key;
 
 /// Arguments of `vigil agent`.
 #[derive(Debug, Args)]

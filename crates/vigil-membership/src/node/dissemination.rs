@@ -43,23 +43,14 @@ impl Node {
     /// merge. One attempt per interval, whatever the number of the dead.
     pub(super) fn reconnect(&mut self, now: Instant) {
         let timeout = self.config.reconnect_timeout;
-        let dead = self
-            .members
-            .tombstones()
-            .filter(|m| m.status == Status::Dead && now.saturating_duration_since(m.since) < timeout)
-            .count();
+        let tried = |m: &&Member| m.status == Status::Dead && now.saturating_duration_since(m.since) < timeout;
+        // Counted, then walked to the one drawn: no list of the dead is kept.
+        let dead = self.members.tombstones().filter(tried).count();
         if dead == 0 {
             return;
         }
         let pick = self.rng.random_range(0..dead);
-        let Some(m) = self
-            .members
-            .tombstones()
-            .filter(|m| m.status == Status::Dead && now.saturating_duration_since(m.since) < timeout)
-            .nth(pick)
-        else {
-            return;
-        };
+        let Some(m) = self.members.tombstones().filter(tried).nth(pick) else { return };
         let (addr, tomb) = (m.addr, m.update(self.me.clone()));
         self.stats.reconnects += 1;
         let members = vec![self.self_update(self.status), tomb];

@@ -17,17 +17,11 @@ impl Node {
 
     /// A packet's sender is alive as far as its own packet goes: a member
     /// this node did not know, or knew in an older generation, joins the
-    /// table at `addr` (a stranger only once it answers a ping there). The
-    /// packet came from `source`.
-    pub(super) fn learn_sender(
-        &mut self,
-        now: Instant,
-        id: &NodeId,
-        addr: SocketAddr,
-        source: SocketAddr,
-        incarnation: u64,
-        vouched: bool,
-    ) {
+    /// table (a stranger only once it answers a ping there). It is reached
+    /// where it says, if its packet carries its own word (its advertised
+    /// address), else where the packet came from, `source`.
+    pub(super) fn learn_sender(&mut self, now: Instant, packet: &Packet, source: SocketAddr, vouched: bool) {
+        let (id, incarnation) = (&packet.from, packet.incarnation);
         let unknown = self.members.get(&id.name).is_none_or(|m| id.generation > m.generation);
         // φ mode: a packet from a suspect at a higher incarnation is its own
         // refutation, whatever it carries (classic mode keeps memberlist's
@@ -38,6 +32,12 @@ impl Node {
                 m.generation == id.generation && m.status == Status::Suspect && incarnation > m.incarnation
             });
         if unknown || refutes {
+            let own = |u: &&Update| u.id == *id && u.from == u.id && u.status == Status::Alive;
+            let pushed = match &packet.message {
+                Message::PushPull { members, .. } => members.iter().find(own),
+                _ => None,
+            };
+            let addr = packet.updates.iter().find(own).or(pushed).map_or(source, |u| u.addr);
             // The packet says nothing of the sender's tags.
             let alive =
                 Update { id: id.clone(), addr, incarnation, status: Status::Alive, from: id.clone(), tags: None };
@@ -96,21 +96,27 @@ impl Node {
         }
         self.stats.introductions_proposed += 1;
         let seq = self.probes.next_seq();
-        self.send(u.addr, Message::Ping { seq, target: u.id.clone() });
+        self.check_ping(now, seq, u.id.clone(), u.addr, Purpose::Introduce);
+        let name = self.members.intern(&u.id.name);
+        self.introductions.insert(name, Candidate { update: u, seq });
+    }
+
+    /// One direct ping (`seq`) of `target` at `addr`, to check what a
+    /// stranger said (`purpose`): answered within two probe timeouts, or
+    /// failed.
+    fn check_ping(&mut self, now: Instant, seq: u32, target: NodeId, addr: SocketAddr, purpose: Purpose) {
+        self.send(addr, Message::Ping { seq, target: target.clone() });
         let probe = Probe {
-            target: u.id.clone(),
-            addr: u.addr,
-            purpose: Purpose::Introduce,
+            target,
+            addr,
+            purpose,
             level: None,
             stage: Stage::Indirect,
             started: now,
             expected_nacks: 0,
             nacks: 0,
         };
-        let deadline = now.saturating_add(self.config.probe_timeout.saturating_mul(2));
-        self.probes.insert(seq, probe, deadline);
-        let name = self.members.intern(&u.id.name);
-        self.introductions.insert(name, Candidate { update: u, seq });
+        self.probes.insert(seq, probe, now.saturating_add(self.config.probe_timeout.saturating_mul(2)));
     }
 
     /// A packet claiming to be from `id`, a known member of this generation,
@@ -125,21 +131,20 @@ impl Node {
         let (name, target, addr) = (m.name.clone(), m.id(), m.addr);
         let probes = &mut self.probes;
         match self.introductions.check_source(now, name, source, || probes.next_seq()) {
-            Ok(seq) => {
-                self.send(addr, Message::Ping { seq, target: target.clone() });
-                let probe = Probe {
-                    target,
-                    addr,
-                    purpose: Purpose::Source,
-                    level: None,
-                    stage: Stage::Indirect,
-                    started: now,
-                    expected_nacks: 0,
-                    nacks: 0,
-                };
-                self.probes.insert(seq, probe, now.saturating_add(self.config.probe_timeout.saturating_mul(2)));
-            }
+            Ok(seq) => self.check_ping(now, seq, target, addr, Purpose::Source),
             Err(_) => self.stats.introductions_refused += 1,
+        }
+    }
+
+    /// A known member answered, as `who` and from `from`, the ping (`seq`)
+    /// that checks another address of its: if the answer came from that
+    /// address, the address is its.
+    pub(super) fn source_checked(&mut self, seq: u32, probe: &Probe, who: &NodeId, from: SocketAddr) {
+        if let Some(source) = self.introductions.source_answered(&probe.target.name, seq, from)
+            && *who == probe.target
+        {
+            self.stats.sources_learned += 1;
+            self.members.set_source(&probe.target.name, source);
         }
     }
 

@@ -432,7 +432,7 @@ async fn keys_install(State(api): State<Api>, body: axum::body::Bytes) -> ApiRes
     let NewKey { key } = serde_json::from_slice(&body).map_err(|e| {
         ApiError::new(StatusCode::BAD_REQUEST, format!("expected {{\"key\": \"<64 hex digits or base64>\"}}: {e}"))
     })?;
-    let key = crate::agent::parse_key(key.trim()).ok_or_else(|| {
+    let key = crate::keys::parse_key(key.trim()).ok_or_else(|| {
         ApiError::new(StatusCode::BAD_REQUEST, "key: not a 32-byte key (64 hex digits, or 44 characters of base64)")
     })?;
     has_keyring(&api).await?;
