@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use vigil_detector::Instant;
 use vigil_membership::keyring::Keyring;
-use vigil_membership::seal::{Mode, Seal};
+use vigil_membership::seal::{Seal, SealMode};
 use vigil_membership::wire::{self, MAX_DATAGRAM, MAX_DATAGRAM_ACCEPTED};
 use vigil_membership::{Config, Message, Node, NodeId, Packet};
 
@@ -54,7 +54,7 @@ fn member() -> (Node, Instant) {
 }
 
 fn seal(session: u64) -> Seal {
-    Seal::new(CLUSTER, Mode::Sealed, Some(Keyring::new(KEY)), session).unwrap()
+    Seal::new(CLUSTER, SealMode::Sealed, Some(Keyring::new(KEY)), session).unwrap()
 }
 
 fn bench(c: &mut Criterion) {

@@ -42,6 +42,7 @@ use crate::introductions::{Candidate, Introductions, Refusal};
 use crate::members::{Member, MemberTable};
 use crate::message::{MAX_NAME_LEN, Message, MessageKind, NodeId, Packet, Status, Update};
 use crate::monitor::Monitor;
+use crate::node_view::NodeView;
 use crate::outcomes::RequestOutcomes;
 use crate::probe::{Answered, Probe, ProbeOrder, Probes, Purpose, Stage};
 use crate::rejected::Rejected;
@@ -358,6 +359,49 @@ impl Node {
     /// Probes in flight, and indirect probes relayed for others.
     pub fn probes_in_flight(&self) -> (usize, usize) {
         (self.probes.in_flight(), self.probes.relays_in_flight())
+    }
+
+    /// Everything this node knows at `now`, in one owned value: members and
+    /// watched members by name, outlier detection's reports, queue depths
+    /// and counters. Reading it changes nothing.
+    ///
+    /// ```
+    /// use vigil_detector::Instant;
+    /// use vigil_membership::{Config, Node, NodeId};
+    ///
+    /// let node = Node::new(NodeId::new("a", 1), "10.0.0.1:7946".parse()?, Config::lan(7), 1, Instant::ZERO)?;
+    /// let view = node.snapshot(Instant::ZERO);
+    /// assert_eq!((view.incarnation, view.members.len(), view.suspicions), (0, 0, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn snapshot(&self, now: Instant) -> NodeView {
+        let mut members: Vec<MemberView> = self.members().collect();
+        members.sort_by(|a, b| a.id.name.cmp(&b.id.name));
+        let mut watched: Vec<WatchReport> = self.watching().filter_map(|n| self.watch_report(n, now)).collect();
+        watched.sort_by(|a, b| a.name.cmp(&b.name));
+        let outliers =
+            members.iter().filter_map(|m| self.outcomes.report(&m.id.name).map(|r| (m.id.name.clone(), r))).collect();
+        NodeView {
+            now,
+            id: self.me.clone(),
+            addr: self.addr,
+            incarnation: self.incarnation,
+            status: self.status,
+            tags: self.tags(),
+            awareness: self.health.score(),
+            max_awareness: self.config.max_awareness,
+            members,
+            watched,
+            outliers,
+            suspicions: self.suspicions.len(),
+            queued_broadcasts: self.broadcasts.len(),
+            probes_in_flight: self.probes.in_flight(),
+            relays_in_flight: self.probes.relays_in_flight(),
+            candidates: self.introductions.len(),
+            recorded_arrivals: self.config.recorded_arrivals,
+            seeds: self.seeds.clone(),
+            stats: self.stats.clone(),
+        }
     }
 
     // ---- mutators ----

@@ -37,9 +37,9 @@
 //!
 //! # Modes
 //!
-//! [`Mode::Plaintext`] sends plaintext and accepts plaintext (and, once it
-//! holds a key, sealed packets); [`Mode::Staged`] sends sealed and still
-//! accepts plaintext; [`Mode::Sealed`] sends and accepts sealed packets
+//! [`SealMode::Plaintext`] sends plaintext and accepts plaintext (and, once it
+//! holds a key, sealed packets); [`SealMode::Staged`] sends sealed and still
+//! accepts plaintext; [`SealMode::Sealed`] sends and accepts sealed packets
 //! only. Encryption is turned on in a running cluster in three rolling
 //! steps, each on every node before the next begins: give every node the
 //! key (it now opens sealed packets), go staged (everyone already opens
@@ -48,11 +48,11 @@
 //!
 //! ```
 //! use vigil_membership::keyring::Keyring;
-//! use vigil_membership::seal::{Mode, OpenError, Seal};
+//! use vigil_membership::seal::{SealMode, OpenError, Seal};
 //!
 //! let key = [7; 32];
-//! let mut a = Seal::new(0xC1, Mode::Sealed, Some(Keyring::new(key)), 1)?;
-//! let mut b = Seal::new(0xC1, Mode::Sealed, Some(Keyring::new(key)), 2)?;
+//! let mut a = Seal::new(0xC1, SealMode::Sealed, Some(Keyring::new(key)), 1)?;
+//! let mut b = Seal::new(0xC1, SealMode::Sealed, Some(Keyring::new(key)), 2)?;
 //! let packet = a.seal(b"VG\x02 a plaintext packet");
 //! assert_eq!(&*b.open(&packet, 1400)?, b"VG\x02 a plaintext packet");
 //! // The same packet again is a replay.
@@ -90,7 +90,7 @@ const SESSIONS: usize = 2 * crate::message::MAX_MEMBERS;
 /// What is sent and what is accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Mode {
+pub enum SealMode {
     /// Plaintext out; plaintext in, and sealed in once a key is installed.
     Plaintext,
     /// Sealed out; sealed or plaintext in: turning encryption on.
@@ -103,7 +103,7 @@ pub enum Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SealError {
-    /// [`Mode::Staged`] and [`Mode::Sealed`] need a keyring.
+    /// [`SealMode::Staged`] and [`SealMode::Sealed`] need a keyring.
     NoKeyring,
 }
 
@@ -137,9 +137,9 @@ pub enum OpenError {
     Replayed,
     /// Older than the replay window can tell from a replay.
     TooOld,
-    /// Plaintext, in [`Mode::Sealed`].
+    /// Plaintext, in [`SealMode::Sealed`].
     Plaintext,
-    /// Sealed, but this node has no keyring ([`Mode::Plaintext`]).
+    /// Sealed, but this node has no keyring ([`SealMode::Plaintext`]).
     NoKeyring,
     /// Sealed before this node started, or too far from its time (outside
     /// the freshness window): a replay after a restart, or a sender whose
@@ -221,7 +221,7 @@ pub struct SealStats {
 /// documentation.
 #[derive(Debug, Clone)]
 pub struct Seal {
-    mode: Mode,
+    mode: SealMode,
     cluster: u64,
     keyring: Option<Keyring>,
     session: u64,
@@ -242,8 +242,8 @@ impl Seal {
     /// # Errors
     ///
     /// [`SealError::NoKeyring`] for a sealing mode without a keyring.
-    pub fn new(cluster: u64, mode: Mode, keyring: Option<Keyring>, session: u64) -> Result<Seal, SealError> {
-        if mode != Mode::Plaintext && keyring.is_none() {
+    pub fn new(cluster: u64, mode: SealMode, keyring: Option<Keyring>, session: u64) -> Result<Seal, SealError> {
+        if mode != SealMode::Plaintext && keyring.is_none() {
             return Err(SealError::NoKeyring);
         }
         Ok(Seal {
@@ -267,15 +267,15 @@ impl Seal {
     /// ```
     /// use std::time::Duration;
     /// use vigil_membership::keyring::Keyring;
-    /// use vigil_membership::seal::{Mode, OpenError, Seal};
+    /// use vigil_membership::seal::{SealMode, OpenError, Seal};
     ///
     /// let key = Some(Keyring::new([7; 32]));
-    /// let mut a = Seal::new(1, Mode::Sealed, key.clone(), 1)?;
+    /// let mut a = Seal::new(1, SealMode::Sealed, key.clone(), 1)?;
     /// a.tick(1_000);
     /// let old = a.seal(b"VG\x02 sealed at 1000");
     /// // The receiver restarted at 1100 with a 60 s window: a capture from
     /// // before its start is refused, a packet sealed since opens.
-    /// let mut b = Seal::new(1, Mode::Sealed, key, 2)?.with_freshness(Duration::from_secs(60), 1_100);
+    /// let mut b = Seal::new(1, SealMode::Sealed, key, 2)?.with_freshness(Duration::from_secs(60), 1_100);
     /// assert_eq!(b.open(&old, 1400).unwrap_err(), OpenError::Stale);
     /// a.tick(1_101);
     /// assert!(b.open(&a.seal(b"VG\x02 sealed at 1101"), 1400).is_ok());
@@ -296,7 +296,7 @@ impl Seal {
     /// A seal that passes plaintext through (no encryption).
     pub fn plaintext(cluster: u64) -> Seal {
         Seal {
-            mode: Mode::Plaintext,
+            mode: SealMode::Plaintext,
             cluster,
             keyring: None,
             session: 0,
@@ -309,7 +309,7 @@ impl Seal {
     }
 
     /// The mode.
-    pub fn mode(&self) -> Mode {
+    pub fn mode(&self) -> SealMode {
         self.mode
     }
 
@@ -329,8 +329,8 @@ impl Seal {
     /// # Errors
     ///
     /// [`SealError::NoKeyring`] for a sealing mode without a keyring.
-    pub fn set_mode(&mut self, mode: Mode) -> Result<(), SealError> {
-        if mode != Mode::Plaintext && self.keyring.is_none() {
+    pub fn set_mode(&mut self, mode: SealMode) -> Result<(), SealError> {
+        if mode != SealMode::Plaintext && self.keyring.is_none() {
             return Err(SealError::NoKeyring);
         }
         self.mode = mode;
@@ -359,10 +359,10 @@ impl Seal {
     }
 
     /// The packet to send for `plaintext`: sealed with the primary key, or
-    /// the plaintext itself in [`Mode::Plaintext`].
+    /// the plaintext itself in [`SealMode::Plaintext`].
     pub fn seal(&mut self, plaintext: &[u8]) -> Vec<u8> {
         let keyring = match (&mut self.keyring, self.mode) {
-            (Some(k), Mode::Staged | Mode::Sealed) => k,
+            (Some(k), SealMode::Staged | SealMode::Sealed) => k,
             _ => {
                 self.stats.plaintext_sent += 1;
                 return plaintext.to_vec();
@@ -413,8 +413,8 @@ impl Seal {
                 return Err(OpenError::Oversized);
             }
             return match self.mode {
-                Mode::Sealed => Err(OpenError::Plaintext),
-                Mode::Plaintext | Mode::Staged => Ok(Cow::Borrowed(packet)),
+                SealMode::Sealed => Err(OpenError::Plaintext),
+                SealMode::Plaintext | SealMode::Staged => Ok(Cow::Borrowed(packet)),
             };
         }
         if !packet.starts_with(&MAGIC) {
@@ -488,7 +488,7 @@ mod tests {
 
     const PLAIN: &[u8] = b"VG\x02 a heartbeat";
 
-    fn pair(mode: Mode) -> (Seal, Seal) {
+    fn pair(mode: SealMode) -> (Seal, Seal) {
         let a = Seal::new(1, mode, Some(Keyring::new([3; 32])), 11).unwrap();
         let b = Seal::new(1, mode, Some(Keyring::new([3; 32])), 22).unwrap();
         (a, b)
@@ -496,7 +496,7 @@ mod tests {
 
     #[test]
     fn sealed_packets_round_trip_and_hide_their_contents() {
-        let (mut a, mut b) = pair(Mode::Sealed);
+        let (mut a, mut b) = pair(SealMode::Sealed);
         for i in 0..100 {
             let msg = format!("VG\x02 message {i}");
             let p = a.seal(msg.as_bytes());
@@ -511,7 +511,7 @@ mod tests {
 
     #[test]
     fn every_kind_of_bad_packet_is_refused_and_counted() {
-        let (mut a, mut b) = pair(Mode::Sealed);
+        let (mut a, mut b) = pair(SealMode::Sealed);
         let good = a.seal(PLAIN);
         let mut flipped = good.clone();
         *flipped.last_mut().unwrap() ^= 1;
@@ -519,9 +519,9 @@ mod tests {
         body[HEADER_LEN] ^= 1;
         let mut counter = good.clone();
         counter[HEADER_LEN - 1] ^= 1;
-        let mut other_cluster = Seal::new(2, Mode::Sealed, Some(Keyring::new([3; 32])), 33).unwrap();
+        let mut other_cluster = Seal::new(2, SealMode::Sealed, Some(Keyring::new([3; 32])), 33).unwrap();
         let foreign = other_cluster.seal(PLAIN);
-        let mut wrong_key = Seal::new(1, Mode::Sealed, Some(Keyring::new([4; 32])), 44).unwrap();
+        let mut wrong_key = Seal::new(1, SealMode::Sealed, Some(Keyring::new([4; 32])), 44).unwrap();
         let unknown = wrong_key.seal(PLAIN);
         let mut version = good.clone();
         version[2] = 9;
@@ -553,8 +553,8 @@ mod tests {
     #[test]
     fn staged_mode_accepts_both_and_sends_sealed() {
         let mut plain = Seal::plaintext(1);
-        let (mut staged, _) = pair(Mode::Staged);
-        let mut sealed = Seal::new(1, Mode::Sealed, Some(Keyring::new([3; 32])), 5).unwrap();
+        let (mut staged, _) = pair(SealMode::Staged);
+        let mut sealed = Seal::new(1, SealMode::Sealed, Some(Keyring::new([3; 32])), 5).unwrap();
         // Plaintext node → staged node: accepted.
         let p = plain.seal(PLAIN);
         assert_eq!(p, PLAIN);
@@ -568,13 +568,13 @@ mod tests {
         plain.set_keyring(Keyring::new([3; 32]));
         assert!(plain.open(&staged.seal(PLAIN), 1400).is_ok());
         assert_eq!(plain.seal(PLAIN), PLAIN, "and still sends plaintext");
-        assert!(Seal::new(1, Mode::Staged, None, 1).is_err());
+        assert!(Seal::new(1, SealMode::Staged, None, 1).is_err());
     }
 
     #[test]
     fn a_fresh_seal_refuses_what_was_sealed_before_it_started_and_what_is_off_its_clock() {
         let key = Some(Keyring::new([3; 32]));
-        let mut a = Seal::new(1, Mode::Sealed, key.clone(), 11).unwrap();
+        let mut a = Seal::new(1, SealMode::Sealed, key.clone(), 11).unwrap();
         let window = std::time::Duration::from_secs(60);
         // Captured at 990 and 999, before the receiver (re)started at 1000.
         a.tick(990);
@@ -583,7 +583,7 @@ mod tests {
         let just_before = a.seal(PLAIN);
         a.tick(1000);
         let at_start = a.seal(PLAIN);
-        let mut b = Seal::new(1, Mode::Sealed, key.clone(), 22).unwrap().with_freshness(window, 1000);
+        let mut b = Seal::new(1, SealMode::Sealed, key.clone(), 22).unwrap().with_freshness(window, 1000);
         assert_eq!(b.open(&early, 1400).unwrap_err(), OpenError::Stale);
         assert_eq!(b.open(&just_before, 1400).unwrap_err(), OpenError::Stale);
         assert!(b.open(&at_start, 1400).is_ok());
@@ -598,13 +598,13 @@ mod tests {
         assert_eq!(b.open(&a.seal(PLAIN), 1400).unwrap_err(), OpenError::Stale);
         assert_eq!(b.stats().rejected[OpenError::Stale.index()], 4);
         // Without a window nothing is judged by time: the old behaviour.
-        let mut c = Seal::new(1, Mode::Sealed, key, 33).unwrap();
+        let mut c = Seal::new(1, SealMode::Sealed, key, 33).unwrap();
         assert!(c.open(&early, 1400).is_ok());
     }
 
     #[test]
     fn rotation_keeps_every_packet_opening() {
-        let (mut a, mut b) = pair(Mode::Sealed);
+        let (mut a, mut b) = pair(SealMode::Sealed);
         let old = a.keyring().unwrap().primary();
         // Install everywhere, then use on a (b still seals with the old key).
         let new = a.keyring_mut().unwrap().install([9; 32]).unwrap();

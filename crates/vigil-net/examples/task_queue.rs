@@ -36,12 +36,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut events = dispatcher.events();
     // Wait until the dispatcher knows every worker, then watch them all.
-    while dispatcher.members().await.len() < 4 {
+    while dispatcher.members().await?.len() < 4 {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let mut tokens = BTreeMap::new();
-    for m in dispatcher.members().await {
-        dispatcher.watch(&m.id.name).await;
+    for m in dispatcher.members().await? {
+        dispatcher.watch(&m.id.name).await?;
         tokens.insert(m.id.name.clone(), m.epoch());
         println!("assigning to {} with fencing token {:?}", m.id.name, m.epoch());
     }

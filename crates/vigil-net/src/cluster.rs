@@ -5,68 +5,22 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use vigil_detector::Instant;
 use vigil_detector::outlier::Outcome;
-use vigil_membership::keyring::{KeyId, KeyInfo, Keyring, KeyringError};
-use vigil_membership::seal::{Mode, Seal, SealStats};
-use vigil_membership::{Arrivals, Config, Event, MemberView, Node, NodeId, Stats, Tags};
+use vigil_membership::keyring::{KeyId, KeyInfo, Keyring};
+use vigil_membership::seal::{Seal, SealMode};
+use vigil_membership::{Arrivals, Config, MemberView, Node, NodeId, Tags, WatchReport};
 
 use crate::clock::Clock;
-use crate::driver::{Command, Driver, NetStats};
-use crate::error::StartError;
+use crate::driver::{Command, Driver};
+use crate::error::{KeyError, StartError, Stopped};
 use crate::generation::next_generation;
-use crate::snapshot::Snapshot;
-
-/// Settings of the network runtime itself (the protocol's are a
-/// [`Config`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct NetConfig {
-    /// Inbound stream connections handled at once; beyond, the oldest that
-    /// has not sent its frame's header yet is closed to make room (or, if
-    /// none, the new one). Default 64.
-    pub max_connections: usize,
-    /// Connecting to a member for a stream message. Default 2 s.
-    pub connect_timeout: Duration,
-    /// Writing or reading a stream frame's body. Default 5 s.
-    pub io_timeout: Duration,
-    /// Reading a stream frame's header, from the connection's start: a
-    /// peer says who it is at once. Default 2 s.
-    pub header_timeout: Duration,
-    /// Bytes of frame bodies in flight at once, over every connection (a
-    /// body is read only once its header opened, and only if its length
-    /// fits in what is left). At least 64 KiB; default 64 MiB, more than
-    /// the largest push-pull (a full view of 65,535 members, 46 MiB).
-    pub frame_budget: usize,
-    /// The seal's freshness window ([`Seal::with_freshness`]): packets
-    /// sealed before this member started, or more than this away from its
-    /// clock, are refused, so captured packets cannot be replayed to a
-    /// member that restarted. `None` turns it off. Default 60 s.
-    pub freshness: Option<Duration>,
-    /// The UDP socket's receive and send buffers, bytes (default: the
-    /// system's).
-    pub socket_buffers: Option<(usize, usize)>,
-    /// How long [`Cluster::leave`] waits for the announcement to go out.
-    /// Default 500 ms.
-    pub leave_wait: Duration,
-}
-
-impl Default for NetConfig {
-    fn default() -> Self {
-        NetConfig {
-            max_connections: 64,
-            connect_timeout: Duration::from_secs(2),
-            io_timeout: Duration::from_secs(5),
-            header_timeout: Duration::from_secs(2),
-            frame_budget: 64 * 1024 * 1024,
-            freshness: Some(Duration::from_secs(60)),
-            socket_buffers: None,
-            leave_wait: Duration::from_millis(500),
-        }
-    }
-}
+use crate::intercept::Intercept;
+use crate::types::{ClusterEvent, ClusterStats, NetConfig, Snapshot};
 
 /// How to start a member. See the crate documentation for an example.
 ///
@@ -81,10 +35,11 @@ pub struct Builder {
     seed_names: Vec<String>,
     config: Config,
     keyring: Option<Keyring>,
-    mode: Mode,
+    mode: SealMode,
     data_dir: Option<PathBuf>,
     net: NetConfig,
     tags: Tags,
+    intercept: Option<Arc<dyn Intercept>>,
     /// The member's events, subscribed to before it starts, too.
     events: broadcast::Sender<ClusterEvent>,
 }
@@ -103,6 +58,7 @@ impl Clone for Builder {
             data_dir: self.data_dir.clone(),
             net: self.net.clone(),
             tags: self.tags.clone(),
+            intercept: self.intercept.clone(),
             events: broadcast::channel(EVENT_QUEUE).0,
         }
     }
@@ -127,10 +83,11 @@ impl Builder {
             seed_names: Vec::new(),
             config: Config::lan(DEFAULT_CLUSTER),
             keyring: None,
-            mode: Mode::Plaintext,
+            mode: SealMode::Plaintext,
             data_dir: None,
             net: NetConfig::default(),
             tags: Tags::default(),
+            intercept: None,
             events: broadcast::channel(EVENT_QUEUE).0,
         }
     }
@@ -195,7 +152,7 @@ impl Builder {
     }
 
     /// Seal every packet with these keys, in `mode`.
-    pub fn keys(mut self, keyring: Keyring, mode: Mode) -> Builder {
+    pub fn keys(mut self, keyring: Keyring, mode: SealMode) -> Builder {
         self.keyring = Some(keyring);
         self.mode = mode;
         self
@@ -220,6 +177,15 @@ impl Builder {
         self
     }
 
+    /// Puts `intercept` between the member and its sockets, for tests and
+    /// demonstrations: it decides which packets pass and when the member
+    /// stands still (see [`Faults`](crate::Faults)). A clone of the builder
+    /// shares it.
+    pub fn intercept(mut self, intercept: Arc<dyn Intercept>) -> Builder {
+        self.intercept = Some(intercept);
+        self
+    }
+
     /// Binds the sockets, starts the member's tasks on the current tokio
     /// runtime, and joins through the seeds.
     ///
@@ -228,18 +194,25 @@ impl Builder {
     /// A [`StartError`] naming the setting or the socket at fault.
     pub async fn start(self) -> Result<Cluster, StartError> {
         self.config.validate().map_err(StartError::Config)?;
-        if self.net.max_connections == 0 {
-            return Err(StartError::Setting("max_connections must be at least 1".into()));
+        let net = &self.net;
+        if net.max_connections == 0 {
+            return Err(StartError::Net { field: "max_connections", expected: "at least 1" });
         }
-        if self.net.frame_budget < 64 * 1024 {
-            return Err(StartError::Setting("frame_budget must be at least 64 KiB".into()));
+        if net.frame_budget < 64 * 1024 {
+            return Err(StartError::Net { field: "frame_budget", expected: "at least 64 KiB" });
         }
-        if self.net.header_timeout.is_zero() || self.net.io_timeout.is_zero() || self.net.connect_timeout.is_zero() {
-            return Err(StartError::Setting("the stream timeouts must be more than zero".into()));
+        for (field, d) in [
+            ("header_timeout", net.header_timeout),
+            ("io_timeout", net.io_timeout),
+            ("connect_timeout", net.connect_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(StartError::Net { field, expected: "more than zero" });
+            }
         }
         let started = crate::driver::unix_secs();
         let seal = match (self.keyring, self.mode) {
-            (None, Mode::Plaintext) => Seal::plaintext(self.config.cluster),
+            (None, SealMode::Plaintext) => Seal::plaintext(self.config.cluster),
             (keyring, mode) => {
                 let seal = Seal::new(self.config.cluster, mode, keyring, rand::random()).map_err(StartError::Seal)?;
                 match self.net.freshness {
@@ -250,20 +223,10 @@ impl Builder {
         };
         let (udp, tcp) = bind_both(self.bind, self.net.socket_buffers)?;
         let local = udp.local_addr().map_err(|e| StartError::Bind(self.bind, e))?;
-        let advertise = match self.advertise {
-            Some(a) if a.ip().is_unspecified() || a.port() == 0 => {
-                return Err(StartError::Setting(format!(
-                    "advertise {a}: other members cannot reach an unspecified address or port 0"
-                )));
-            }
-            Some(a) => a,
-            None if local.ip().is_unspecified() => {
-                return Err(StartError::Setting(format!(
-                    "bound to {local}: give an address to advertise (other members cannot reach an unspecified one)"
-                )));
-            }
-            None => local,
-        };
+        let advertise = self.advertise.unwrap_or(local);
+        if advertise.ip().is_unspecified() || advertise.port() == 0 {
+            return Err(StartError::Unreachable(advertise));
+        }
         // The name is checked before anything is written in the data
         // directory; a directory made for this start is removed if it
         // fails after all.
@@ -313,6 +276,7 @@ impl Builder {
             cmd_rx,
             events.clone(),
             (self.seeds.clone(), self.seed_names.clone()),
+            self.intercept,
         );
         let task = tokio::spawn(driver.run());
         Ok(Cluster {
@@ -345,7 +309,7 @@ fn bind_both(bind: SocketAddr, buffers: Option<(usize, usize)>) -> Result<(UdpSo
             Err(e) => last = Some(StartError::Bind(tcp_addr, e)),
         }
     }
-    Err(last.unwrap_or_else(|| StartError::Setting("could not bind".into())))
+    Err(last.unwrap_or_else(|| StartError::Bind(bind, std::io::ErrorKind::AddrInUse.into())))
 }
 
 fn udp_socket(bind: SocketAddr, buffers: Option<(usize, usize)>) -> std::io::Result<UdpSocket> {
@@ -358,29 +322,6 @@ fn udp_socket(bind: SocketAddr, buffers: Option<(usize, usize)>) -> std::io::Res
     socket.bind(&bind.into())?;
     socket.set_nonblocking(true)?;
     UdpSocket::from_std(socket.into())
-}
-
-/// Something that happened, with when (milliseconds since the Unix epoch,
-/// on this host's clock).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClusterEvent {
-    /// When this member learned it.
-    pub unix_ms: u64,
-    /// What.
-    pub event: Event,
-}
-
-/// What a member has done: the protocol's counters, the seal's, and the
-/// runtime's.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ClusterStats {
-    /// The protocol's.
-    pub node: Stats,
-    /// The seal's.
-    pub seal: SealStats,
-    /// The runtime's.
-    pub net: NetStats,
 }
 
 /// The stream of a member's events.
@@ -461,119 +402,175 @@ impl Cluster {
         Events { rx: self.events.upgrade().map(|s| s.subscribe()), lagged: 0 }
     }
 
-    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Option<T> {
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, Stopped> {
         let (tx, rx) = oneshot::channel();
-        self.cmd.send(make(tx)).await.ok()?;
-        rx.await.ok()
+        self.cmd.send(make(tx)).await.map_err(|_| Stopped)?;
+        rx.await.map_err(|_| Stopped)
+    }
+
+    async fn tell(&self, cmd: Command) -> Result<(), Stopped> {
+        self.cmd.send(cmd).await.map_err(|_| Stopped)
     }
 
     /// Every other member this one knows of, as it sees them (dead and left
-    /// ones too, until they are forgotten). Empty once the member has
-    /// stopped.
-    pub async fn members(&self) -> Vec<MemberView> {
-        self.ask(Command::Members).await.unwrap_or_default()
+    /// ones too, until they are forgotten), by name.
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn members(&self) -> Result<Vec<MemberView>, Stopped> {
+        self.ask(Command::Members).await
     }
 
-    /// One member as this one sees it, if known.
-    pub async fn member(&self, name: &str) -> Option<MemberView> {
-        self.ask(|tx| Command::Member(name.to_owned(), tx)).await.flatten()
+    /// One member as this one sees it; `None` if it does not know it.
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn member(&self, name: &str) -> Result<Option<MemberView>, Stopped> {
+        self.ask(|tx| Command::Member(name.to_owned(), tx)).await
     }
 
-    /// The φ (suspicion level) of a member this one monitors, now.
-    pub async fn level(&self, name: &str) -> Option<f64> {
-        self.ask(|tx| Command::Level(name.to_owned(), tx)).await.flatten()
+    /// What this member's detector knows of a member it watches, now: its
+    /// model, level (φ), interval statistics, and each policy's standing
+    /// with the time its threshold would take to reach (the first policy,
+    /// `probe`, is the protocol's suspect level). `None` if it is not
+    /// watched.
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn watch_report(&self, name: &str) -> Result<Option<WatchReport>, Stopped> {
+        self.ask(|tx| Command::WatchReport(name.to_owned(), tx)).await
     }
 
-    /// How long until the member's level reaches the suspect level if
-    /// nothing arrives (zero if it has).
-    pub async fn time_to_suspect(&self, name: &str) -> Option<Duration> {
-        self.ask(|tx| Command::TimeToSuspect(name.to_owned(), tx)).await.flatten()
-    }
-
-    /// Monitors `name` too (members this one does not observe by default).
-    pub async fn watch(&self, name: &str) {
-        let _ = self.cmd.send(Command::Watch(name.to_owned())).await;
+    /// Monitors `name` too (members this one does not observe by default):
+    /// its policies' verdicts become [`Event::Policy`](crate::Event::Policy)
+    /// events. A member this one does not know is not watched.
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn watch(&self, name: &str) -> Result<(), Stopped> {
+        self.tell(Command::Watch(name.to_owned())).await
     }
 
     /// Stops monitoring `name` for the application.
-    pub async fn unwatch(&self, name: &str) {
-        let _ = self.cmd.send(Command::Unwatch(name.to_owned())).await;
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn unwatch(&self, name: &str) -> Result<(), Stopped> {
+        self.tell(Command::Unwatch(name.to_owned())).await
     }
 
     /// Replaces this member's tags and announces them: every other member
     /// sees them in its [`MemberView::tags`] and reports
-    /// [`Event::TagsUpdated`] (usually within a second or two).
-    pub async fn set_tags(&self, tags: Tags) {
-        let _ = self.cmd.send(Command::SetTags(tags)).await;
+    /// [`Event::TagsUpdated`](crate::Event::TagsUpdated) (usually within a
+    /// second or two).
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn set_tags(&self, tags: Tags) -> Result<(), Stopped> {
+        self.tell(Command::SetTags(tags)).await
     }
 
-    /// Counters.
-    pub async fn stats(&self) -> Option<ClusterStats> {
+    /// The counters.
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn stats(&self) -> Result<ClusterStats, Stopped> {
         self.ask(Command::Stats).await
     }
 
-    /// Everything this member knows, taken at one instant; `None` once it
-    /// has stopped.
-    pub async fn snapshot(&self) -> Option<Snapshot> {
+    /// Everything this member knows, taken at one instant.
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn snapshot(&self) -> Result<Snapshot, Stopped> {
         self.ask(Command::Snapshot).await
     }
 
     /// A watched member's recorded heartbeat arrivals after `after` (all
-    /// for `None`), with the time asked (on the same clock); `None` if it
-    /// is not watched. Recording is on when the configuration's
+    /// for `None`), with the time asked on the same clock; `None` if it is
+    /// not watched. Recording is on when the configuration's
     /// [`recorded_arrivals`](Config::recorded_arrivals) is set.
-    pub async fn arrivals(&self, name: &str, after: Option<Instant>) -> Option<(Arrivals, Instant)> {
-        self.ask(|tx| Command::Arrivals(name.to_owned(), after, tx)).await.flatten()
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn arrivals(&self, name: &str, after: Option<Instant>) -> Result<Option<Recorded>, Stopped> {
+        self.ask(|tx| Command::Arrivals(name.to_owned(), after, tx)).await
     }
 
     /// Records the outcome of one of the application's requests to member
     /// `name` (and its latency, if measured) for outlier detection: a member
-    /// whose requests fail or crawl is ejected ([`Event::Ejected`]) even if
-    /// its heartbeats are fine, and returns after its ejection time
-    /// ([`Event::Returned`]). Does not wait; an outcome for a member not
-    /// known to be alive is ignored.
-    pub async fn record_outcome(&self, name: &str, outcome: Outcome, latency: Option<Duration>) {
-        let _ = self.cmd.send(Command::Outcomes(vec![(name.to_owned(), outcome, latency)], None)).await;
+    /// whose requests fail or crawl is ejected
+    /// ([`Event::Ejected`](crate::Event::Ejected)) even if its heartbeats
+    /// are fine, and returns after its ejection time
+    /// ([`Event::Returned`](crate::Event::Returned)). Does not wait for the
+    /// member to take it; an outcome for a member not known to be alive is
+    /// ignored.
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn record_outcome(&self, name: &str, outcome: Outcome, latency: Option<Duration>) -> Result<(), Stopped> {
+        let one = RequestOutcome { member: name.to_owned(), outcome, latency };
+        self.tell(Command::Outcomes(vec![one], None)).await
     }
 
     /// Records several outcomes at once, and says, for each, whether it was
-    /// taken (its member known to be alive). Empty once the member has
-    /// stopped.
-    pub async fn record_outcomes(&self, outcomes: Vec<(String, Outcome, Option<Duration>)>) -> Vec<bool> {
-        self.ask(|tx| Command::Outcomes(outcomes, Some(tx))).await.unwrap_or_default()
+    /// taken (its member known to be alive).
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn record_outcomes(&self, outcomes: Vec<RequestOutcome>) -> Result<Vec<bool>, Stopped> {
+        self.ask(|tx| Command::Outcomes(outcomes, Some(tx))).await
     }
 
-    /// The keys, by id (never the keys), with what each sealed and opened.
-    pub async fn keys(&self) -> Vec<KeyInfo> {
-        self.ask(Command::Keys).await.unwrap_or_default()
+    /// The keys, by id (never the keys), with what each sealed and opened;
+    /// empty for a member without keys.
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn keys(&self) -> Result<Vec<KeyInfo>, Stopped> {
+        self.ask(Command::Keys).await
     }
 
     /// Installs a key (it opens packets from now on).
     ///
     /// # Errors
     ///
-    /// The keyring's refusal, or [`KeyringError::Unknown`] with id 0 if the
-    /// member has no keyring or has stopped.
-    pub async fn install_key(&self, key: [u8; 32]) -> Result<KeyId, KeyringError> {
-        self.ask(|tx| Command::InstallKey(key, tx)).await.unwrap_or(Err(KeyringError::Unknown(KeyId(0))))
+    /// [`KeyError::NoKeyring`] for a member started without keys,
+    /// [`KeyError::Keyring`] when the keyring refuses (full, or an id
+    /// collision), [`KeyError::Stopped`] once the member has stopped.
+    pub async fn install_key(&self, key: [u8; 32]) -> Result<KeyId, KeyError> {
+        self.ask(|tx| Command::InstallKey(key, tx)).await?
     }
 
     /// Seals with key `id` from now on.
     ///
     /// # Errors
     ///
-    /// As [`Cluster::install_key`].
-    pub async fn use_key(&self, id: KeyId) -> Result<(), KeyringError> {
-        self.ask(|tx| Command::UseKey(id, tx)).await.unwrap_or(Err(KeyringError::Unknown(id)))
+    /// As [`Cluster::install_key`]; the keyring refuses an unknown id.
+    pub async fn use_key(&self, id: KeyId) -> Result<(), KeyError> {
+        self.ask(|tx| Command::UseKey(id, tx)).await?
     }
 
     /// Removes key `id`.
     ///
     /// # Errors
     ///
-    /// As [`Cluster::install_key`].
-    pub async fn remove_key(&self, id: KeyId) -> Result<(), KeyringError> {
-        self.ask(|tx| Command::RemoveKey(id, tx)).await.unwrap_or(Err(KeyringError::Unknown(id)))
+    /// As [`Cluster::install_key`]; the keyring refuses an unknown id and
+    /// the primary key.
+    pub async fn remove_key(&self, id: KeyId) -> Result<(), KeyError> {
+        self.ask(|tx| Command::RemoveKey(id, tx)).await?
     }
 
     /// The driver's task, the first time it is asked for.
@@ -598,24 +595,40 @@ impl Cluster {
         let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
     }
 
-    /// Fault injection, for demonstrations and tests: the member handles
-    /// nothing for `d`, as if its process were stopped (packets wait in the
-    /// socket's buffer, timers run late). Returns at once.
-    pub async fn pause(&self, d: Duration) {
-        let _ = self.cmd.send(Command::Pause(d)).await;
-    }
-
-    /// Fault injection, for demonstrations and tests: drops every packet to
-    /// or from these addresses (a stream to one fails as an unreachable
-    /// member's would) until the next call; an empty list heals. Counted in
-    /// [`NetStats::dropped_by_fault`].
-    pub async fn block(&self, peers: Vec<SocketAddr>) {
-        let _ = self.cmd.send(Command::Block(peers)).await;
-    }
-
     /// Whether the member is still running (it has not left, been shut
     /// down, or failed).
     pub fn is_running(&self) -> bool {
         self.task.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref().is_some_and(|t| !t.is_finished())
     }
+}
+
+/// The outcome of one of the application's requests, for
+/// [`Cluster::record_outcomes`].
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_net::{Outcome, RequestOutcome};
+///
+/// let o = RequestOutcome { member: "b".into(), outcome: Outcome::Response(503), latency: Some(Duration::from_millis(12)) };
+/// assert!(matches!(o.outcome, Outcome::Response(503)));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestOutcome {
+    /// The member the request went to.
+    pub member: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// How long it took, if measured.
+    pub latency: Option<Duration>,
+}
+
+/// A watched member's recorded heartbeat arrivals, and the time they were
+/// read at on the same clock ([`Cluster::arrivals`]): a trace of them ends
+/// then, so the silence since the last arrival is part of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// The arrivals.
+    pub arrivals: Arrivals,
+    /// When they were read.
+    pub now: Instant,
 }

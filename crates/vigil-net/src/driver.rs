@@ -27,78 +27,38 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, mpsc, oneshot};
 use vigil_detector::Instant;
-use vigil_detector::outlier::Outcome;
-use vigil_membership::keyring::{KeyId, KeyInfo, KeyringError};
-use vigil_membership::seal::{self, Mode, OVERHEAD, Seal};
+use vigil_membership::keyring::{KeyId, KeyInfo};
+use vigil_membership::seal::{self, OVERHEAD, Seal, SealMode};
 use vigil_membership::wire::{MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
-use vigil_membership::{Arrivals, MemberView, Node, Tags};
+use vigil_membership::{MemberView, Node, Tags, WatchReport};
 
 use crate::clock::Clock;
-use crate::cluster::{ClusterEvent, ClusterStats, NetConfig};
+use crate::cluster::{Recorded, RequestOutcome};
+use crate::error::KeyError;
 use crate::frame::{self, Header, MAX_HEADER, MAX_PLAIN_HEADER};
+use crate::intercept::Intercept;
 use crate::slots::{Slot, Slots};
-use crate::snapshot::Snapshot;
+use crate::types::{ClusterEvent, ClusterStats, NetConfig, NetStats, Snapshot};
 
 /// What the handle asks of the driver.
 #[derive(Debug)]
 pub(crate) enum Command {
     Members(oneshot::Sender<Vec<MemberView>>),
     Member(String, oneshot::Sender<Option<MemberView>>),
-    Level(String, oneshot::Sender<Option<f64>>),
-    TimeToSuspect(String, oneshot::Sender<Option<Duration>>),
+    WatchReport(String, oneshot::Sender<Option<WatchReport>>),
     Watch(String),
     Unwatch(String),
     SetTags(Tags),
     Stats(oneshot::Sender<ClusterStats>),
     Snapshot(oneshot::Sender<Snapshot>),
-    Arrivals(String, Option<Instant>, oneshot::Sender<Option<(Arrivals, Instant)>>),
+    Arrivals(String, Option<Instant>, oneshot::Sender<Option<Recorded>>),
     Keys(oneshot::Sender<Vec<KeyInfo>>),
-    InstallKey([u8; 32], oneshot::Sender<Result<KeyId, KeyringError>>),
-    UseKey(KeyId, oneshot::Sender<Result<(), KeyringError>>),
-    RemoveKey(KeyId, oneshot::Sender<Result<(), KeyringError>>),
+    InstallKey([u8; 32], oneshot::Sender<Result<KeyId, KeyError>>),
+    UseKey(KeyId, oneshot::Sender<Result<(), KeyError>>),
+    RemoveKey(KeyId, oneshot::Sender<Result<(), KeyError>>),
     Leave(Duration),
     Shutdown,
-    Pause(Duration),
-    Block(Vec<SocketAddr>),
-    Outcomes(Vec<(String, Outcome, Option<Duration>)>, Option<oneshot::Sender<Vec<bool>>>),
-}
-
-/// The runtime's own counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct NetStats {
-    /// Datagrams sent.
-    pub datagrams_sent: u64,
-    /// Datagrams received (before opening).
-    pub datagrams_received: u64,
-    /// Bytes of datagrams sent, as on the wire (sealed).
-    pub datagram_bytes_sent: u64,
-    /// Stream frames sent.
-    pub frames_sent: u64,
-    /// Stream frames received.
-    pub frames_received: u64,
-    /// Sends that failed (datagrams and frames).
-    pub send_errors: u64,
-    /// Inbound connections closed because `max_connections` were open.
-    pub connections_refused: u64,
-    /// Inbound connections closed to make room for a new one, because they
-    /// had not sent their frame's header yet.
-    pub connections_evicted: u64,
-    /// Inbound frames dropped: too slow, cut short, or a header longer than
-    /// [`MAX_HEADER`](crate::frame::MAX_HEADER).
-    pub frames_dropped: u64,
-    /// Frame headers that did not open (forged, of another key, malformed,
-    /// or plaintext to a member that only takes sealed frames): their
-    /// bodies were never read.
-    pub frames_malformed: u64,
-    /// Frames whose body did not fit in the byte budget
-    /// ([`NetConfig::frame_budget`]) left for frames in flight: never read.
-    pub frames_over_budget: u64,
-    /// Seed names that could not be resolved (at the start, or when the
-    /// member, alone, resolved them again).
-    pub seed_resolution_failures: u64,
-    /// Packets dropped by an injected fault ([`Cluster::block`](crate::Cluster::block)).
-    pub dropped_by_fault: u64,
+    Outcomes(Vec<RequestOutcome>, Option<oneshot::Sender<Vec<bool>>>),
 }
 
 /// What the connection tasks hand the driver.
@@ -119,6 +79,18 @@ struct Opened {
     /// Whether it was sealed (so its sender's address is a key holder's
     /// word, not anyone's).
     authenticated: bool,
+}
+
+/// One input to the driver, taken before it is handled (so that an
+/// intercept can hold it).
+enum Input {
+    /// A datagram of this length in the buffer, from there.
+    Datagram(usize, SocketAddr),
+    Inbound(Inbound),
+    SendError(SocketAddr, &'static str),
+    Seeds(Vec<SocketAddr>),
+    Timeout,
+    Command(Option<Command>),
 }
 
 /// Counters the connection tasks update.
@@ -146,8 +118,9 @@ pub(crate) struct Driver {
     shared: Arc<Shared>,
     /// Connections waiting for the node's answer, by the sender's address.
     answers: std::collections::HashMap<SocketAddr, oneshot::Sender<Vec<u8>>>,
-    /// Addresses cut off by an injected fault.
-    blocked: std::collections::HashSet<SocketAddr>,
+    /// What decides which packets pass and when the member stands still,
+    /// if anything does (tests and demonstrations).
+    intercept: Option<Arc<dyn Intercept>>,
     /// The seeds as given: by address, and by name (resolved again when the
     /// member is alone).
     seed_addrs: Vec<SocketAddr>,
@@ -180,6 +153,7 @@ impl Driver {
         cmd: mpsc::Receiver<Command>,
         events: broadcast::Sender<ClusterEvent>,
         seeds: (Vec<SocketAddr>, Vec<String>),
+        intercept: Option<Arc<dyn Intercept>>,
     ) -> Driver {
         let (seed_addrs, seed_names) = seeds;
         let budget = Arc::new(Semaphore::new(net.frame_budget));
@@ -196,7 +170,7 @@ impl Driver {
             stats: NetStats::default(),
             shared: Arc::new(Shared::default()),
             answers: std::collections::HashMap::new(),
-            blocked: std::collections::HashSet::new(),
+            intercept,
             seed_addrs,
             seed_names,
             resolving: false,
@@ -223,25 +197,37 @@ impl Driver {
                 (Some(t), None) => self.clock.to_runtime(t),
                 (None, None) => tokio::time::Instant::now() + Duration::from_secs(3600),
             };
-            tokio::select! {
-                r = self.udp.recv_from(&mut buf) => {
-                    if let Ok((n, from)) = r {
-                        self.seal.tick(unix_secs());
-                        self.datagram(&buf[..n], from);
-                        // Drain what else is waiting, up to a burst.
-                        for _ in 1..BURST {
-                            match self.udp.try_recv_from(&mut buf) {
-                                Ok((n, from)) => self.datagram(&buf[..n], from),
-                                Err(_) => break,
-                            }
+            let input = tokio::select! {
+                r = self.udp.recv_from(&mut buf) => match r {
+                    Ok((n, from)) => Input::Datagram(n, from),
+                    Err(_) => continue,
+                },
+                Some(inbound) = frames_rx.recv() => Input::Inbound(inbound),
+                Some((to, why)) = errors_rx.recv() => Input::SendError(to, why),
+                Some(resolved) = seeds_rx.recv() => Input::Seeds(resolved),
+                _ = tokio::time::sleep_until(deadline) => Input::Timeout,
+                cmd = self.cmd.recv() => Input::Command(cmd),
+            };
+            // A member an intercept stops handles nothing meanwhile: what
+            // arrived waits, as it would for a stopped process.
+            self.stand_still().await;
+            match input {
+                Input::Datagram(n, from) => {
+                    self.seal.tick(unix_secs());
+                    self.datagram(&buf[..n], from);
+                    // Drain what else is waiting, up to a burst.
+                    for _ in 1..BURST {
+                        match self.udp.try_recv_from(&mut buf) {
+                            Ok((n, from)) => self.datagram(&buf[..n], from),
+                            Err(_) => break,
                         }
                     }
                 }
-                Some(inbound) = frames_rx.recv() => {
+                Input::Inbound(inbound) => {
                     self.seal.tick(unix_secs());
                     self.inbound(inbound);
                 }
-                Some((to, why)) = errors_rx.recv() => {
+                Input::SendError(to, why) => {
                     self.stats.send_errors += 1;
                     if self.node.seeds().contains(&to) {
                         tracing::warn!(%to, "could not join through this seed: {why}");
@@ -250,7 +236,7 @@ impl Driver {
                     }
                     self.node.handle_send_error(self.clock.now(), to);
                 }
-                Some(resolved) = seeds_rx.recv() => {
+                Input::Seeds(resolved) => {
                     self.resolving = false;
                     let mut seeds = self.seed_addrs.clone();
                     seeds.extend(resolved);
@@ -258,24 +244,19 @@ impl Driver {
                         self.node.set_seeds(self.clock.now(), &seeds);
                     }
                 }
-                _ = tokio::time::sleep_until(deadline) => {
+                Input::Timeout => {
                     if leaving.is_some() {
                         break;
                     }
                     self.seal.tick(unix_secs());
                     self.node.handle_timeout(self.clock.now());
                 }
-                cmd = self.cmd.recv() => match cmd {
-                    None | Some(Command::Shutdown) => break,
-                    Some(Command::Leave(wait)) => {
-                        self.node.leave(self.clock.now());
-                        leaving = Some(tokio::time::Instant::now() + wait);
-                    }
-                    // As if the process were stopped: nothing is handled,
-                    // and packets wait in the socket's buffer.
-                    Some(Command::Pause(d)) => tokio::time::sleep(d).await,
-                    Some(cmd) => self.command(cmd),
-                },
+                Input::Command(None | Some(Command::Shutdown)) => break,
+                Input::Command(Some(Command::Leave(wait))) => {
+                    self.node.leave(self.clock.now());
+                    leaving = Some(tokio::time::Instant::now() + wait);
+                }
+                Input::Command(Some(cmd)) => self.command(cmd),
             }
             self.flush(&errors_tx, &frames_tx).await;
             // Alone, the node asked its seeds again: resolve their names
@@ -299,9 +280,26 @@ impl Driver {
         }
     }
 
+    /// Waits while an intercept stops the member.
+    async fn stand_still(&self) {
+        let Some(intercept) = &self.intercept else { return };
+        while let Some(until) = intercept.stopped_until() {
+            tokio::time::sleep_until(until).await;
+        }
+    }
+
+    /// Whether an intercept lets packets to or from `peer` pass; one that
+    /// does not is counted.
+    fn passes(&mut self, peer: SocketAddr) -> bool {
+        let passes = self.intercept.as_ref().is_none_or(|i| i.passes(peer));
+        if !passes {
+            self.stats.intercepted += 1;
+        }
+        passes
+    }
+
     fn datagram(&mut self, bytes: &[u8], from: SocketAddr) {
-        if self.blocked.contains(&from) {
-            self.stats.dropped_by_fault += 1;
+        if !self.passes(from) {
             return;
         }
         self.stats.datagrams_received += 1;
@@ -343,7 +341,7 @@ impl Driver {
                     None
                 }
             }
-        } else if self.seal.mode() == Mode::Sealed {
+        } else if self.seal.mode() == SealMode::Sealed {
             None
         } else {
             Header::decode(bytes).map(|header| Opened { header, authenticated: false })
@@ -358,7 +356,8 @@ impl Driver {
     /// task that read it).
     fn body(&mut self, body: &[u8], from: SocketAddr) {
         self.stats.frames_received += 1;
-        if self.cut_off(from) {
+        // Frames are judged once their sender is known.
+        if !self.passes(from) {
             return;
         }
         match self.seal.open(body, MAX_STREAM) {
@@ -371,16 +370,6 @@ impl Driver {
         }
     }
 
-    /// Whether an injected fault drops what `from` sent (frames are judged
-    /// once their sender is known).
-    fn cut_off(&mut self, from: SocketAddr) -> bool {
-        let cut = self.blocked.contains(&from);
-        if cut {
-            self.stats.dropped_by_fault += 1;
-        }
-        cut
-    }
-
     fn command(&mut self, cmd: Command) {
         let now = self.clock.now();
         match cmd {
@@ -390,12 +379,8 @@ impl Driver {
             Command::Member(name, tx) => {
                 let _ = tx.send(self.node.member(&name));
             }
-            Command::Level(name, tx) => {
-                let _ = tx.send(self.node.level(&name, now));
-            }
-            Command::TimeToSuspect(name, tx) => {
-                let at = self.node.reaches_suspect_level_at(&name);
-                let _ = tx.send(at.map(|t| t.saturating_duration_since(now)));
+            Command::WatchReport(name, tx) => {
+                let _ = tx.send(self.node.watch_report(&name, now));
             }
             Command::Watch(name) => self.node.watch(now, &name),
             Command::Unwatch(name) => self.node.unwatch(now, &name),
@@ -404,67 +389,51 @@ impl Driver {
                 let _ = tx.send(self.cluster_stats());
             }
             Command::Snapshot(tx) => {
-                let (probes, relays) = self.node.probes_in_flight();
                 let _ = tx.send(Snapshot {
-                    now,
                     unix_ms: unix_ms(),
                     uptime: now.saturating_duration_since(Instant::ZERO),
-                    id: self.node.id().clone(),
-                    incarnation: self.node.incarnation(),
-                    awareness: self.node.awareness(),
-                    max_awareness: self.node.config().max_awareness,
-                    tags: self.node.tags(),
-                    members: self.node.members().collect(),
-                    outliers: self
-                        .node
-                        .members()
-                        .filter_map(|m| self.node.outlier_report(&m.id.name).map(|r| (m.id.name.to_string(), r)))
-                        .collect(),
-                    watched: self.node.watching().filter_map(|n| self.node.watch_report(n, now)).collect(),
-                    suspicions: self.node.suspicions(),
-                    queued_broadcasts: self.node.queued_broadcasts(),
-                    probes_in_flight: probes,
-                    relays_in_flight: relays,
-                    recorded_arrivals: self.node.config().recorded_arrivals,
-                    stats: self.cluster_stats(),
+                    node: self.node.snapshot(now),
+                    seal: self.seal.stats(),
+                    net: self.net_stats(),
                 });
             }
             Command::Arrivals(name, after, tx) => {
-                let _ = tx.send(self.node.arrivals(&name, after).map(|a| (a, now)));
+                let _ = tx.send(self.node.arrivals(&name, after).map(|arrivals| Recorded { arrivals, now }));
             }
             Command::Keys(tx) => {
                 let _ = tx.send(self.seal.keyring().map(|k| k.list()).unwrap_or_default());
             }
             Command::InstallKey(key, tx) => {
-                let r = match self.seal.keyring_mut() {
-                    Some(k) => k.install(key),
-                    None => Err(KeyringError::Unknown(KeyId(0))),
-                };
+                let r = self.seal.keyring_mut().ok_or(KeyError::NoKeyring).and_then(|k| Ok(k.install(key)?));
                 let _ = tx.send(r);
             }
             Command::UseKey(id, tx) => {
-                let r = self.seal.keyring_mut().map_or(Err(KeyringError::Unknown(id)), |k| k.use_key(id));
+                let r = self.seal.keyring_mut().ok_or(KeyError::NoKeyring).and_then(|k| Ok(k.use_key(id)?));
                 let _ = tx.send(r);
             }
             Command::RemoveKey(id, tx) => {
-                let r = self.seal.keyring_mut().map_or(Err(KeyringError::Unknown(id)), |k| k.remove(id));
+                let r = self.seal.keyring_mut().ok_or(KeyError::NoKeyring).and_then(|k| Ok(k.remove(id)?));
                 let _ = tx.send(r);
             }
-            Command::Block(peers) => self.blocked = peers.into_iter().collect(),
             Command::Outcomes(outcomes, tx) => {
                 let taken: Vec<bool> = outcomes
                     .into_iter()
-                    .map(|(name, o, latency)| self.node.record_outcome(now, &name, o, latency))
+                    .map(|o| self.node.record_outcome(now, &o.member, o.outcome, o.latency))
                     .collect();
                 if let Some(tx) = tx {
                     let _ = tx.send(taken);
                 }
             }
-            Command::Leave(_) | Command::Shutdown | Command::Pause(_) => {}
+            Command::Leave(_) | Command::Shutdown => {}
         }
     }
 
     fn cluster_stats(&self) -> ClusterStats {
+        ClusterStats { node: self.node.stats().clone(), seal: self.seal.stats(), net: self.net_stats() }
+    }
+
+    /// The runtime's counters, the connection tasks' included.
+    fn net_stats(&self) -> NetStats {
         let mut net = self.stats;
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         net.connections_refused = load(&self.shared.connections_refused);
@@ -473,7 +442,7 @@ impl Driver {
         net.frames_malformed = load(&self.shared.frames_malformed);
         net.frames_over_budget = load(&self.shared.frames_over_budget);
         net.seed_resolution_failures = load(&self.shared.seed_resolution_failures);
-        ClusterStats { node: self.node.stats().clone(), seal: self.seal.stats(), net }
+        net
     }
 
     /// A stream message as a frame: its header and body, each sealed as a
@@ -488,9 +457,8 @@ impl Driver {
     /// Sends what the node queued and publishes its events.
     async fn flush(&mut self, errors: &mpsc::Sender<(SocketAddr, &'static str)>, inbound: &mpsc::Sender<Inbound>) {
         while let Some(t) = self.node.poll_transmit() {
-            if self.blocked.contains(&t.to) {
+            if !self.passes(t.to) {
                 // Cut off: a datagram is lost, a stream cannot connect.
-                self.stats.dropped_by_fault += 1;
                 if t.stream {
                     self.node.handle_send_error(self.clock.now(), t.to);
                 }

@@ -43,20 +43,21 @@ mod driver;
 mod error;
 pub mod frame;
 pub mod generation;
+mod intercept;
 mod slots;
-mod snapshot;
+mod types;
 
-pub use cluster::{Builder, Cluster, ClusterEvent, ClusterStats, DEFAULT_CLUSTER, Events, NetConfig};
-pub use driver::NetStats;
-pub use error::StartError;
-pub use snapshot::Snapshot;
+pub use cluster::{Builder, Cluster, DEFAULT_CLUSTER, Events, Recorded, RequestOutcome};
+pub use error::{KeyError, StartError, Stopped};
+pub use intercept::{Faults, Intercept};
+pub use types::{ClusterEvent, ClusterStats, NetConfig, NetStats, Snapshot};
 // The types this crate's own API takes and returns, so that an embedder
 // needs no other dependency to use it.
 pub use vigil_detector::Instant;
 pub use vigil_detector::outlier::{HostReport, Outcome};
 pub use vigil_membership::keyring::{KeyId, KeyInfo, Keyring, KeyringError};
-pub use vigil_membership::seal::{Mode as SealMode, SealError, SealStats};
+pub use vigil_membership::seal::{SealError, SealMode, SealStats};
 pub use vigil_membership::{
-    Arrivals, Config, ConfigError, Event, MemberView, NodeId, PolicyOutlook, PolicyState, Stats, Status, Tags,
-    TagsError, WatchReport,
+    Arrivals, Config, ConfigError, Event, MemberView, NodeId, NodeView, PolicyOutlook, PolicyState, Stats, Status,
+    Tags, TagsError, WatchReport,
 };

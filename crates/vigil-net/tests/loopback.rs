@@ -6,31 +6,51 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use std::sync::Arc;
 use tokio::net::UdpSocket;
 use tokio::time::{Instant, sleep};
 use vigil_membership::keyring::Keyring;
-use vigil_membership::seal::{Mode, OpenError};
+
+use vigil_membership::seal::{OpenError, SealMode};
 use vigil_membership::{Event, Status};
-use vigil_net::{Cluster, Events};
+use vigil_net::{Cluster, Events, Faults};
 
 const LOCAL: &str = "127.0.0.1:0";
 
-async fn start(name: &str, seeds: &[SocketAddr], keys: Option<(Keyring, Mode)>) -> Cluster {
+async fn start(name: &str, seeds: &[SocketAddr], keys: Option<(Keyring, SealMode)>) -> Cluster {
+    start_with(name, seeds, keys, None).await
+}
+
+async fn start_with(
+    name: &str,
+    seeds: &[SocketAddr],
+    keys: Option<(Keyring, SealMode)>,
+    faults: Option<Arc<Faults>>,
+) -> Cluster {
     let mut b = Cluster::builder(name).bind(LOCAL.parse().unwrap()).seeds(seeds.iter().copied());
     if let Some((ring, mode)) = keys {
         b = b.keys(ring, mode);
+    }
+    if let Some(f) = faults {
+        b = b.intercept(f);
     }
     b.start().await.unwrap_or_else(|e| panic!("{name} starts: {e}"))
 }
 
 /// `n` members joined through the first.
 async fn cluster(n: usize, keys: Option<[u8; 32]>) -> Vec<Cluster> {
-    let ring = |k: [u8; 32]| (Keyring::new(k), Mode::Sealed);
-    let first = start("m0", &[], keys.map(ring)).await;
-    let seed = first.local_addr();
-    let mut all = vec![first];
-    for i in 1..n {
-        all.push(start(&format!("m{i}"), &[seed], keys.map(ring)).await);
+    let faults = (0..n).map(|_| None).collect();
+    cluster_with(keys, faults).await
+}
+
+/// Members joined through the first, one per entry of `faults`, each with
+/// its intercept if given.
+async fn cluster_with(keys: Option<[u8; 32]>, faults: Vec<Option<Arc<Faults>>>) -> Vec<Cluster> {
+    let ring = |k: [u8; 32]| (Keyring::new(k), SealMode::Sealed);
+    let mut all: Vec<Cluster> = Vec::new();
+    for (i, f) in faults.into_iter().enumerate() {
+        let seeds: Vec<SocketAddr> = all.first().map(Cluster::local_addr).into_iter().collect();
+        all.push(start_with(&format!("m{i}"), &seeds, keys.map(ring), f).await);
     }
     all
 }
@@ -45,7 +65,7 @@ async fn until_all(
     while Instant::now() < deadline {
         let mut all = true;
         for m in members {
-            if !check(&m.members().await) {
+            if !check(&m.members().await.expect("running")) {
                 all = false;
                 break;
             }
@@ -133,10 +153,10 @@ async fn a_sealed_cluster_refuses_bad_packets_and_rotates_its_key_without_a_susp
     let target = all[0].local_addr();
     let attacker = UdpSocket::bind(LOCAL).await.unwrap();
     let mut other =
-        vigil_membership::seal::Seal::new(vigil_net::DEFAULT_CLUSTER, Mode::Sealed, Some(Keyring::new([9; 32])), 1)
+        vigil_membership::seal::Seal::new(vigil_net::DEFAULT_CLUSTER, SealMode::Sealed, Some(Keyring::new([9; 32])), 1)
             .unwrap();
     let mut genuine =
-        vigil_membership::seal::Seal::new(vigil_net::DEFAULT_CLUSTER, Mode::Sealed, Some(Keyring::new([7; 32])), 2)
+        vigil_membership::seal::Seal::new(vigil_net::DEFAULT_CLUSTER, SealMode::Sealed, Some(Keyring::new([7; 32])), 2)
             .unwrap();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     genuine.tick(now);
@@ -190,7 +210,7 @@ async fn a_sealed_cluster_refuses_bad_packets_and_rotates_its_key_without_a_susp
     }
     sleep(Duration::from_secs(3)).await;
     for m in &all {
-        let keys = m.keys().await;
+        let keys = m.keys().await.unwrap();
         assert_eq!(keys.len(), 1);
         assert!(keys[0].primary && keys[0].opened > 0, "the new key opens what arrives: {keys:?}");
     }
@@ -223,7 +243,7 @@ async fn tags_propagate_and_update_live() {
     );
     let mut watchers: Vec<Events> = all.iter().skip(1).map(Cluster::events).collect();
     let moved = Tags::new([("zone", "b")]).unwrap();
-    all[0].set_tags(moved.clone()).await;
+    all[0].set_tags(moved.clone()).await.unwrap();
     assert!(until_all(&all[1..], Duration::from_secs(5), |v| has(v, "t0", &moved)).await, "the change within 5 s");
     for (i, w) in watchers.iter_mut().enumerate() {
         let e =
@@ -252,7 +272,7 @@ async fn hostile_frames_and_oversized_datagrams_are_refused_and_counted() {
     let target = all[0].local_addr();
     let before = all[0].stats().await.unwrap();
     let mut other =
-        vigil_membership::seal::Seal::new(vigil_net::DEFAULT_CLUSTER, Mode::Sealed, Some(Keyring::new([9; 32])), 1)
+        vigil_membership::seal::Seal::new(vigil_net::DEFAULT_CLUSTER, SealMode::Sealed, Some(Keyring::new([9; 32])), 1)
             .unwrap();
     other.tick(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs());
     let framed =
@@ -301,14 +321,15 @@ async fn hostile_frames_and_oversized_datagrams_are_refused_and_counted() {
 /// `one_member_of_five_cut_off_for_300_s_comes_back`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_300_s_partition_heals_into_one_view_within_60_s() {
-    let all = cluster(5, None).await;
+    let faults: Vec<Arc<Faults>> = (0..5).map(|_| Arc::new(Faults::default())).collect();
+    let all = cluster_with(None, faults.iter().cloned().map(Some).collect()).await;
     assert!(until_all(&all, Duration::from_secs(10), |v| alive(v) == 4).await, "5 members converge");
     let mut watch: Vec<Events> = all.iter().map(Cluster::events).collect();
     let m4 = all[4].local_addr();
     let others: Vec<SocketAddr> = all[..4].iter().map(Cluster::local_addr).collect();
-    all[4].block(others).await;
-    for m in &all[..4] {
-        m.block(vec![m4]).await;
+    faults[4].block(others);
+    for f in &faults[..4] {
+        f.block([m4]);
     }
     let cut = Instant::now();
     assert!(
@@ -320,8 +341,8 @@ async fn a_300_s_partition_heals_into_one_view_within_60_s() {
     );
     assert!(until_all(&all[4..], Duration::from_secs(60), |v| alive(v) == 0).await, "m4 declares the four dead");
     sleep(Duration::from_secs(300).saturating_sub(cut.elapsed())).await;
-    for m in &all {
-        m.block(Vec::new()).await;
+    for f in &faults {
+        f.block([]);
     }
     let healed = Instant::now();
     assert!(until_all(&all, Duration::from_secs(60), |v| alive(v) == 4).await, "one view within 60 s of the heal");

@@ -11,7 +11,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use vigil_detector::Instant;
 use vigil_membership::keyring::{KEY_LEN, KeyId, Keyring, key_id};
-use vigil_membership::seal::{Mode, OpenError, Seal};
+use vigil_membership::seal::{OpenError, Seal, SealMode};
 
 use crate::report::SealReport;
 use crate::scenario::{Scenario, Sealing};
@@ -45,7 +45,7 @@ pub(crate) enum KeyStep {
 /// The cluster's keys and the attacker.
 #[derive(Debug, Clone)]
 pub(crate) struct Sealer {
-    mode: Mode,
+    mode: SealMode,
     keys: Vec<[u8; KEY_LEN]>,
     rng: ChaCha8Rng,
     /// Active replay captures: (until, delay).
@@ -62,9 +62,9 @@ impl Sealer {
         let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x5ea1_5ea1_5ea1_5ea1);
         let key: [u8; KEY_LEN] = rng.random();
         let mode = match scenario.sealing {
-            Sealing::Staged => Mode::Staged,
-            Sealing::Sealed => Mode::Sealed,
-            _ => Mode::Plaintext,
+            Sealing::Staged => SealMode::Staged,
+            Sealing::Sealed => SealMode::Sealed,
+            _ => SealMode::Plaintext,
         };
         Sealer { mode, keys: vec![key], rng, replays: Vec::new(), injected: 0, undelivered: 0, failed_steps: 0 }
     }
@@ -76,7 +76,7 @@ impl Sealer {
     /// ([`FRESHNESS`]).
     pub(crate) fn seal_for_start(&mut self, previous: Option<&Seal>, now: u64) -> Seal {
         let mode = previous.map_or(self.mode, Seal::mode);
-        if mode == Mode::Plaintext {
+        if mode == SealMode::Plaintext {
             return Seal::plaintext(CLUSTER);
         }
         let session = self.rng.random::<u64>();
@@ -138,14 +138,14 @@ impl Sim {
                 return;
             }
             KeyStep::Stage => {
-                let staged = seal.set_mode(Mode::Staged).is_ok();
+                let staged = seal.set_mode(SealMode::Staged).is_ok();
                 if !staged {
                     self.sealer.failed_steps += 1;
                 }
                 return;
             }
             KeyStep::Seal => {
-                if seal.set_mode(Mode::Sealed).is_err() {
+                if seal.set_mode(SealMode::Sealed).is_err() {
                     self.sealer.failed_steps += 1;
                 }
                 return;

@@ -18,7 +18,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use serde::Deserialize;
 use tokio::sync::mpsc;
-use vigil_membership::seal::Mode;
+use vigil_membership::seal::SealMode;
 use vigil_membership::{Config, Event, Tags};
 use vigil_net::{Cluster, DEFAULT_CLUSTER, StartError};
 
@@ -354,7 +354,7 @@ async fn reload(a: &AgentArgs, started: &FileSettings, member: &Cluster) {
     match tags(&a.tags, &file.tags, Some(path)) {
         Ok(t) if t != member_tags(member).await => {
             tracing::info!("SIGHUP: new tags from {}, announced", path.display());
-            member.set_tags(t).await;
+            let _ = member.set_tags(t).await;
         }
         Ok(_) => {}
         Err(e) => tracing::warn!("SIGHUP: {e:#}; the tags did not change"),
@@ -389,7 +389,7 @@ async fn reload(a: &AgentArgs, started: &FileSettings, member: &Cluster) {
 }
 
 async fn member_tags(member: &Cluster) -> Tags {
-    member.snapshot().await.map(|s| s.tags).unwrap_or_default()
+    member.snapshot().await.map(|s| s.node.tags).unwrap_or_default()
 }
 
 /// Runs `vigil agent` until SIGTERM or SIGINT (or until standard output is
@@ -468,12 +468,12 @@ pub(crate) fn run(a: &AgentArgs) -> Result<()> {
     let keyring = key_file.map(|(p, from)| crate::keys::key_file(&p, &from)).transpose()?;
     let seal_mode = if a.plaintext { Some(SealModeArg::Plaintext) } else { a.seal_mode.or(file.seal_mode) };
     let mode = match (seal_mode, &keyring) {
-        (Some(SealModeArg::Plaintext), _) => Mode::Plaintext,
-        (Some(SealModeArg::Staged), _) => Mode::Staged,
-        (Some(SealModeArg::Sealed), _) | (None, Some(_)) => Mode::Sealed,
-        (None, None) => Mode::Plaintext,
+        (Some(SealModeArg::Plaintext), _) => SealMode::Plaintext,
+        (Some(SealModeArg::Staged), _) => SealMode::Staged,
+        (Some(SealModeArg::Sealed), _) | (None, Some(_)) => SealMode::Sealed,
+        (None, None) => SealMode::Plaintext,
     };
-    if mode != Mode::Plaintext && keyring.is_none() {
+    if mode != SealMode::Plaintext && keyring.is_none() {
         return Err(UsageError("--seal-mode: sealing needs keys (--key-file)".into()).into());
     }
     let data_dir = a
@@ -554,7 +554,7 @@ pub(crate) fn run(a: &AgentArgs) -> Result<()> {
     let level = a.log_level.or(file.log_level).unwrap_or(LogLevel::Info);
     // Logs go to stderr, plain text; stdout is for events.
     let _ = tracing_subscriber::fmt().with_max_level(level.filter()).with_writer(std::io::stderr).try_init();
-    if reachable && mode == Mode::Plaintext {
+    if reachable && mode == SealMode::Plaintext {
         tracing::warn!(
             "plaintext on {bind}: nothing is encrypted or authenticated; anyone who can reach this port can read the \
              membership, join, and send rumours (refuted, and bounded per source). Give every member --key-file to \
@@ -593,7 +593,7 @@ pub(crate) fn run(a: &AgentArgs) -> Result<()> {
             member.id().generation,
             member.local_addr(),
             member.advertise_addr(),
-            if mode == Mode::Plaintext { ", plaintext" } else { ", sealed" }
+            if mode == SealMode::Plaintext { ", plaintext" } else { ", sealed" }
         );
         let member = Arc::new(member);
         let recorder = Recorder::new(history);
@@ -605,7 +605,7 @@ pub(crate) fn run(a: &AgentArgs) -> Result<()> {
                 token: token.map(Into::into),
                 loopback: http::is_loopback(addr),
                 leave: leave_tx,
-                sealed: mode == Mode::Sealed,
+                sealed: mode == SealMode::Sealed,
                 expects_peers,
                 fleet: None,
                 hosts: http_hosts,
@@ -640,7 +640,7 @@ pub(crate) fn run(a: &AgentArgs) -> Result<()> {
                     if let Event::Up { id, .. } = &e.event
                         && watch.contains(&*id.name)
                     {
-                        member.watch(&id.name).await;
+                        let _ = member.watch(&id.name).await;
                     }
                     log_event(&e.event);
                     if let Some(line) = recorder.record(&node, &e)

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use tokio::sync::mpsc;
 use vigil_membership::{Config, Event};
-use vigil_net::{Builder, Cluster, DEFAULT_CLUSTER};
+use vigil_net::{Builder, Cluster, DEFAULT_CLUSTER, Faults};
 
 use crate::UsageError;
 use crate::agent::DEFAULT_HTTP;
@@ -58,19 +58,21 @@ pub(crate) fn run(a: &ClusterArgs, out: &mut dyn Write) -> Result<()> {
             .map_err(|e| UsageError(format!("--http: cannot listen on {http_addr}: {e}")))?;
         let http_local = listener.local_addr().context("the HTTP listener's address")?;
         let loopback: SocketAddr = "127.0.0.1:0".parse().expect("an address");
-        let mut members: Vec<(Builder, Arc<Cluster>)> = Vec::new();
+        let mut members: Vec<(Builder, Arc<Faults>, Arc<Cluster>)> = Vec::new();
         let mut seed = None;
         for i in 1..=a.nodes {
-            let mut b = Cluster::builder(&format!("n{i}")).bind(loopback).config(config.clone());
+            let faults = Arc::new(Faults::default());
+            let mut b =
+                Cluster::builder(&format!("n{i}")).bind(loopback).config(config.clone()).intercept(faults.clone());
             if let Some(s) = seed {
                 b = b.seeds([s]);
             }
             let c = b.clone().start().await.with_context(|| format!("starting n{i}"))?;
             seed.get_or_insert(c.local_addr());
             // A restart takes a fresh port, joining through n1.
-            members.push((b.bind(loopback).seeds(seed), Arc::new(c)));
+            members.push((b.bind(loopback).seeds(seed), faults, Arc::new(c)));
         }
-        let observer = members[0].1.clone();
+        let observer = members[0].2.clone();
         let fleet = Arc::new(Fleet::new(members));
         let recorder = Recorder::new(1_000);
         let (leave_tx, mut leave_rx) = mpsc::channel(1);

@@ -458,7 +458,7 @@ fn unauthenticated_frames_hold_nothing_and_idle_connections_keep_nobody_out() {
 #[test]
 fn packets_captured_before_a_restart_are_refused_after_it() {
     use vigil_membership::keyring::Keyring;
-    use vigil_membership::seal::{Mode, Seal};
+    use vigil_membership::seal::{Seal, SealMode};
     let keys = key_file("replay");
     let data = std::env::temp_dir().join(format!("vigil-hostile-net-{}-data", std::process::id()));
     let _ = std::fs::remove_dir_all(&data);
@@ -475,7 +475,7 @@ fn packets_captured_before_a_restart_are_refused_after_it() {
     assert!(within(Duration::from_secs(20), || r0.alive().contains(&r1.name) && r1.alive().contains(&r0.name)));
     // Twenty sealed packets of a session, "from" r1.
     let key: [u8; 32] = std::array::from_fn(|i| i as u8);
-    let mut seal = Seal::new(CLUSTER, Mode::Sealed, Some(Keyring::new(key)), 0x5e55_1011).unwrap();
+    let mut seal = Seal::new(CLUSTER, SealMode::Sealed, Some(Keyring::new(key)), 0x5e55_1011).unwrap();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     seal.tick(now);
     let copies: Vec<Vec<u8>> = (0..20).map(|_| seal.seal(&gossip(("r1", 1), &[]))).collect();

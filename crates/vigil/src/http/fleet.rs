@@ -8,7 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use vigil_net::{Builder, Cluster};
+use vigil_net::{Builder, Cluster, Faults};
 
 use super::{Api, ApiError, ApiResult};
 
@@ -20,6 +20,8 @@ pub(crate) const MAX_PAUSE: Duration = Duration::from_secs(60);
 struct Slot {
     name: String,
     builder: Builder,
+    /// What cuts it off or stops it (its builder's intercept).
+    faults: Arc<Faults>,
     /// `None` while crashed.
     cluster: Option<Arc<Cluster>>,
     partitioned: bool,
@@ -33,11 +35,18 @@ pub(crate) struct Fleet {
 }
 
 impl Fleet {
-    /// A fleet of running members, each with the builder that restarts it.
-    pub(crate) fn new(members: Vec<(Builder, Arc<Cluster>)>) -> Fleet {
+    /// A fleet of running members, each with the builder that restarts it
+    /// and the faults its builder's intercept injects.
+    pub(crate) fn new(members: Vec<(Builder, Arc<Faults>, Arc<Cluster>)>) -> Fleet {
         let slots = members
             .into_iter()
-            .map(|(builder, c)| Slot { name: c.id().name.to_string(), builder, cluster: Some(c), partitioned: false })
+            .map(|(builder, faults, c)| Slot {
+                name: c.id().name.to_string(),
+                builder,
+                faults,
+                cluster: Some(c),
+                partitioned: false,
+            })
             .collect();
         Fleet { slots: Mutex::new(slots) }
     }
@@ -114,8 +123,8 @@ impl Fleet {
                 Ok(format!("{name} restarted (generation {generation})"))
             }
             "pause" => {
-                let c = self.running(index)?;
-                c.pause(pause).await;
+                self.running(index)?;
+                self.slots()[index].faults.pause(pause);
                 Ok(format!("{name} paused for {:.1} s", pause.as_secs_f64()))
             }
             "partition" => {
@@ -147,24 +156,12 @@ impl Fleet {
     /// Tells every member whom to drop: a partitioned member drops everyone,
     /// and everyone drops it.
     async fn apply_partitions(&self) {
-        let plan: Vec<(Arc<Cluster>, Vec<std::net::SocketAddr>)> = {
-            let slots = self.slots();
-            let addr = |s: &Slot| s.cluster.as_ref().map(|c| c.advertise_addr());
-            slots
-                .iter()
-                .filter_map(|s| {
-                    let c = s.cluster.clone()?;
-                    let blocked = slots
-                        .iter()
-                        .filter(|o| o.name != s.name && (s.partitioned || o.partitioned))
-                        .filter_map(addr)
-                        .collect();
-                    Some((c, blocked))
-                })
-                .collect()
-        };
-        for (c, blocked) in plan {
-            c.block(blocked).await;
+        let slots = self.slots();
+        let addr = |s: &Slot| s.cluster.as_ref().map(|c| c.advertise_addr());
+        for s in slots.iter() {
+            let blocked =
+                slots.iter().filter(|o| o.name != s.name && (s.partitioned || o.partitioned)).filter_map(addr);
+            s.faults.block(blocked);
         }
     }
 

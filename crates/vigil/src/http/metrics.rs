@@ -273,7 +273,7 @@ impl Metrics {
     /// The member's state and counters now.
     pub(crate) fn refresh(&self, s: &Snapshot) {
         let mut by_status = [0i64; 4];
-        for m in &s.members {
+        for m in &s.node.members {
             by_status[status_index(m.status)] += 1;
         }
         for (i, name) in ["alive", "suspect", "dead", "left"].into_iter().enumerate() {
@@ -281,20 +281,20 @@ impl Metrics {
         }
         // φ now, for the members watched now only.
         self.phi.clear();
-        for w in &s.watched {
+        for w in &s.node.watched {
             self.phi.get_or_create(&MemberLabel { member: w.name.clone() }).set(w.level);
         }
-        self.awareness.set(i64::from(s.awareness));
-        self.awareness_max.set(i64::from(s.max_awareness));
+        self.awareness.set(i64::from(s.node.awareness));
+        self.awareness_max.set(i64::from(s.node.max_awareness));
         for (queue, n) in [
-            ("broadcasts", s.queued_broadcasts),
-            ("suspicions", s.suspicions),
-            ("probes", s.probes_in_flight),
-            ("relays", s.relays_in_flight),
+            ("broadcasts", s.node.queued_broadcasts),
+            ("suspicions", s.node.suspicions),
+            ("probes", s.node.probes_in_flight),
+            ("relays", s.node.relays_in_flight),
         ] {
             self.queues.get_or_create(&QueueLabel { queue }).set(i64::try_from(n).unwrap_or(i64::MAX));
         }
-        let node = &s.stats.node;
+        let node = &s.node.stats;
         for (family, direction, counts) in [
             (&self.messages, SENT, &node.sent),
             (&self.messages, RECEIVED, &node.received),
@@ -305,7 +305,7 @@ impl Metrics {
                 advance(&family.get_or_create(&MessageLabel { kind: kind.to_string(), direction }), n);
             }
         }
-        let net = &s.stats.net;
+        let net = &s.net;
         let mut reasons: Vec<(&'static str, u64)> = vec![
             ("malformed", node.rejected_malformed),
             ("wrong-cluster", node.rejected_cluster),
@@ -317,11 +317,11 @@ impl Metrics {
             ("connection-refused", net.connections_refused),
             ("connection-evicted", net.connections_evicted),
         ];
-        reasons.extend(OpenError::REASONS.iter().copied().zip(s.stats.seal.rejected.iter().copied()));
+        reasons.extend(OpenError::REASONS.iter().copied().zip(s.seal.rejected.iter().copied()));
         for (reason, n) in reasons {
             advance(&self.rejected.get_or_create(&ReasonLabel { reason }), n);
         }
-        self.ejected.set(s.outliers.iter().filter(|(_, r)| r.ejected.is_some()).count() as i64);
+        self.ejected.set(s.node.outliers.values().filter(|r| r.ejected.is_some()).count() as i64);
         for (outcome, n) in [
             ("proposed", node.introductions_proposed),
             ("admitted", node.introductions_admitted),
@@ -405,7 +405,7 @@ impl Metrics {
 
     /// A once-a-second sample of the watched members' levels.
     pub(crate) fn sample(&mut self, s: &Snapshot) {
-        for w in &s.watched {
+        for w in &s.node.watched {
             let label = MemberLabel { member: w.name.clone() };
             if w.heard {
                 self.phi_observed.get_or_create(&label).observe(w.level);

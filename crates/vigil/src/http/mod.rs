@@ -246,7 +246,7 @@ async fn openapi() -> impl IntoResponse {
 }
 
 async fn self_view(State(api): State<Api>) -> ApiResult<axum::Json<Value>> {
-    let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
+    let s = api.cluster.snapshot().await.map_err(|_| stopped())?;
     let addr = api.cluster.advertise_addr().to_string();
     let mut v = views::self_json(&s, api.sealed, &addr, api.expects_peers);
     if let Some(obj) = v.as_object_mut() {
@@ -256,15 +256,15 @@ async fn self_view(State(api): State<Api>) -> ApiResult<axum::Json<Value>> {
 }
 
 async fn members(State(api): State<Api>) -> ApiResult<axum::Json<Value>> {
-    let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
+    let s = api.cluster.snapshot().await.map_err(|_| stopped())?;
     Ok(axum::Json(views::members_json(&s)))
 }
 
 async fn member(State(api): State<Api>, Path(name): Path<String>) -> ApiResult<axum::Json<Value>> {
-    let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
-    match s.members.iter().find(|m| *m.id.name == *name) {
+    let s = api.cluster.snapshot().await.map_err(|_| stopped())?;
+    match s.node.members.iter().find(|m| *m.id.name == *name) {
         Some(m) => Ok(axum::Json(views::member_json(&s, m))),
-        None if *s.id.name == *name => Err(ApiError::new(
+        None if *s.node.id.name == *name => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!("{} is this member: see /v1/self", vigil_lab::millis::quoted(&name)),
         )),
@@ -279,7 +279,7 @@ async fn live() -> axum::Json<Value> {
 }
 
 async fn ready(State(api): State<Api>) -> Response {
-    let Some(s) = api.cluster.snapshot().await else {
+    let Ok(s) = api.cluster.snapshot().await else {
         return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the member has stopped").into_response();
     };
     let why = views::not_ready(&s, api.expects_peers);
@@ -291,7 +291,7 @@ async fn ready(State(api): State<Api>) -> Response {
 }
 
 async fn metrics_text(State(api): State<Api>) -> ApiResult<Response> {
-    let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
+    let s = api.cluster.snapshot().await.map_err(|_| stopped())?;
     let text = {
         let m = api.recorder.metrics();
         m.refresh(&s);
@@ -386,7 +386,7 @@ async fn events(
 // ---- keyring and leaving ----
 
 async fn keys_list(State(api): State<Api>) -> axum::Json<Value> {
-    let keys = api.cluster.keys().await;
+    let keys = api.cluster.keys().await.unwrap_or_default();
     axum::Json(json!({
         "keys": keys.iter().map(|k| json!({
             "id": k.id.to_string(),
@@ -411,21 +411,17 @@ fn key_id(text: &str) -> ApiResult<KeyId> {
     })
 }
 
-fn keyring_error(e: vigil_membership::keyring::KeyringError) -> ApiError {
-    use vigil_membership::keyring::KeyringError as K;
-    let status = match e {
-        K::Unknown(_) => StatusCode::NOT_FOUND,
-        _ => StatusCode::CONFLICT,
-    };
-    ApiError::new(status, e.to_string())
-}
-
-/// A member started without keys has no keyring to change.
-async fn has_keyring(api: &Api) -> ApiResult<()> {
-    if api.cluster.keys().await.is_empty() {
-        return Err(ApiError::new(StatusCode::CONFLICT, "this member has no keyring: start it with --key-file"));
+fn keyring_error(e: vigil_net::KeyError) -> ApiError {
+    use vigil_net::{KeyError, KeyringError};
+    match e {
+        KeyError::Stopped => stopped(),
+        KeyError::NoKeyring => {
+            ApiError::new(StatusCode::CONFLICT, "this member has no keyring: start it with --key-file")
+        }
+        KeyError::Keyring(e @ KeyringError::Unknown(_)) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
+        KeyError::Keyring(e) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+        other => ApiError::new(StatusCode::CONFLICT, other.to_string()),
     }
-    Ok(())
 }
 
 async fn keys_install(State(api): State<Api>, body: axum::body::Bytes) -> ApiResult<(StatusCode, axum::Json<Value>)> {
@@ -435,21 +431,18 @@ async fn keys_install(State(api): State<Api>, body: axum::body::Bytes) -> ApiRes
     let key = crate::keys::parse_key(key.trim()).ok_or_else(|| {
         ApiError::new(StatusCode::BAD_REQUEST, "key: not a 32-byte key (64 hex digits, or 44 characters of base64)")
     })?;
-    has_keyring(&api).await?;
     let id = api.cluster.install_key(key).await.map_err(keyring_error)?;
     Ok((StatusCode::CREATED, axum::Json(json!({"id": id.to_string()}))))
 }
 
 async fn keys_use(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<axum::Json<Value>> {
     let id = key_id(&id)?;
-    has_keyring(&api).await?;
     api.cluster.use_key(id).await.map_err(keyring_error)?;
     Ok(axum::Json(json!({"primary": id.to_string()})))
 }
 
 async fn keys_remove(State(api): State<Api>, Path(id): Path<String>) -> ApiResult<axum::Json<Value>> {
     let id = key_id(&id)?;
-    has_keyring(&api).await?;
     api.cluster.remove_key(id).await.map_err(keyring_error)?;
     Ok(axum::Json(json!({"removed": id.to_string()})))
 }
@@ -498,13 +491,10 @@ async fn outcomes(State(api): State<Api>, body: axum::body::Bytes) -> ApiResult<
             }
             None => None,
         };
-        parsed.push((o.member, outcome, latency));
+        parsed.push(vigil_net::RequestOutcome { member: o.member, outcome, latency });
     }
-    let names: Vec<String> = parsed.iter().map(|p| p.0.clone()).collect();
-    let taken = api.cluster.record_outcomes(parsed).await;
-    if taken.len() != names.len() {
-        return Err(stopped());
-    }
+    let names: Vec<String> = parsed.iter().map(|p| p.member.clone()).collect();
+    let taken = api.cluster.record_outcomes(parsed).await.map_err(|_| stopped())?;
     let mut unknown: Vec<String> = names.into_iter().zip(&taken).filter(|(_, t)| !**t).map(|(n, _)| n).collect();
     unknown.sort();
     unknown.dedup();

@@ -66,12 +66,12 @@ impl Recorder {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            let Some(s) = cluster.snapshot().await else { return };
+            let Ok(s) = cluster.snapshot().await else { return };
             self.metrics().sample(&s);
             {
                 let mut phi = self.phi.lock().unwrap_or_else(PoisonError::into_inner);
-                phi.retain(|name, _| s.watched.iter().any(|w| w.name == *name));
-                for w in &s.watched {
+                phi.retain(|name, _| s.node.watched.iter().any(|w| w.name == *name));
+                for w in &s.node.watched {
                     let ring = phi.entry(w.name.clone()).or_default();
                     if ring.len() == PHI_SAMPLES {
                         ring.pop_front();
@@ -79,13 +79,15 @@ impl Recorder {
                     ring.push_back((s.unix_ms, w.heard.then_some(w.level)));
                 }
             }
-            last.retain(|name, _| s.watched.iter().any(|w| w.name == *name));
-            if s.recorded_arrivals == 0 {
+            last.retain(|name, _| s.node.watched.iter().any(|w| w.name == *name));
+            if s.node.recorded_arrivals == 0 {
                 continue;
             }
-            for w in &s.watched {
+            for w in &s.node.watched {
                 let prev = last.get(&w.name).filter(|(g, _)| *g == w.generation).map(|(_, t)| *t);
-                let Some((arrivals, _)) = cluster.arrivals(&w.name, prev).await else { continue };
+                let Ok(Some(vigil_net::Recorded { arrivals, .. })) = cluster.arrivals(&w.name, prev).await else {
+                    continue;
+                };
                 let mut before = prev;
                 let mut gaps = Vec::with_capacity(arrivals.times.len());
                 for &t in &arrivals.times {

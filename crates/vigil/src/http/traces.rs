@@ -23,10 +23,10 @@ pub(crate) fn trace_of(arrivals: &Arrivals, now: Instant) -> Trace {
 }
 
 pub(super) async fn list(State(api): State<Api>) -> ApiResult<axum::Json<Value>> {
-    let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
+    let s = api.cluster.snapshot().await.map_err(|_| stopped())?;
     let mut members = Vec::new();
-    for w in &s.watched {
-        if let Some((a, now)) = api.cluster.arrivals(&w.name, None).await {
+    for w in &s.node.watched {
+        if let Ok(Some(vigil_net::Recorded { arrivals: a, now })) = api.cluster.arrivals(&w.name, None).await {
             members.push(json!({
                 "name": w.name,
                 "generation": a.generation,
@@ -37,7 +37,7 @@ pub(super) async fn list(State(api): State<Api>) -> ApiResult<axum::Json<Value>>
             }));
         }
     }
-    Ok(axum::Json(json!({"recorded_arrivals": s.recorded_arrivals, "members": members})))
+    Ok(axum::Json(json!({"recorded_arrivals": s.node.recorded_arrivals, "members": members})))
 }
 
 #[derive(Debug, Deserialize)]
@@ -60,12 +60,13 @@ pub(super) async fn one(
             ));
         }
     };
-    let s = api.cluster.snapshot().await.ok_or_else(stopped)?;
-    if s.recorded_arrivals == 0 {
+    let s = api.cluster.snapshot().await.map_err(|_| stopped())?;
+    if s.node.recorded_arrivals == 0 {
         return Err(ApiError::new(StatusCode::CONFLICT, "recording is off: start the agent with --record-arrivals N"));
     }
-    let Some((arrivals, now)) = api.cluster.arrivals(&name, None).await else {
-        let watched: Vec<&str> = s.watched.iter().map(|w| w.name.as_str()).collect();
+    let Some(vigil_net::Recorded { arrivals, now }) = api.cluster.arrivals(&name, None).await.map_err(|_| stopped())?
+    else {
+        let watched: Vec<&str> = s.node.watched.iter().map(|w| w.name.as_str()).collect();
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!(
@@ -83,14 +84,14 @@ pub(super) async fn one(
             "# heartbeat arrivals of {} (generation {}) at {}, {} recorded, {} dropped to stay within the bound\n",
             name,
             arrivals.generation,
-            s.id.name,
+            s.node.id.name,
             arrivals.times.len(),
             arrivals.dropped
         );
         (head + &trace.to_csv(), "text/csv; charset=utf-8")
     };
     let disposition =
-        format!("attachment; filename=\"{}-{}.{}\"", s.id.name, safe(&name), if jsonl { "jsonl" } else { "csv" });
+        format!("attachment; filename=\"{}-{}.{}\"", s.node.id.name, safe(&name), if jsonl { "jsonl" } else { "csv" });
     Ok(([(header::CONTENT_TYPE, kind.to_owned()), (header::CONTENT_DISPOSITION, disposition)], text).into_response())
 }
 

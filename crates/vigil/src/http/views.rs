@@ -73,7 +73,7 @@ fn outlier_json(s: &Snapshot, r: &HostReport) -> Value {
     json!({
         "ejected": r.ejected.is_some(),
         "reason": r.ejected.map(|(reason, _)| reason.name()),
-        "returns_in_ms": r.ejected.map(|(_, until)| ms(until.saturating_duration_since(s.now))),
+        "returns_in_ms": r.ejected.map(|(_, until)| ms(until.saturating_duration_since(s.node.now))),
         "ejections": r.ejections,
         "multiplier": r.multiplier,
         "consecutive_errors": r.consecutive.0,
@@ -85,13 +85,13 @@ fn outlier_json(s: &Snapshot, r: &HostReport) -> Value {
 
 /// One member as the snapshot's member sees it.
 pub(crate) fn member_json(s: &Snapshot, m: &MemberView) -> Value {
-    let outlier = s.outliers.iter().find(|(n, _)| *n == *m.id.name).map(|(_, r)| r);
+    let outlier = s.node.outliers.get(&*m.id.name);
     member_json_with(s, m, outlier)
 }
 
 /// One member, with outlier detection's report on it already found.
 fn member_json_with(s: &Snapshot, m: &MemberView, outlier: Option<&HostReport>) -> Value {
-    let watched = s.watched.iter().find(|w| w.name == *m.id.name && w.generation == m.id.generation);
+    let watched = s.node.watched.iter().find(|w| w.name == *m.id.name && w.generation == m.id.generation);
     let outlier = outlier.map(|r| outlier_json(s, r));
     json!({
         "name": &*m.id.name,
@@ -99,7 +99,7 @@ fn member_json_with(s: &Snapshot, m: &MemberView, outlier: Option<&HostReport>) 
         "incarnation": m.incarnation,
         "status": status_name(m.status),
         "address": m.addr.to_string(),
-        "status_for_ms": ms(s.now.saturating_duration_since(m.since)),
+        "status_for_ms": ms(s.node.now.saturating_duration_since(m.since)),
         "tags": tags_json(&m.tags),
         "watched": watched.map(watch_json),
         "outlier": outlier,
@@ -108,15 +108,13 @@ fn member_json_with(s: &Snapshot, m: &MemberView, outlier: Option<&HostReport>) 
 
 /// Every member, by name.
 pub(crate) fn members_json(s: &Snapshot) -> Value {
-    let mut members: Vec<&MemberView> = s.members.iter().collect();
+    let mut members: Vec<&MemberView> = s.node.members.iter().collect();
     members.sort_by(|a, b| a.id.name.cmp(&b.id.name));
     // One lookup table, not a search per member.
-    let outliers: std::collections::HashMap<&str, &HostReport> =
-        s.outliers.iter().map(|(n, r)| (n.as_str(), r)).collect();
     json!({
-        "node": &*s.id.name,
+        "node": &*s.node.id.name,
         "unix_ms": s.unix_ms,
-        "members": members.iter().map(|m| member_json_with(s, m, outliers.get(&*m.id.name).copied())).collect::<Vec<_>>(),
+        "members": members.iter().map(|m| member_json_with(s, m, s.node.outliers.get(&*m.id.name))).collect::<Vec<_>>(),
     })
 }
 
@@ -125,13 +123,13 @@ pub(crate) fn members_json(s: &Snapshot) -> Value {
 /// converged (a member is suspected, or a watched one not yet heard).
 pub(crate) fn not_ready(s: &Snapshot, expects_peers: bool) -> Vec<String> {
     let mut why = Vec::new();
-    if expects_peers && !s.members.iter().any(|m| m.status == Status::Alive) {
+    if expects_peers && !s.node.members.iter().any(|m| m.status == Status::Alive) {
         why.push("not joined: no live member known yet".to_owned());
     }
-    for m in s.members.iter().filter(|m| m.status == Status::Suspect) {
+    for m in s.node.members.iter().filter(|m| m.status == Status::Suspect) {
         why.push(format!("not converged: {} is suspected", m.id.name));
     }
-    for w in s.watched.iter().filter(|w| !w.heard) {
+    for w in s.node.watched.iter().filter(|w| !w.heard) {
         why.push(format!("not converged: no heartbeat from {} yet", w.name));
     }
     why
@@ -141,28 +139,28 @@ pub(crate) fn not_ready(s: &Snapshot, expects_peers: bool) -> Vec<String> {
 pub(crate) fn self_json(s: &Snapshot, sealed: bool, address: &str, expects_peers: bool) -> Value {
     let mut by_status = serde_json::Map::new();
     for st in [Status::Alive, Status::Suspect, Status::Dead, Status::Left] {
-        by_status.insert(status_name(st).into(), json!(s.members.iter().filter(|m| m.status == st).count()));
+        by_status.insert(status_name(st).into(), json!(s.node.members.iter().filter(|m| m.status == st).count()));
     }
     let why = not_ready(s, expects_peers);
     json!({
-        "name": &*s.id.name,
-        "generation": s.id.generation,
-        "incarnation": s.incarnation,
+        "name": &*s.node.id.name,
+        "generation": s.node.id.generation,
+        "incarnation": s.node.incarnation,
         "address": address,
-        "tags": tags_json(&s.tags),
+        "tags": tags_json(&s.node.tags),
         "sealed": sealed,
         "uptime_ms": ms(s.uptime),
-        "awareness": s.awareness,
-        "max_awareness": s.max_awareness,
+        "awareness": s.node.awareness,
+        "max_awareness": s.node.max_awareness,
         "members": by_status,
-        "watching": s.watched.iter().map(|w| w.name.clone()).collect::<Vec<_>>(),
+        "watching": s.node.watched.iter().map(|w| w.name.clone()).collect::<Vec<_>>(),
         "queues": {
-            "broadcasts": s.queued_broadcasts,
-            "suspicions": s.suspicions,
-            "probes": s.probes_in_flight,
-            "relays": s.relays_in_flight,
+            "broadcasts": s.node.queued_broadcasts,
+            "suspicions": s.node.suspicions,
+            "probes": s.node.probes_in_flight,
+            "relays": s.node.relays_in_flight,
         },
-        "recorded_arrivals": s.recorded_arrivals,
+        "recorded_arrivals": s.node.recorded_arrivals,
         "ready": why.is_empty(),
         "not_ready": why,
         "version": env!("CARGO_PKG_VERSION"),

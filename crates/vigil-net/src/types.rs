@@ -1,0 +1,188 @@
+//! The values the handle and the driver exchange: the runtime's settings,
+//! its counters, events with their wall-clock time, and the snapshot. Values
+//! only: both sides depend on this module, and it depends on neither.
+
+use std::time::Duration;
+
+use vigil_membership::seal::SealStats;
+use vigil_membership::{Event, NodeView, Stats};
+
+/// Settings of the network runtime itself (the protocol's are a
+/// [`Config`](vigil_membership::Config)).
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_net::NetConfig;
+///
+/// let mut net = NetConfig::default();
+/// net.leave_wait = Duration::from_secs(1);
+/// assert_eq!(net.max_connections, 64);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NetConfig {
+    /// Inbound stream connections handled at once; beyond, the oldest that
+    /// has not sent its frame's header yet is closed to make room (or, if
+    /// none, the new one). Default 64.
+    pub max_connections: usize,
+    /// Connecting to a member for a stream message. Default 2 s.
+    pub connect_timeout: Duration,
+    /// Writing or reading a stream frame's body. Default 5 s.
+    pub io_timeout: Duration,
+    /// Reading a stream frame's header, from the connection's start: a
+    /// peer says who it is at once. Default 2 s.
+    pub header_timeout: Duration,
+    /// Bytes of frame bodies in flight at once, over every connection (a
+    /// body is read only once its header opened, and only if its length
+    /// fits in what is left). At least 64 KiB; default 64 MiB, more than
+    /// the largest push-pull (a full view of 65,535 members, 46 MiB).
+    pub frame_budget: usize,
+    /// The seal's freshness window
+    /// ([`Seal::with_freshness`](vigil_membership::seal::Seal::with_freshness)):
+    /// packets sealed before this member started, or more than this away
+    /// from its clock, are refused, so captured packets cannot be replayed
+    /// to a member that restarted. `None` turns it off. Default 60 s.
+    pub freshness: Option<Duration>,
+    /// The UDP socket's receive and send buffers, bytes (default: the
+    /// system's).
+    pub socket_buffers: Option<(usize, usize)>,
+    /// How long [`Cluster::leave`](crate::Cluster::leave) waits for the
+    /// announcement to go out. Default 500 ms.
+    pub leave_wait: Duration,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        NetConfig {
+            max_connections: 64,
+            connect_timeout: Duration::from_secs(2),
+            io_timeout: Duration::from_secs(5),
+            header_timeout: Duration::from_secs(2),
+            frame_budget: 64 * 1024 * 1024,
+            freshness: Some(Duration::from_secs(60)),
+            socket_buffers: None,
+            leave_wait: Duration::from_millis(500),
+        }
+    }
+}
+
+/// The runtime's own counters.
+///
+/// ```
+/// let stats = vigil_net::NetStats::default();
+/// assert_eq!(stats.datagrams_sent, 0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct NetStats {
+    /// Datagrams sent.
+    pub datagrams_sent: u64,
+    /// Datagrams received (before opening).
+    pub datagrams_received: u64,
+    /// Bytes of datagrams sent, as on the wire (sealed).
+    pub datagram_bytes_sent: u64,
+    /// Stream frames sent.
+    pub frames_sent: u64,
+    /// Stream frames received.
+    pub frames_received: u64,
+    /// Sends that failed (datagrams and frames).
+    pub send_errors: u64,
+    /// Inbound connections closed because `max_connections` were open.
+    pub connections_refused: u64,
+    /// Inbound connections closed to make room for a new one, because they
+    /// had not sent their frame's header yet.
+    pub connections_evicted: u64,
+    /// Inbound frames dropped: too slow, cut short, or a header longer than
+    /// [`MAX_HEADER`](crate::frame::MAX_HEADER).
+    pub frames_dropped: u64,
+    /// Frame headers that did not open (forged, of another key, malformed,
+    /// or plaintext to a member that only takes sealed frames): their
+    /// bodies were never read.
+    pub frames_malformed: u64,
+    /// Frames whose body did not fit in the byte budget
+    /// ([`NetConfig::frame_budget`]) left for frames in flight: never read.
+    pub frames_over_budget: u64,
+    /// Seed names that could not be resolved (at the start, or when the
+    /// member, alone, resolved them again).
+    pub seed_resolution_failures: u64,
+    /// Packets dropped because an [`Intercept`](crate::Intercept) did not
+    /// let them pass.
+    pub intercepted: u64,
+}
+
+/// Something that happened, with when (milliseconds since the Unix epoch,
+/// on this host's clock).
+///
+/// ```
+/// use vigil_net::{ClusterEvent, Event, NodeId};
+///
+/// let e = ClusterEvent { unix_ms: 1_700_000_000_000, event: Event::Left { id: NodeId::new("b", 3) } };
+/// assert_eq!(e.event.to_string(), "b#3 left");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterEvent {
+    /// When this member learned it.
+    pub unix_ms: u64,
+    /// What.
+    pub event: Event,
+}
+
+/// What a member has done: the protocol's counters, the seal's, and the
+/// runtime's.
+///
+/// ```no_run
+/// # async fn demo(member: vigil_net::Cluster) -> Result<(), vigil_net::Stopped> {
+/// let stats = member.stats().await?;
+/// println!("{} datagrams sent, {} opened by the seal", stats.net.datagrams_sent, stats.seal.opened);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ClusterStats {
+    /// The protocol's.
+    pub node: Stats,
+    /// The seal's.
+    pub seal: SealStats,
+    /// The runtime's.
+    pub net: NetStats,
+}
+
+/// Everything a running member knows, taken at one instant
+/// ([`Cluster::snapshot`](crate::Cluster::snapshot)): an HTTP API, a metrics
+/// exporter or a dashboard reads it without seeing the cluster change
+/// halfway through.
+///
+/// ```no_run
+/// # async fn demo(member: vigil_net::Cluster) -> Result<(), vigil_net::Stopped> {
+/// let s = member.snapshot().await?;
+/// for m in &s.node.members {
+///     println!("{} is {:?}", m.id, m.status);
+/// }
+/// println!("up for {:?}, {} frames received", s.uptime, s.net.frames_received);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Snapshot {
+    /// When it was taken, milliseconds since the Unix epoch.
+    pub unix_ms: u64,
+    /// How long the member has run.
+    pub uptime: Duration,
+    /// The protocol's state: members, watched members, outlier detection,
+    /// queues and counters.
+    pub node: NodeView,
+    /// The seal's counters.
+    pub seal: SealStats,
+    /// The runtime's counters.
+    pub net: NetStats,
+}
+
+impl Snapshot {
+    /// The three sets of counters together, as [`Cluster::stats`](crate::Cluster::stats)
+    /// gives them.
+    pub fn stats(&self) -> ClusterStats {
+        ClusterStats { node: self.node.stats.clone(), seal: self.seal, net: self.net }
+    }
+}
