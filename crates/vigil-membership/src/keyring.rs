@@ -33,6 +33,163 @@ impl fmt::Display for KeyId {
     }
 }
 
+/// A key's id as written (8 hex digits, as listed) that is not one.
+///
+/// ```
+/// use vigil_membership::keyring::KeyId;
+///
+/// assert_eq!("0a0b0c0d".parse::<KeyId>(), Ok(KeyId(0x0a0b_0c0d)));
+/// assert!("0a0b".parse::<KeyId>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadKeyId;
+
+impl fmt::Display for BadKeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not a key id (8 hex digits, as listed)")
+    }
+}
+
+impl std::error::Error for BadKeyId {}
+
+impl std::str::FromStr for KeyId {
+    type Err = BadKeyId;
+
+    fn from_str(text: &str) -> Result<KeyId, BadKeyId> {
+        if text.len() != 8 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(BadKeyId);
+        }
+        u32::from_str_radix(text, 16).map(KeyId).map_err(|_| BadKeyId)
+    }
+}
+
+/// A key as an operator handles it: 64 hex digits or standard base64 (44
+/// characters, padded or not) when read, base64 when written. Its `Debug`
+/// never shows it.
+///
+/// ```
+/// use vigil_membership::keyring::Key;
+///
+/// let hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+/// let key: Key = hex.parse()?;
+/// assert_eq!(key.to_string(), "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=");
+/// assert_eq!(key.to_string().parse::<Key>()?, key);
+/// assert_eq!(key.to_hex(), hex);
+/// assert_eq!(format!("{key:?}"), "Key(..)");
+/// assert!("not a key".parse::<Key>().is_err());
+/// # Ok::<(), vigil_membership::keyring::BadKey>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Key(pub [u8; KEY_LEN]);
+
+/// Text that is not a 32-byte key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadKey;
+
+impl fmt::Display for BadKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not a 32-byte key (64 hex digits, or 44 characters of base64)")
+    }
+}
+
+impl std::error::Error for BadKey {}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Key(..)")
+    }
+}
+
+impl Key {
+    /// The key as 64 hex digits.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl std::str::FromStr for Key {
+    type Err = BadKey;
+
+    fn from_str(text: &str) -> Result<Key, BadKey> {
+        let text = text.trim();
+        let bytes = if text.len() == 2 * KEY_LEN && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            (0..KEY_LEN).map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()).collect::<Option<Vec<u8>>>()
+        } else {
+            base64::decode(text)
+        };
+        bytes.and_then(|b| b.try_into().ok()).map(Key).ok_or(BadKey)
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&base64::encode(&self.0))
+    }
+}
+
+/// Standard base64 (RFC 4648), for keys.
+mod base64 {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+    /// Decodes, padded or not; `None` for anything that is not base64.
+    pub(super) fn decode(text: &str) -> Option<Vec<u8>> {
+        let value = |c: u8| ALPHABET.iter().position(|&a| a == c).map(|v| v as u32);
+        let digits: Vec<u8> = text.trim_end_matches('=').bytes().collect();
+        let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+        for chunk in digits.chunks(4) {
+            let mut acc = 0u32;
+            for (i, &c) in chunk.iter().enumerate() {
+                acc |= value(c)? << (18 - 6 * i);
+            }
+            let n = match chunk.len() {
+                4 => 3,
+                3 => 2,
+                2 => 1,
+                _ => return None,
+            };
+            out.extend_from_slice(&acc.to_be_bytes()[1..1 + n]);
+        }
+        Some(out)
+    }
+
+    /// Encodes, padded.
+    pub(super) fn encode(bytes: &[u8]) -> String {
+        let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+        for chunk in bytes.chunks(3) {
+            let mut acc = 0u32;
+            for (i, &b) in chunk.iter().enumerate() {
+                acc |= u32::from(b) << (16 - 8 * i);
+            }
+            for i in 0..4 {
+                if i <= chunk.len() {
+                    out.push(char::from(ALPHABET[(acc >> (18 - 6 * i) & 63) as usize]));
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn every_length_reads_back_and_junk_is_refused() {
+            for n in 0..8 {
+                let bytes: Vec<u8> = (0..n).map(|i| (i * 37) as u8).collect();
+                assert_eq!(decode(&encode(&bytes)), Some(bytes));
+            }
+            let b64 = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+            assert_eq!(decode(b64.trim_end_matches('=')), decode(b64));
+            for bad in ["not base64!", "A", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=AA"] {
+                assert!(decode(bad).is_none_or(|b| b.len() != 32), "{bad}");
+            }
+        }
+    }
+}
+
 /// One key of the ring, with what it has done.
 #[derive(Clone)]
 pub(crate) struct Entry {

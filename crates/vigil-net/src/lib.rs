@@ -55,7 +55,7 @@ pub use types::{ClusterEvent, ClusterStats, NetConfig, NetStats, Snapshot};
 // needs no other dependency to use it.
 pub use vigil_detector::Instant;
 pub use vigil_detector::outlier::{HostReport, Outcome};
-pub use vigil_membership::keyring::{KeyId, KeyInfo, Keyring, KeyringError};
+pub use vigil_membership::keyring::{Key, KeyId, KeyInfo, Keyring, KeyringError};
 pub use vigil_membership::seal::{SealError, SealMode, SealStats};
 pub use vigil_membership::{
     Arrivals, Config, ConfigError, Event, MemberView, NodeId, NodeView, PolicyOutlook, PolicyState, Stats, Status,

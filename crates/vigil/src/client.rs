@@ -7,13 +7,17 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use vigil_agent::api::body::{
+    ErrorBody, KeyInstalled, KeyRemoved, KeyUsed, Keys, Members, NewKey, SelfView, StatusName,
+};
+use vigil_agent::record::{EventRecord, What};
+use vigil_lab::text::escaped;
 
 use crate::UsageError;
-use crate::agent::DEFAULT_HTTP;
 use crate::json::terminal_safe;
 use crate::limits::fixed;
-use vigil_lab::text::escaped;
 
 /// Where the agent is, and the token for changes.
 #[derive(Debug, Args)]
@@ -43,14 +47,14 @@ impl Client {
     fn new(t: &Target, streaming: bool) -> Result<Client> {
         let addr = match &t.http {
             Some(a) => a.clone(),
-            None => std::env::var("VIGIL_HTTP_ADDR").unwrap_or_else(|_| DEFAULT_HTTP.to_owned()),
+            None => std::env::var("VIGIL_HTTP_ADDR").unwrap_or_else(|_| vigil_agent::defaults::HTTP.to_string()),
         };
         let what = if t.http.is_some() { "--http" } else { "$VIGIL_HTTP_ADDR" };
         addr.parse::<std::net::SocketAddr>().map_err(|_| {
             UsageError(format!("{what}: {} is not an address (IP:PORT)", vigil_lab::millis::quoted(&addr)))
         })?;
         let token = match &t.token_file {
-            Some(p) => Some(crate::keys::token_file(p, "--token-file")?),
+            Some(p) => Some(vigil_agent::secrets::token_file(p).map_err(|e| UsageError(format!("--token-file: {e}")))?),
             None => std::env::var("VIGIL_HTTP_TOKEN").ok().map(|t| t.trim().to_owned()),
         };
         let config = ureq::Agent::config_builder()
@@ -67,26 +71,31 @@ impl Client {
         )
     }
 
-    /// The answer's JSON, or the API's error as an error.
-    fn answer(&self, mut r: ureq::http::Response<ureq::Body>) -> Result<Value> {
+    /// The answer, read as `T`, or the API's error as an error.
+    fn answer<T: DeserializeOwned>(&self, mut r: ureq::http::Response<ureq::Body>) -> Result<T> {
         let status = r.status();
         let text =
             r.body_mut().with_config().limit(MAX_ANSWER).read_to_string().context("reading the agent's answer")?;
-        let v: Value = serde_json::from_str(&text)
-            .with_context(|| format!("the agent at {} answered {status} with something that is not JSON", self.base))?;
-        if status.is_success() {
-            return Ok(v);
+        if !status.is_success() {
+            let message = serde_json::from_str::<ErrorBody>(&text)
+                .map(|e| e.error)
+                .unwrap_or_else(|_| vigil_lab::millis::quoted(&text));
+            return Err(UsageError(format!("the agent refused ({status}): {message}")).into());
         }
-        let message = v["error"].as_str().map_or_else(|| v.to_string(), str::to_owned);
-        Err(UsageError(format!("the agent refused ({status}): {message}")).into())
+        serde_json::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "the agent at {} answered {status} with something that is not what this version of vigil reads: {e}",
+                self.base
+            )
+        })
     }
 
-    fn get(&self, path: &str) -> Result<Value> {
+    fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
         let r = self.agent.get(format!("{}{path}", self.base)).call().map_err(|e| self.unreachable(e))?;
         self.answer(r)
     }
 
-    fn send(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
+    fn send<T: DeserializeOwned>(&self, method: &str, path: &str, body: Option<&impl Serialize>) -> Result<T> {
         let url = format!("{}{path}", self.base);
         let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
         let r = match method {
@@ -102,19 +111,29 @@ impl Client {
                 if let Some(a) = &auth {
                     req = req.header("Authorization", a);
                 }
-                req.send(body.unwrap_or(json!({})).to_string())
+                let body = match body {
+                    Some(b) => serde_json::to_string(b).context("a request body")?,
+                    None => "{}".to_owned(),
+                };
+                req.send(body)
             }
         };
         self.answer(r.map_err(|e| self.unreachable(e))?)
     }
 
-    fn get_authorized(&self, path: &str) -> Result<Value> {
+    fn get_authorized<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
         let mut req = self.agent.get(format!("{}{path}", self.base));
         if let Some(t) = &self.token {
             req = req.header("Authorization", format!("Bearer {t}"));
         }
         self.answer(req.call().map_err(|e| self.unreachable(e))?)
     }
+}
+
+/// A typed answer as JSON, safe to print.
+fn print_json(out: &mut dyn Write, v: &impl Serialize) -> Result<()> {
+    writeln!(out, "{}", terminal_safe(&serde_json::to_string(v)?))?;
+    Ok(())
 }
 
 // ---- members ----
@@ -135,49 +154,50 @@ pub(crate) struct MembersArgs {
 /// Runs `vigil members`.
 pub(crate) fn members(a: &MembersArgs, out: &mut dyn Write) -> Result<()> {
     let c = Client::new(&a.target, false)?;
-    let mut v = c.get("/v1/members")?;
-    let me = c.get("/v1/self")?;
-    if let (Some(status), Some(list)) = (&a.status, v["members"].as_array_mut()) {
-        list.retain(|m| m["status"] == status.as_str());
+    let mut v: Members = c.get("/v1/members")?;
+    let me: SelfView = c.get("/v1/self")?;
+    if let Some(status) = &a.status {
+        v.members.retain(|m| m.status.name() == status.as_str());
     }
     if a.json {
-        writeln!(out, "{}", terminal_safe(&v.to_string()))?;
-        return Ok(());
+        return print_json(out, &v);
     }
+    let tags = |t: &std::collections::BTreeMap<String, String>| {
+        t.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+    };
     let mut rows = vec![["NAME", "ADDRESS", "STATUS", "GENERATION", "INC", "φ", "INTERVAL", "TAGS"].map(str::to_owned)];
     if a.status.as_deref().is_none_or(|s| s == "alive") {
         rows.push([
-            format!("{} (self)", me["name"].as_str().unwrap_or("?")),
-            me["address"].as_str().unwrap_or("").to_owned(),
-            "alive".into(),
-            me["generation"].to_string(),
-            me["incarnation"].to_string(),
+            format!("{} (self)", me.name),
+            me.address.clone(),
+            StatusName::Alive.name().into(),
+            me.generation.to_string(),
+            me.incarnation.to_string(),
             "-".into(),
             "-".into(),
-            tags(&me["tags"]),
+            tags(&me.tags),
         ]);
     }
-    for m in v["members"].as_array().into_iter().flatten() {
-        let w = &m["watched"];
-        let phi = match (w["phi"].as_f64(), w["phi_capped"] == true) {
-            (_, true) => "inf".to_owned(),
-            (Some(p), _) => fixed(p, 2),
-            (None, _) if w.is_object() => "unheard".into(),
-            _ => "-".into(),
+    for m in &v.members {
+        let w = m.watched.as_ref();
+        let phi = match w {
+            Some(w) if w.phi_capped => "inf".to_owned(),
+            Some(w) => w.phi.map_or_else(|| "unheard".into(), |p| fixed(p, 2)),
+            None => "-".into(),
         };
-        let interval = match (w["mean_interval_ms"].as_f64(), w["std_dev_ms"].as_f64()) {
-            (Some(m), Some(s)) => format!("{}±{} ms", fixed(m, 0), fixed(s, 0)),
+        let interval = match w.map(|w| (w.mean_interval_ms, w.std_dev_ms)) {
+            Some((Some(m), Some(s))) => format!("{}±{} ms", fixed(m, 0), fixed(s, 0)),
             _ => "-".into(),
         };
         rows.push([
-            m["name"].as_str().unwrap_or("?").to_owned(),
-            m["address"].as_str().unwrap_or("").to_owned(),
-            m["status"].as_str().unwrap_or("?").to_owned(),
-            m["generation"].to_string(),
-            m["incarnation"].to_string(),
+            m.name.clone(),
+            m.address.clone(),
+            m.status.name().into(),
+            m.generation.to_string(),
+            m.incarnation.to_string(),
             phi,
             interval,
-            tags(&m["tags"]),
+            tags(&m.tags),
         ]);
     }
     // Every cell is the agent's text: shown, never acted on by the terminal.
@@ -188,12 +208,6 @@ pub(crate) fn members(a: &MembersArgs, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "{}", line.join("  ").trim_end())?;
     }
     Ok(())
-}
-
-fn tags(v: &Value) -> String {
-    v.as_object()
-        .map(|o| o.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join(","))
-        .unwrap_or_default()
 }
 
 // ---- events ----
@@ -256,9 +270,11 @@ pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
             }
         };
         if !r.status().is_success() {
-            return c.answer(r).map(|_| ());
+            return c.answer::<serde_json::Value>(r).map(|_| ());
         }
-        failures = 0;
+        // Whether this connection brought an event not seen before: one that
+        // keeps ending without any is retried a bounded number of times.
+        let mut progressed = false;
         let mut reader = BufReader::new(r.into_body().into_reader());
         let (mut id, mut data, mut kind) = (None::<String>, String::new(), String::new());
         let mut line = String::new();
@@ -279,18 +295,26 @@ pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
             if l.is_empty() {
                 // The end of one event.
                 if !data.is_empty() {
-                    if kind == "missed" {
-                        let n: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
-                        say!("vigil: {} events were no longer kept by the agent", n["missed"]);
-                    } else {
-                        print_event(out, &data, a.json)?;
-                        seen += 1;
-                        if let Some(i) = id.take() {
-                            last = Some(i);
+                    match serde_json::from_str::<EventRecord>(&data) {
+                        Ok(EventRecord { what: What::Missed { count, .. }, .. }) if kind == "missed" => {
+                            say!("vigil: {count} events were no longer kept by the agent");
                         }
-                        if a.count.is_some_and(|n| seen >= n) {
-                            return Ok(());
+                        Ok(record) => {
+                            print_event(out, &record, a.json)?;
+                            seen += 1;
+                            if a.count.is_some_and(|n| seen >= n) {
+                                return Ok(());
+                            }
                         }
+                        Err(e) => say!(
+                            "vigil: an event from the agent is not a record this version reads ({e}); skipped: {}",
+                            vigil_lab::millis::quoted(&data)
+                        ),
+                    }
+                    // Taken or skipped, it is not asked for again.
+                    if let Some(i) = id.take() {
+                        progressed |= last.as_ref() != Some(&i);
+                        last = Some(i);
                     }
                 }
                 data.clear();
@@ -308,36 +332,26 @@ pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
                 kind = v.trim().to_owned();
             }
         }
+        if progressed {
+            failures = 0;
+            continue;
+        }
+        failures += 1;
+        if failures > 30 {
+            return Err(anyhow::anyhow!("the stream from {} ended 30 times in a row without a new event", c.base));
+        }
+        say!("vigil: the stream from {} ended; resuming after {}", c.base, last.as_deref().unwrap_or("the start"));
+        std::thread::sleep(Duration::from_secs(1));
     }
 }
 
-fn print_event(out: &mut dyn Write, data: &str, json: bool) -> Result<()> {
+/// One event: its JSON (the same record, safe to print), or its time and
+/// sentence.
+fn print_event(out: &mut dyn Write, record: &EventRecord, json: bool) -> Result<()> {
     if json {
-        // The agent's JSON as sent, made safe to print (the same value);
-        // anything else is not an event.
-        if serde_json::from_str::<Value>(data).is_err() {
-            say!("vigil: an event from the agent is not JSON; skipped: {}", vigil_lab::millis::quoted(data));
-            return Ok(());
-        }
-        writeln!(out, "{}", terminal_safe(data))?;
+        print_json(out, record)?;
     } else {
-        let v: Value = serde_json::from_str(data).unwrap_or(Value::Null);
-        let mut rest: Vec<String> = v
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(k, v)| !v.is_null() && !["event", "member", "node", "ts_ms"].contains(&k.as_str()))
-            .map(|(k, v)| format!("{k}={}", v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
-            .collect();
-        rest.sort();
-        writeln!(
-            out,
-            "{}  {:<12} {:<10} {}",
-            v["ts_ms"].as_u64().map(clock).unwrap_or_default(),
-            escaped(v["event"].as_str().unwrap_or("?")),
-            escaped(v["member"].as_str().unwrap_or("?")),
-            escaped(&rest.join(" "))
-        )?;
+        writeln!(out, "{}  {}", clock(record.ts_ms), escaped(&record.to_string()))?;
     }
     out.flush()?;
     Ok(())
@@ -389,46 +403,50 @@ enum KeysAction {
 /// Runs `vigil keys`.
 pub(crate) fn keys(a: &KeysArgs, out: &mut dyn Write) -> Result<()> {
     let c = Client::new(&a.target, false)?;
-    let v = match &a.action {
-        KeysAction::List => c.get_authorized("/v1/keys")?,
-        KeysAction::Install { key_file } => {
-            let text = crate::keys::read_secret(key_file, "--key-file", "key file")?;
-            let key = text
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty() && !l.starts_with('#'))
-                .ok_or_else(|| UsageError(format!("--key-file: no key in {}", key_file.display())))?;
-            c.send("POST", "/v1/keys", Some(json!({"key": key})))?
-        }
-        KeysAction::Use { id } => c.send("POST", &format!("/v1/keys/{}/use", path_segment(id)?), None)?,
-        KeysAction::Remove { id } => c.send("DELETE", &format!("/v1/keys/{}", path_segment(id)?), None)?,
-    };
-    if a.json {
-        writeln!(out, "{}", terminal_safe(&v.to_string()))?;
-        return Ok(());
-    }
-    let text = |v: &Value| escaped(v.as_str().unwrap_or("?")).into_owned();
-    match &a.action {
-        KeysAction::List if v["keys"].as_array().is_none_or(Vec::is_empty) => {
-            writeln!(out, "this agent has no keys: its packets are plaintext (start it with --key-file)")?;
-        }
+    let done = match &a.action {
         KeysAction::List => {
-            writeln!(out, "{:<10} {:<8} {:>10} {:>10}", "ID", "PRIMARY", "SEALED", "OPENED")?;
-            for k in v["keys"].as_array().into_iter().flatten() {
-                writeln!(
-                    out,
-                    "{:<10} {:<8} {:>10} {:>10}",
-                    text(&k["id"]),
-                    if k["primary"] == true { "yes" } else { "" },
-                    escaped(&k["sealed"].to_string()),
-                    escaped(&k["opened"].to_string())
-                )?;
+            let keys: Keys = c.get_authorized("/v1/keys")?;
+            if a.json {
+                return print_json(out, &keys);
             }
+            if keys.keys.is_empty() {
+                writeln!(out, "this agent has no keys: its packets are plaintext (start it with --key-file)")?;
+                return Ok(());
+            }
+            writeln!(out, "{:<10} {:<8} {:>10} {:>10}", "ID", "PRIMARY", "SEALED", "OPENED")?;
+            for k in &keys.keys {
+                let primary = if k.primary { "yes" } else { "" };
+                writeln!(out, "{:<10} {:<8} {:>10} {:>10}", escaped(&k.id), primary, k.sealed, k.opened)?;
+            }
+            return Ok(());
         }
-        KeysAction::Install { .. } => writeln!(out, "installed key {}", text(&v["id"]))?,
-        KeysAction::Use { .. } => writeln!(out, "key {} now seals", text(&v["primary"]))?,
-        KeysAction::Remove { .. } => writeln!(out, "removed key {}", text(&v["removed"]))?,
-    }
+        KeysAction::Install { key_file } => {
+            let text = vigil_agent::secrets::read_secret(key_file, "key file")
+                .map_err(|e| UsageError(format!("--key-file: {e}")))?;
+            let key = vigil_agent::secrets::first_key_line(&text)
+                .ok_or_else(|| UsageError(format!("--key-file: no key in {}", key_file.display())))?;
+            let r: KeyInstalled = c.send("POST", "/v1/keys", Some(&NewKey { key: key.to_owned() }))?;
+            if a.json {
+                return print_json(out, &r);
+            }
+            format!("installed key {}", r.id)
+        }
+        KeysAction::Use { id } => {
+            let r: KeyUsed = c.send("POST", &format!("/v1/keys/{}/use", path_segment(id)?), None::<&()>)?;
+            if a.json {
+                return print_json(out, &r);
+            }
+            format!("key {} now seals", r.primary)
+        }
+        KeysAction::Remove { id } => {
+            let r: KeyRemoved = c.send("DELETE", &format!("/v1/keys/{}", path_segment(id)?), None::<&()>)?;
+            if a.json {
+                return print_json(out, &r);
+            }
+            format!("removed key {}", r.removed)
+        }
+    };
+    writeln!(out, "{}", escaped(&done))?;
     Ok(())
 }
 

@@ -86,7 +86,7 @@ fn serve_cmd(a: &ServeArgs, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "the lab: http://{local}/lab  (Ctrl-C to stop)")?;
         out.flush()?;
         tokio::select! {
-            r = crate::http::lab::serve(listener) => r.context("serving the lab")?,
+            r = vigil_agent::api::lab::serve(listener) => r.context("serving the lab")?,
             _ = tokio::signal::ctrl_c() => {}
         }
         Ok(())

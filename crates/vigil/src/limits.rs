@@ -7,19 +7,7 @@ use anyhow::Result;
 
 use crate::UsageError;
 
-/// A number as a user would write it: at most 12 significant digits (so
-/// the float noise of a unit conversion, 0.0000010000000000000002, reads
-/// 1e-6), plain between 0.001 and 10¹⁵ and in exponent form beyond (so 1e20
-/// is not echoed as 21 digits, nor 1e-300 as 300).
-pub(crate) fn number(v: f64) -> String {
-    if !v.is_finite() || v == 0.0 {
-        return format!("{v}");
-    }
-    // Round to 12 significant digits through the exponent form, which
-    // is exact about where the digits are.
-    let rounded: f64 = format!("{v:.11e}").parse().unwrap_or(v);
-    if (1e-3..1e15).contains(&rounded.abs()) { format!("{rounded}") } else { format!("{rounded:e}") }
-}
+pub(crate) use vigil_lab::text::number;
 
 /// A figure of a table or a line of results, with `decimals` places (as
 /// `{:.N}`), but in exponent form where that would mislead: from 10¹⁵ on
@@ -136,22 +124,7 @@ pub(crate) fn bytes(b: f64) -> String {
     }
 }
 
-/// A limit in bytes, in the largest binary unit that shows it (`64 KiB`,
-/// `16 MiB`, `4096 bytes`): whole when it is a multiple of the unit, else
-/// to a tenth.
-pub(crate) fn binary_size(b: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    for (size, unit) in UNITS {
-        if b >= size {
-            return if b.is_multiple_of(size) {
-                format!("{} {unit}", b / size)
-            } else {
-                format!("{:.1} {unit}", b as f64 / size as f64)
-            };
-        }
-    }
-    format!("{b} bytes")
-}
+pub(crate) use vigil_agent::input::binary_size;
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,9 @@
 //! The `vigil` command.
 //!
-//! Thin: argument parsing, wiring and presentation. The detectors live in
-//! `vigil-detector`.
+//! Argument parsing, the commands' wiring and their terminal presentation.
+//! What they run lives in the libraries: the detectors in `vigil-detector`,
+//! the lab in `vigil-lab`, the simulator in `vigil-sim`, and the agent (its
+//! settings, event records, API and metrics) in `vigil-agent`.
 
 // Standard output is written through `main`'s writer, which names its
 // errors; standard error through `say!`, which cannot panic.
@@ -25,9 +27,7 @@ mod agent;
 mod client;
 mod cluster;
 mod demo;
-mod event_lines;
 mod fleet;
-mod http;
 mod input;
 mod json;
 mod keys;
@@ -65,7 +65,7 @@ enum Command {
     Sim(sim::SimArgs),
     /// Run one member of a cluster: events on stdout as JSON lines; SIGTERM
     /// or SIGINT leaves.
-    Agent(Box<agent::AgentArgs>),
+    Agent(Box<vigil_agent::settings::Flags>),
     /// A small cluster in this process on loopback, with the dashboard and
     /// the API: crash, pause or partition a member and watch detection.
     Cluster(cluster::ClusterArgs),

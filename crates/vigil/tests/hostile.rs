@@ -739,6 +739,64 @@ fn fake_agent(routes: Vec<(&'static str, &'static str, String)>) -> String {
     addr
 }
 
+/// The members an agent would answer: one, named `name`, watched with φ
+/// and its intervals' mean and σ as given.
+fn members_json(name: &str, (phi, mean, std_dev): (f64, f64, f64)) -> String {
+    use vigil_agent::api::body::{Member, Members, StatusName, Watched};
+    let member = Member {
+        name: name.to_owned(),
+        generation: 1,
+        incarnation: 2,
+        status: StatusName::Alive,
+        address: format!("10.0.0.1:7946{name}"),
+        status_for_ms: 10.0,
+        tags: [("role".to_owned(), name.to_owned())].into(),
+        watched: Some(Watched {
+            model: "akka".into(),
+            heard: true,
+            phi: Some(phi),
+            phi_capped: false,
+            heartbeats: 9,
+            mean_interval_ms: Some(mean),
+            std_dev_ms: Some(std_dev),
+            silent_ms: Some(5.0),
+            on_ring: true,
+            by_app: false,
+            policies: Vec::new(),
+        }),
+        outlier: None,
+    };
+    serde_json::to_string(&Members { node: "me".into(), unix_ms: 1, members: vec![member] }).unwrap()
+}
+
+/// This member as an agent would answer, named `name`, with a tag.
+fn self_json(name: &str, tag: &str) -> String {
+    use vigil_agent::api::body::{Counts, Queues, SelfView};
+    serde_json::to_string(&SelfView {
+        name: name.to_owned(),
+        generation: 1,
+        incarnation: 0,
+        address: "10.0.0.1:7946".into(),
+        tags: [("role".to_owned(), tag.to_owned())].into(),
+        sealed: false,
+        uptime_ms: 1.0,
+        awareness: 0,
+        max_awareness: 8,
+        members: Counts { alive: 1, suspect: 0, dead: 0, left: 0 },
+        watching: Vec::new(),
+        queues: Queues { broadcasts: 0, suspicions: 0, probes: 0, relays: 0 },
+        recorded_arrivals: 0,
+        ready: true,
+        not_ready: Vec::new(),
+        version: "0".into(),
+        event_format: 2,
+        detector: "akka".into(),
+        suspect_level: 8.0,
+        fleet: false,
+    })
+    .unwrap()
+}
+
 /// Names from the user or the network (a scenario's, a file's, a trace's
 /// host, an agent's members) that hold escape sequences or text-reordering
 /// characters are shown as escapes, on stdout and stderr, in tables, notes,
@@ -791,20 +849,23 @@ fn names_that_hold_terminal_escapes_are_shown_never_acted_on() {
     check(vec!["lab", "run", "calm", "--traces", hostile], 2, false);
     check(vec!["lab", "fleet", "--setup", hostile], 2, false);
     // An agent's members, events and keys.
-    let member = |name: &str| {
-        serde_json::json!({"name": name, "address": format!("10.0.0.1:7946{hostile}"), "status": "alive",
-            "generation": 1, "incarnation": 2, "tags": {"role": hostile},
-            "watched": {"phi": 1.5, "mean_interval_ms": 1000.0, "std_dev_ms": 20.0}})
-    };
     let agent = fake_agent(vec![
-        ("/v1/members", "application/json", serde_json::json!({"members": [member(hostile)]}).to_string()),
-        ("/v1/self", "application/json", member(&format!("me{hostile}")).to_string()),
+        ("/v1/members", "application/json", members_json(hostile, (1.5, 1000.0, 20.0))),
+        ("/v1/self", "application/json", self_json(&format!("me{hostile}"), hostile)),
         (
             "/v1/events",
             "text/event-stream",
-            format!("id: 1\ndata: {}\n\n", serde_json::json!({"event": "up", "member": hostile, "ts_ms": 1000})),
+            format!(
+                "id: 1\ndata: {}\n\n",
+                serde_json::json!({"event": "up", "member": hostile, "generation": 1, "addr": "10.0.0.1:7946",
+                    "tags": {"role": hostile}, "ts_ms": 1000, "node": "me"})
+            ),
         ),
-        ("/v1/keys", "application/json", serde_json::json!({"keys": [{"id": hostile, "primary": true}]}).to_string()),
+        (
+            "/v1/keys",
+            "application/json",
+            serde_json::json!({"keys": [{"id": hostile, "primary": true, "sealed": 1, "opened": 2}]}).to_string(),
+        ),
     ]);
     check(vec!["members", "--http", &agent], 0, false);
     check(vec!["members", "--http", &agent, "--json"], 0, true);
@@ -821,12 +882,9 @@ fn names_that_hold_terminal_escapes_are_shown_never_acted_on() {
 #[test]
 fn huge_and_tiny_numbers_print_in_exponent_form_in_tables() {
     let dir = scratch_named("hostile-numbers");
-    let member = serde_json::json!({"name": "far", "address": "10.0.0.2:7946", "status": "alive",
-        "generation": 1, "incarnation": 1, "tags": {},
-        "watched": {"phi": 1e308, "mean_interval_ms": 1e300, "std_dev_ms": 1e-300}});
     let agent = fake_agent(vec![
-        ("/v1/members", "application/json", serde_json::json!({"members": [member]}).to_string()),
-        ("/v1/self", "application/json", serde_json::json!({"name": "me", "address": "10.0.0.1:7946"}).to_string()),
+        ("/v1/members", "application/json", members_json("far", (1e308, 1e300, 1e-300))),
+        ("/v1/self", "application/json", self_json("me", "")),
     ]);
     let o = vigil(&["members", "--http", &agent], b"");
     let out = String::from_utf8_lossy(&o.stdout);

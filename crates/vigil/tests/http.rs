@@ -229,7 +229,7 @@ fn the_api_answers_as_documented_and_guards_changes_with_the_token() {
         let mean = w["mean_interval_ms"].as_f64().unwrap();
         assert!((840.0..1260.0).contains(&mean), "mean interval {mean} ms");
         let probe = &w["policies"][0];
-        conforms(&doc, "Policy", probe);
+        conforms(&doc, "PolicyView", probe);
         assert_eq!(
             (probe["name"].as_str(), probe["threshold"].as_f64(), probe["state"].as_str()),
             (Some("probe"), Some(8.0), Some("trusted"))
@@ -243,7 +243,7 @@ fn the_api_answers_as_documented_and_guards_changes_with_the_token() {
     assert!(e["error"].as_str().unwrap().contains("nobody"), "the error names what was asked: {e}");
     let (status, me) = get(&format!("{a0}/v1/self"));
     assert_eq!(status, 200);
-    conforms(&doc, "Self", &me);
+    conforms(&doc, "SelfView", &me);
     assert_eq!(
         (me["name"].as_str(), me["sealed"].as_bool(), me["ready"].as_bool()),
         (Some("a0"), Some(true), Some(true))

@@ -25,10 +25,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::ApiError;
-use crate::UsageError;
-
-/// The most names `--http-host` takes.
-const MAX_NAMES: usize = 64;
 
 /// A host as a `Host` header or `--http-host` names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +37,7 @@ enum Name {
 /// A name the API may be reached by besides its own addresses: `NAME`
 /// (on any port) or `NAME:PORT` (a Host without a port names port 80).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Host {
+pub struct Host {
     name: Name,
     port: Option<u16>,
 }
@@ -59,8 +55,38 @@ impl std::fmt::Display for Host {
     }
 }
 
+/// Text that is not a host name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadHost;
+
+impl std::fmt::Display for BadHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("not a host name (NAME or NAME:PORT, e.g. vigil.example.com or vigil:8470)")
+    }
+}
+
+impl std::error::Error for BadHost {}
+
 /// Reads `host[:port]`: a DNS name, an IPv4 address or a bracketed IPv6
 /// one, and a port from 1 to 65535.
+///
+/// ```
+/// use vigil_agent::api::origin::Host;
+///
+/// assert_eq!("Vigil.Example.com:8470".parse::<Host>().unwrap().to_string(), "vigil.example.com:8470");
+/// assert_eq!("[::1]".parse::<Host>().unwrap().to_string(), "[::1]");
+/// assert!("vigil:0".parse::<Host>().is_err());
+/// assert!("a b".parse::<Host>().is_err());
+/// ```
+impl std::str::FromStr for Host {
+    type Err = BadHost;
+
+    fn from_str(text: &str) -> Result<Host, BadHost> {
+        parse(text).ok_or(BadHost)
+    }
+}
+
+/// `host[:port]`, if it is one.
 fn parse(text: &str) -> Option<Host> {
     let (name, port) = match text.strip_prefix('[') {
         Some(rest) => {
@@ -98,34 +124,16 @@ fn parse(text: &str) -> Option<Host> {
     Some(Host { name, port })
 }
 
-/// `--http-host` values (or the settings file's `http_hosts`), checked;
-/// `from` names where they were given.
-pub(crate) fn host_names(texts: &[String], from: &str) -> Result<Vec<Host>, UsageError> {
-    if texts.len() > MAX_NAMES {
-        return Err(UsageError(format!("{from}: {} names, at most {MAX_NAMES}", texts.len())));
-    }
-    texts
-        .iter()
-        .map(|t| {
-            parse(t.trim()).ok_or_else(|| {
-                UsageError(format!(
-                    "{from}: {} is not a host name (NAME or NAME:PORT, e.g. vigil.example.com or vigil:8470)",
-                    vigil_lab::millis::quoted(t)
-                ))
-            })
-        })
-        .collect()
-}
-
 /// The names the API answers to.
 #[derive(Debug)]
-pub(crate) struct Hosts {
+pub struct Hosts {
     bound: SocketAddr,
     extra: Vec<Host>,
 }
 
 impl Hosts {
-    pub(crate) fn new(bound: SocketAddr, extra: Vec<Host>) -> Hosts {
+    /// The names of an API bound to `bound`, and `extra` ones.
+    pub fn new(bound: SocketAddr, extra: Vec<Host>) -> Hosts {
         Hosts { bound, extra }
     }
 
@@ -273,8 +281,8 @@ mod tests {
     use super::*;
 
     fn hosts(bound: &str, extra: &[&str]) -> Hosts {
-        let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
-        Hosts::new(bound.parse().unwrap(), host_names(&extra, "--http-host").unwrap())
+        let extra: Vec<Host> = extra.iter().map(|s| s.parse().unwrap()).collect();
+        Hosts::new(bound.parse().unwrap(), extra)
     }
 
     #[test]
@@ -315,13 +323,10 @@ mod tests {
     }
 
     #[test]
-    fn names_that_cannot_be_hosts_are_refused_with_where_they_were_given() {
+    fn names_that_cannot_be_hosts_are_refused() {
         for bad in ["", "a b", "http://x", "x:0", "x:65536", "x:-1", "[::1]x", "ä.example"] {
-            let e = host_names(&[bad.to_owned()], "agent.toml: http_hosts").unwrap_err();
-            assert!(e.0.starts_with("agent.toml: http_hosts: '"), "{bad}: {}", e.0);
+            assert!(bad.parse::<Host>().is_err(), "{bad}");
         }
-        let many: Vec<String> = (0..65).map(|i| format!("h{i}")).collect();
-        assert!(host_names(&many, "--http-host").unwrap_err().0.contains("at most 64"));
     }
 
     #[test]

@@ -1,37 +1,46 @@
-//! What the agent does with each event and once a second: the event
-//! history, the metrics, and the inter-arrival samples.
+//! What the agent keeps of its member: the event history, the metrics, and
+//! φ and heartbeat intervals sampled once a second.
+//!
+//! ```
+//! use vigil_agent::record::{EventRecord, Sink};
+//! use vigil_agent::recorder::Recorder;
+//!
+//! let recorder = Recorder::new(2);
+//! for n in 1..=3 {
+//!     recorder.record(&EventRecord::missed("a", n, n, Sink::Stdout));
+//! }
+//! let kept = recorder.history.after(0);
+//! assert_eq!((kept.entries.len(), kept.missed), (2, 1));
+//! ```
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use serde_json::Value;
 use vigil_detector::Instant;
-use vigil_net::{Cluster, ClusterEvent};
+use vigil_net::{Cluster, Recorded};
 
-use super::history::History;
-use super::metrics::Metrics;
-use super::views::event_json;
-
-/// φ samples kept per watched member for the dashboard: two minutes at
-/// one a second.
-pub(crate) const PHI_SAMPLES: usize = 120;
+use crate::defaults::{PHI_SAMPLES, SAMPLE_INTERVAL};
+use crate::history::History;
+use crate::metrics::Metrics;
+use crate::record::EventRecord;
 
 /// The last [`PHI_SAMPLES`] levels of each watched member: `(ms since the
 /// epoch, φ)`, `None` before the first heartbeat.
-pub(crate) type PhiHistory = HashMap<String, VecDeque<(u64, Option<f64>)>>;
+pub type PhiHistory = HashMap<String, VecDeque<(u64, Option<f64>)>>;
 
 /// Records one member's events into its history and metrics, and samples
-/// its watched members' levels.
+/// its watched members' levels. Clones share what they keep.
 #[derive(Debug, Clone)]
-pub(crate) struct Recorder {
-    pub(crate) history: Arc<History>,
-    pub(crate) metrics: Arc<Mutex<Metrics>>,
-    pub(crate) phi: Arc<Mutex<PhiHistory>>,
+pub struct Recorder {
+    /// The events kept for resuming clients.
+    pub history: Arc<History>,
+    metrics: Arc<Mutex<Metrics>>,
+    phi: Arc<Mutex<PhiHistory>>,
 }
 
 impl Recorder {
-    pub(crate) fn new(history_len: usize) -> Recorder {
+    /// A recorder keeping the newest `history_len` events.
+    pub fn new(history_len: usize) -> Recorder {
         Recorder {
             history: Arc::new(History::new(history_len)),
             metrics: Arc::new(Mutex::new(Metrics::new())),
@@ -39,38 +48,41 @@ impl Recorder {
         }
     }
 
-    pub(crate) fn metrics(&self) -> std::sync::MutexGuard<'_, Metrics> {
+    /// The metrics, locked.
+    pub fn metrics(&self) -> MutexGuard<'_, Metrics> {
         self.metrics.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The φ samples, copied.
-    pub(crate) fn phi_history(&self) -> PhiHistory {
+    pub fn phi_history(&self) -> PhiHistory {
         self.phi.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Records `e`, an event of member `node`; returns it as JSON (`None`
-    /// for events of no interest outside).
-    pub(crate) fn record(&self, node: &str, e: &ClusterEvent) -> Option<Value> {
-        self.metrics().observe(&e.event);
-        let v = event_json(node, e.unix_ms, &e.event)?;
-        self.metrics().event();
-        self.history.push(v.to_string());
-        Some(v)
+    /// Records `r` into the metrics and the history; returns its JSON line.
+    pub fn record(&self, r: &EventRecord) -> String {
+        let line = r.to_line();
+        {
+            let mut m = self.metrics();
+            m.observe(&r.what);
+            m.event();
+        }
+        self.history.push(line.clone());
+        line
     }
 
     /// Samples the member's watched levels and new heartbeat intervals once
     /// a second, until it stops.
-    pub(crate) async fn sample(self, cluster: Arc<Cluster>) {
+    pub async fn sample(self, member: Arc<Cluster>) {
         let mut last: HashMap<String, (u64, Instant)> = HashMap::new();
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut tick = tokio::time::interval(SAMPLE_INTERVAL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            let Ok(s) = cluster.snapshot().await else { return };
+            let Ok(s) = member.snapshot().await else { return };
             self.metrics().sample(&s);
             {
                 let mut phi = self.phi.lock().unwrap_or_else(PoisonError::into_inner);
-                phi.retain(|name, _| s.node.watched.iter().any(|w| w.name == *name));
+                phi.retain(|name, _| s.node.watch(name).is_some());
                 for w in &s.node.watched {
                     let ring = phi.entry(w.name.clone()).or_default();
                     if ring.len() == PHI_SAMPLES {
@@ -79,15 +91,13 @@ impl Recorder {
                     ring.push_back((s.unix_ms, w.heard.then_some(w.level)));
                 }
             }
-            last.retain(|name, _| s.node.watched.iter().any(|w| w.name == *name));
+            last.retain(|name, _| s.node.watch(name).is_some());
             if s.node.recorded_arrivals == 0 {
                 continue;
             }
             for w in &s.node.watched {
                 let prev = last.get(&w.name).filter(|(g, _)| *g == w.generation).map(|(_, t)| *t);
-                let Ok(Some(vigil_net::Recorded { arrivals, .. })) = cluster.arrivals(&w.name, prev).await else {
-                    continue;
-                };
+                let Ok(Some(Recorded { arrivals, .. })) = member.arrivals(&w.name, prev).await else { continue };
                 let mut before = prev;
                 let mut gaps = Vec::with_capacity(arrivals.times.len());
                 for &t in &arrivals.times {

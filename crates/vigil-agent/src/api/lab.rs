@@ -14,13 +14,17 @@ use serde_json::{Value, json};
 use vigil_lab::interactive::{Controls, run};
 
 use super::ApiError;
+use super::openapi::Endpoint;
 
 /// The page: no external assets.
 const PAGE: &str = include_str!("lab.html");
 
 /// The lab's routes, stateless.
 pub(crate) fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new().route("/lab", get(page)).route("/v1/lab/cases", get(cases)).route("/v1/lab/run", get(lab_run))
+    Router::new()
+        .route(Endpoint::Lab.path(), get(page))
+        .route(Endpoint::LabCases.path(), get(cases))
+        .route(Endpoint::LabRun.path(), get(lab_run))
 }
 
 async fn page() -> impl IntoResponse {
@@ -76,7 +80,7 @@ async fn lab_run(Query(q): Query<HashMap<String, String>>) -> Result<axum::Json<
     let out = run(&c).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
-            format!("{}: {} is out of range ({})", e.control, crate::limits::number(e.value), e.allowed),
+            format!("{}: {} is out of range ({})", e.control, vigil_lab::text::number(e.value), e.allowed),
         )
     })?;
     Ok(axum::Json(
@@ -86,7 +90,7 @@ async fn lab_run(Query(q): Query<HashMap<String, String>>) -> Result<axum::Json<
 
 /// Serves the lab alone (`vigil lab serve`) until the process ends, on
 /// connections bounded and timed as the API's are.
-pub(crate) async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
+pub async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let app = routes::<()>().route("/", get(|| async { axum::response::Redirect::to("/lab") })).fallback(
         |req: axum::extract::Request| async move {
             let path = vigil_lab::millis::quoted(req.uri().path());

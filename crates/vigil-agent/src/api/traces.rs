@@ -1,16 +1,18 @@
 //! `GET /v1/traces`: the recorded heartbeat arrivals of watched members,
 //! as lab traces (`vigil lab replay` and `vigil lab recommend` read them).
 
+use axum::Json;
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
 use vigil_detector::Instant;
 use vigil_lab::trace::{Beat, Trace};
-use vigil_membership::Arrivals;
+use vigil_net::{Arrivals, Recorded};
 
-use super::{Api, ApiError, ApiResult, stopped};
+use super::body::{TraceInfo, Traces};
+use super::{ApiError, ApiState};
 
 /// The recording as a trace whose clock starts when the recording did, and
 /// which ends at `now` (so the silence since the last arrival is part of
@@ -22,22 +24,22 @@ pub(crate) fn trace_of(arrivals: &Arrivals, now: Instant) -> Trace {
     Trace { beats, crash: None, end: Some(Instant::ZERO + (now - origin)) }
 }
 
-pub(super) async fn list(State(api): State<Api>) -> ApiResult<axum::Json<Value>> {
-    let s = api.cluster.snapshot().await.map_err(|_| stopped())?;
+pub(super) async fn list(State(state): State<ApiState>) -> Result<Json<Traces>, ApiError> {
+    let s = state.member.snapshot().await?;
     let mut members = Vec::new();
     for w in &s.node.watched {
-        if let Ok(Some(vigil_net::Recorded { arrivals: a, now })) = api.cluster.arrivals(&w.name, None).await {
-            members.push(json!({
-                "name": w.name,
-                "generation": a.generation,
-                "arrivals": a.times.len(),
-                "dropped": a.dropped,
-                "recording_for_ms": (now - a.since).as_secs_f64() * 1e3,
-                "url": format!("/v1/traces/{}", w.name),
-            }));
+        if let Some(Recorded { arrivals: a, now }) = state.member.arrivals(&w.name, None).await? {
+            members.push(TraceInfo {
+                name: w.name.clone(),
+                generation: a.generation,
+                arrivals: a.times.len(),
+                dropped: a.dropped,
+                recording_for_ms: (now - a.since).as_secs_f64() * 1e3,
+                url: format!("/v1/traces/{}", w.name),
+            });
         }
     }
-    Ok(axum::Json(json!({"recorded_arrivals": s.node.recorded_arrivals, "members": members})))
+    Ok(Json(Traces { recorded_arrivals: s.node.recorded_arrivals, members }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -46,10 +48,11 @@ pub(super) struct Format {
 }
 
 pub(super) async fn one(
-    State(api): State<Api>,
-    Path(name): Path<String>,
-    Query(f): Query<Format>,
-) -> ApiResult<Response> {
+    State(state): State<ApiState>,
+    name: Result<Path<String>, PathRejection>,
+    format: Result<Query<Format>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let (Path(name), Query(f)) = (name?, format?);
     let jsonl = match f.format.as_deref() {
         None | Some("csv") => false,
         Some("jsonl") => true,
@@ -60,12 +63,11 @@ pub(super) async fn one(
             ));
         }
     };
-    let s = api.cluster.snapshot().await.map_err(|_| stopped())?;
+    let s = state.member.snapshot().await?;
     if s.node.recorded_arrivals == 0 {
         return Err(ApiError::new(StatusCode::CONFLICT, "recording is off: start the agent with --record-arrivals N"));
     }
-    let Some(vigil_net::Recorded { arrivals, now }) = api.cluster.arrivals(&name, None).await.map_err(|_| stopped())?
-    else {
+    let Some(Recorded { arrivals, now }) = state.member.arrivals(&name, None).await? else {
         let watched: Vec<&str> = s.node.watched.iter().map(|w| w.name.as_str()).collect();
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,

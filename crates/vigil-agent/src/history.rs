@@ -9,18 +9,20 @@ use tokio::sync::broadcast;
 
 /// One event as served: its id (1, 2, ...) and its JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Entry {
-    pub(crate) id: u64,
-    pub(crate) json: Arc<str>,
+pub struct Entry {
+    /// Its id: 1, 2, ... in the order events were recorded.
+    pub id: u64,
+    /// The record as a JSON line.
+    pub json: Arc<str>,
 }
 
 /// What a client resuming after an id gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Resume {
+pub struct Resume {
     /// Events after the id that are still kept, oldest first.
-    pub(crate) entries: Vec<Entry>,
+    pub entries: Vec<Entry>,
     /// Events after the id that are no longer kept (the client missed them).
-    pub(crate) missed: u64,
+    pub missed: u64,
 }
 
 #[derive(Debug)]
@@ -32,7 +34,7 @@ struct Ring {
 /// A bounded history of events, shared by the recorder and the HTTP
 /// handlers.
 #[derive(Debug)]
-pub(crate) struct History {
+pub struct History {
     ring: Mutex<Ring>,
     capacity: usize,
     live: broadcast::Sender<Entry>,
@@ -40,7 +42,7 @@ pub(crate) struct History {
 
 impl History {
     /// A history keeping the newest `capacity` events (at least 1).
-    pub(crate) fn new(capacity: usize) -> History {
+    pub fn new(capacity: usize) -> History {
         let capacity = capacity.max(1);
         let (live, _) = broadcast::channel(1024);
         History { ring: Mutex::new(Ring { entries: VecDeque::new(), next_id: 1 }), capacity, live }
@@ -51,7 +53,7 @@ impl History {
     }
 
     /// Records an event and passes it to followers; returns its id.
-    pub(crate) fn push(&self, json: String) -> u64 {
+    pub fn push(&self, json: String) -> u64 {
         let entry = {
             let mut ring = self.ring();
             let entry = Entry { id: ring.next_id, json: json.into() };
@@ -69,13 +71,13 @@ impl History {
 
     /// Follows new events. Subscribe before [`History::after`], then skip
     /// ids already seen: nothing falls between the two.
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Entry> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Entry> {
         self.live.subscribe()
     }
 
     /// The events after `id` (all kept ones for 0), and how many of those
     /// are gone.
-    pub(crate) fn after(&self, id: u64) -> Resume {
+    pub fn after(&self, id: u64) -> Resume {
         let ring = self.ring();
         let entries: Vec<Entry> = ring.entries.iter().filter(|e| e.id > id).cloned().collect();
         let first_kept = ring.entries.front().map_or(ring.next_id, |e| e.id);
@@ -86,7 +88,7 @@ impl History {
     }
 
     /// The id of the newest event (0 before the first).
-    pub(crate) fn last_id(&self) -> u64 {
+    pub fn last_id(&self) -> u64 {
         self.ring().next_id - 1
     }
 }

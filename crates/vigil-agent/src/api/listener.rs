@@ -42,20 +42,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tower::ServiceExt as _;
 
-/// The most connections served at once.
-pub(crate) const MAX_CONNECTIONS: usize = 256;
-/// The most connections from one address (IPv4, or IPv6) at once.
-pub(crate) const PER_SOURCE: usize = 64;
-/// Connections beyond the others, for the health endpoints only, when
-/// every other connection has a request in progress.
-pub(crate) const RESERVE: usize = 32;
-/// How long a request's headers may take to arrive (and how long a
-/// kept-alive connection may stay idle).
-pub(crate) const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
-/// The same on a reserve connection.
-const RESERVE_HEADER_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long a response may wait on a client that does not read.
-pub(crate) const WRITE_STALL: Duration = Duration::from_secs(30);
+use crate::defaults::{HEADER_TIMEOUT, MAX_CONNECTIONS, PER_SOURCE, RESERVE, RESERVE_HEADER_TIMEOUT, WRITE_STALL};
 
 /// Serves `app` on `listener` until the process ends.
 pub(crate) async fn serve(listener: TcpListener, app: Router) {

@@ -22,12 +22,12 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use vigil_membership::Status;
 use vigil_membership::seal::OpenError;
-use vigil_membership::{Event, Status};
 use vigil_net::Snapshot;
 
-/// A refutation this soon after the suspicion counts as a flap.
-pub(crate) const FLAP_WINDOW: Duration = Duration::from_secs(10);
+use crate::defaults::FLAP_WINDOW;
+use crate::record::{Sink, What};
 
 /// Buckets for φ: fine below the usual thresholds (1 to 12), where the
 /// peaks that never cross are the evidence for tuning.
@@ -76,7 +76,7 @@ struct VerdictLabel {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EjectLabel {
-    reason: &'static str,
+    reason: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -112,7 +112,7 @@ fn advance(counter: &Counter, total: u64) {
 }
 
 /// The metrics of one agent. See the module documentation.
-pub(crate) struct Metrics {
+pub struct Metrics {
     registry: Registry,
     members: Family<StatusLabel, Gauge>,
     phi: Family<MemberLabel, FloatGauge>,
@@ -126,6 +126,8 @@ pub(crate) struct Metrics {
     bytes: Family<MessageLabel, Counter>,
     rejected: Family<ReasonLabel, Counter>,
     suspicions: Counter,
+    suspicions_raised: Counter,
+    deaths_declared: Counter,
     confirmed: Counter,
     refuted: Counter,
     flaps: Counter,
@@ -154,8 +156,15 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
 impl Metrics {
-    pub(crate) fn new() -> Metrics {
+    /// The metrics of an agent that has seen nothing yet.
+    pub fn new() -> Metrics {
         let mut m = Metrics {
             registry: Registry::with_prefix("vigil"),
             members: Family::default(),
@@ -170,6 +179,8 @@ impl Metrics {
             bytes: Family::default(),
             rejected: Family::default(),
             suspicions: Counter::default(),
+            suspicions_raised: Counter::default(),
+            deaths_declared: Counter::default(),
             confirmed: Counter::default(),
             refuted: Counter::default(),
             flaps: Counter::default(),
@@ -220,6 +231,16 @@ impl Metrics {
         r.register("rejected_packets", "Packets and frames refused, by reason", m.rejected.clone());
         r.register("suspicions", "Suspicions raised against members", m.suspicions.clone());
         r.register("suspicions_confirmed", "Suspicions that ended in a death", m.confirmed.clone());
+        r.register(
+            "suspicions_raised",
+            "Suspicions this member raised itself, as the accuser, from its protocol counters",
+            m.suspicions_raised.clone(),
+        );
+        r.register(
+            "deaths_declared",
+            "Deaths this member declared itself, from its protocol counters",
+            m.deaths_declared.clone(),
+        );
         r.register("refutations", "Suspicions refuted by the suspect", m.refuted.clone());
         r.register("flaps", "Suspicions refuted within 10 s", m.flaps.clone());
         r.register("deaths", "Members declared dead", m.deaths.clone());
@@ -263,7 +284,7 @@ impl Metrics {
     }
 
     /// The metrics as OpenMetrics text.
-    pub(crate) fn encode(&self) -> String {
+    pub fn encode(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -271,7 +292,7 @@ impl Metrics {
     }
 
     /// The member's state and counters now.
-    pub(crate) fn refresh(&self, s: &Snapshot) {
+    pub fn refresh(&self, s: &Snapshot) {
         let mut by_status = [0i64; 4];
         for m in &s.node.members {
             by_status[status_index(m.status)] += 1;
@@ -331,6 +352,8 @@ impl Metrics {
             advance(&self.introductions.get_or_create(&OutcomeLabel { outcome }), n);
         }
         advance(&self.strangers, node.from_strangers);
+        advance(&self.suspicions_raised, node.suspicions_started);
+        advance(&self.deaths_declared, node.deaths_declared);
         advance(&self.reconnects, node.reconnects);
         let settled = self.refuted.get() + self.confirmed.get();
         if settled > 0 {
@@ -338,73 +361,73 @@ impl Metrics {
         }
     }
 
-    /// An event this member reported. What it needs, the events carry (how
-    /// long a suspicion lasted, how long a dead member had been silent): no
-    /// state of its own is kept.
-    pub(crate) fn observe(&mut self, e: &Event) {
+    /// An event record this agent passed on. What it needs, the records
+    /// carry (how long a suspicion lasted, how long a dead member had been
+    /// silent): no state of its own is kept.
+    pub fn observe(&mut self, e: &What) {
         match e {
-            Event::Suspected { level, .. } => {
+            What::Suspected { phi, .. } => {
                 self.suspicions.inc();
-                if let Some(l) = level {
+                if let Some(l) = phi {
                     self.phi_at_verdict.get_or_create(&VerdictLabel { verdict: "suspected".into() }).observe(*l);
                 }
             }
-            Event::Refuted { suspected_for, .. } => {
+            What::Refuted { suspected_ms, .. } => {
                 self.refuted.inc();
-                if *suspected_for <= FLAP_WINDOW {
+                if *suspected_ms <= FLAP_WINDOW.as_secs_f64() * 1e3 {
                     self.flaps.inc();
                 }
             }
-            Event::Dead { suspected_for, silent_for, .. } => {
+            What::Dead { suspected_ms, silent_ms, .. } => {
                 self.deaths.inc();
-                if suspected_for.is_some() {
+                if suspected_ms.is_some() {
                     self.confirmed.inc();
                 }
-                if let Some(silent) = silent_for {
-                    self.detection_latency.observe(silent.as_secs_f64());
+                if let Some(silent) = silent_ms {
+                    self.detection_latency.observe(silent / 1e3);
                 }
             }
-            Event::Left { .. } => {
+            What::Left { .. } => {
                 self.leaves.inc();
             }
-            Event::PathProblem { .. } => {
+            What::PathProblem { .. } => {
                 self.path_problems.inc();
             }
-            Event::SelfRefuted { .. } => {
+            What::SelfRefuted { .. } => {
                 self.self_refutations.inc();
             }
-            Event::LocalStall { .. } => {
+            What::LocalStall { .. } => {
                 self.stalls.inc();
             }
-            Event::Ejected { reason, .. } => {
-                self.ejections.get_or_create(&EjectLabel { reason: reason.name() }).inc();
+            What::Ejected { reason, .. } => {
+                self.ejections.get_or_create(&EjectLabel { reason: reason.clone() }).inc();
             }
-            Event::Returned { .. } => {
+            What::Returned { .. } => {
                 self.returns.inc();
             }
-            Event::Reaped { .. } => {
+            What::Reaped { .. } => {
                 self.reaped.inc();
             }
-            Event::Policy { policy, fired: true, level: Some(l), .. } => {
+            What::Policy { policy, fired: true, phi: Some(l), .. } => {
                 self.phi_at_verdict.get_or_create(&VerdictLabel { verdict: format!("policy:{policy}") }).observe(*l);
             }
-            _ => {}
+            What::Up { .. } | What::Tags { .. } | What::Policy { .. } | What::Renewed { .. } | What::Missed { .. } => {}
         }
     }
 
     /// One event passed on.
-    pub(crate) fn event(&self) {
+    pub fn event(&self) {
         self.events.inc();
     }
 
     /// `n` events this agent could not pass on through `sink` (`stdout`, or
     /// `stream`: the agent's own reading of the member's events).
-    pub(crate) fn dropped(&self, sink: &'static str, n: u64) {
-        self.events_dropped.get_or_create(&SinkLabel { sink }).inc_by(n);
+    pub fn dropped(&self, sink: Sink, n: u64) {
+        self.events_dropped.get_or_create(&SinkLabel { sink: sink.name() }).inc_by(n);
     }
 
     /// A once-a-second sample of the watched members' levels.
-    pub(crate) fn sample(&mut self, s: &Snapshot) {
+    pub fn sample(&mut self, s: &Snapshot) {
         for w in &s.node.watched {
             let label = MemberLabel { member: w.name.clone() };
             if w.heard {
@@ -418,7 +441,7 @@ impl Metrics {
     }
 
     /// Heartbeat intervals of `member` that arrived since the last sample.
-    pub(crate) fn intervals(&self, member: &str, intervals: impl IntoIterator<Item = Duration>) {
+    pub fn intervals(&self, member: &str, intervals: impl IntoIterator<Item = Duration>) {
         let h = self.intervals.get_or_create(&MemberLabel { member: member.to_owned() });
         for d in intervals {
             h.observe(d.as_secs_f64());

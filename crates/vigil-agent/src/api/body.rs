@@ -1,0 +1,538 @@
+//! The API's request and response bodies: the contract scripts, the
+//! dashboard and the command-line clients read. Each is a type here, with
+//! its fields named explicitly (a renamed library field cannot change a
+//! document), and the OpenAPI description is generated from these types
+//! ([`super::openapi`]). The conversions from the member's
+//! [`Snapshot`] are beside the types they build.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use vigil_detector::outlier::HostReport;
+use vigil_net::{KeyInfo, MemberView, PolicyState, Snapshot, Status, Tags, WatchReport};
+
+/// Milliseconds, as a float with microsecond resolution.
+pub(crate) fn ms(d: Duration) -> f64 {
+    d.as_micros() as f64 / 1e3
+}
+
+fn tags(tags: &Tags) -> BTreeMap<String, String> {
+    tags.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
+}
+
+/// An error, as every one is answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorBody {
+    /// What went wrong, for a person; input is quoted, at most 40
+    /// characters of it.
+    pub error: String,
+}
+
+/// What a member believes of another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusName {
+    /// Alive.
+    Alive,
+    /// Suspected.
+    Suspect,
+    /// Declared dead.
+    Dead,
+    /// Left.
+    Left,
+}
+
+impl From<Status> for StatusName {
+    fn from(s: Status) -> StatusName {
+        match s {
+            Status::Alive => StatusName::Alive,
+            Status::Suspect => StatusName::Suspect,
+            Status::Dead => StatusName::Dead,
+            Status::Left => StatusName::Left,
+        }
+    }
+}
+
+impl StatusName {
+    /// The name, as in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            StatusName::Alive => "alive",
+            StatusName::Suspect => "suspect",
+            StatusName::Dead => "dead",
+            StatusName::Left => "left",
+        }
+    }
+}
+
+/// Where a policy stands for a watched member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyStanding {
+    /// Below its threshold.
+    Trusted,
+    /// At or above its threshold, waiting out its dwell.
+    Crossed,
+    /// Fired.
+    Fired,
+    /// Would have fired; the brake withholds it.
+    Withheld,
+}
+
+impl From<PolicyState> for PolicyStanding {
+    fn from(s: PolicyState) -> PolicyStanding {
+        match s {
+            PolicyState::Trusted => PolicyStanding::Trusted,
+            PolicyState::Crossed { .. } => PolicyStanding::Crossed,
+            PolicyState::Suspected { .. } => PolicyStanding::Fired,
+            PolicyState::Withheld { .. } => PolicyStanding::Withheld,
+        }
+    }
+}
+
+/// One policy on a watched member.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PolicyView {
+    /// The policy's name (`probe` is the protocol's own).
+    pub name: String,
+    /// Its threshold.
+    pub threshold: f64,
+    /// Where it stands.
+    pub state: PolicyStanding,
+    /// How long silence would take to reach the threshold, milliseconds: 0
+    /// once it has, `null` when it never would.
+    pub time_to_threshold_ms: Option<f64>,
+}
+
+/// What this member's detector knows of a member it watches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Watched {
+    /// The detector's model (`akka`, `normal`, ...).
+    pub model: String,
+    /// Whether a heartbeat has arrived.
+    pub heard: bool,
+    /// The level now; `null` before the first heartbeat, and when it is
+    /// beyond what a float holds (see `phi_capped`).
+    pub phi: Option<f64>,
+    /// Whether the level is beyond what a float holds.
+    pub phi_capped: bool,
+    /// Heartbeats taken.
+    pub heartbeats: u64,
+    /// Mean interval between heartbeats over the window, milliseconds.
+    pub mean_interval_ms: Option<f64>,
+    /// Standard deviation of the intervals, milliseconds.
+    pub std_dev_ms: Option<f64>,
+    /// Time since the last heartbeat, milliseconds.
+    pub silent_ms: Option<f64>,
+    /// Watched because the ring says so.
+    pub on_ring: bool,
+    /// Watched because the application asked (`--watch`).
+    pub by_app: bool,
+    /// Each policy, the protocol's `probe` first.
+    pub policies: Vec<PolicyView>,
+}
+
+impl From<&WatchReport> for Watched {
+    fn from(w: &WatchReport) -> Watched {
+        Watched {
+            model: w.model.to_owned(),
+            heard: w.heard,
+            phi: Some(w.level).filter(|l| w.heard && l.is_finite()),
+            phi_capped: w.heard && !w.level.is_finite(),
+            heartbeats: w.heartbeats,
+            mean_interval_ms: w.mean.map(ms),
+            std_dev_ms: w.std_dev.map(ms),
+            silent_ms: w.silent_for.map(ms),
+            on_ring: w.on_ring,
+            by_app: w.by_app,
+            policies: w
+                .policies
+                .iter()
+                .map(|p| PolicyView {
+                    name: p.name.clone(),
+                    threshold: p.threshold,
+                    state: p.state.into(),
+                    time_to_threshold_ms: p.time_to_threshold.map(ms),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Outlier detection's view of a member, from the outcomes of requests to
+/// it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Outlier {
+    /// Whether it is ejected now.
+    pub ejected: bool,
+    /// Why, when it is.
+    pub reason: Option<String>,
+    /// How long until it may return, milliseconds, when ejected.
+    pub returns_in_ms: Option<f64>,
+    /// Ejections over its life.
+    pub ejections: u64,
+    /// The ejection multiplier (each ejection lasts longer).
+    pub multiplier: u32,
+    /// Server errors in a row now.
+    pub consecutive_errors: u32,
+    /// The last complete interval's success rate, percent.
+    pub success_rate: Option<f64>,
+    /// The last complete interval's requests.
+    pub requests: u64,
+    /// The last complete interval's geometric mean latency, milliseconds.
+    pub latency_ms: Option<f64>,
+}
+
+impl Outlier {
+    fn of(r: &HostReport, s: &Snapshot) -> Outlier {
+        Outlier {
+            ejected: r.ejected.is_some(),
+            reason: r.ejected.map(|(reason, _)| reason.name().to_owned()),
+            returns_in_ms: r.ejected.map(|(_, until)| ms(until.saturating_duration_since(s.node.now))),
+            ejections: r.ejections,
+            multiplier: r.multiplier,
+            consecutive_errors: r.consecutive.0,
+            success_rate: r.success_rate.map(|(rate, _)| rate),
+            requests: r.success_rate.map_or(0, |(_, n)| n),
+            latency_ms: r.latency_ms.map(|(l, _)| l),
+        }
+    }
+}
+
+/// One member as this one sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Member {
+    /// Its name.
+    pub name: String,
+    /// Its generation (a restart takes a higher one).
+    pub generation: u64,
+    /// Its incarnation within the generation.
+    pub incarnation: u64,
+    /// What this member believes.
+    pub status: StatusName,
+    /// Where it is reached.
+    pub address: String,
+    /// How long it has had this status here, milliseconds.
+    pub status_for_ms: f64,
+    /// Its tags, as far as this member has heard.
+    pub tags: BTreeMap<String, String>,
+    /// The detector's state, when this member watches it.
+    pub watched: Option<Watched>,
+    /// Outlier detection's view, once outcomes were recorded.
+    pub outlier: Option<Outlier>,
+}
+
+impl Member {
+    /// `m` as the snapshot's member sees it.
+    pub fn of(m: &MemberView, s: &Snapshot) -> Member {
+        let watched = s.node.watch(&m.id.name).filter(|w| w.generation == m.id.generation);
+        Member {
+            name: m.id.name.clone(),
+            generation: m.id.generation,
+            incarnation: m.incarnation,
+            status: m.status.into(),
+            address: m.addr.to_string(),
+            status_for_ms: ms(s.node.now.saturating_duration_since(m.since)),
+            tags: tags(&m.tags),
+            watched: watched.map(Watched::from),
+            outlier: s.node.outliers.get(&m.id.name).map(|r| Outlier::of(r, s)),
+        }
+    }
+}
+
+/// Every member this one knows, tombstones included, by name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Members {
+    /// This member's name.
+    pub node: String,
+    /// When this was taken, milliseconds since the Unix epoch.
+    pub unix_ms: u64,
+    /// The members, by name.
+    pub members: Vec<Member>,
+}
+
+impl From<&Snapshot> for Members {
+    fn from(s: &Snapshot) -> Members {
+        Members {
+            node: s.node.id.name.clone(),
+            unix_ms: s.unix_ms,
+            members: s.node.members.iter().map(|m| Member::of(m, s)).collect(),
+        }
+    }
+}
+
+/// Members by status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Counts {
+    /// Alive.
+    pub alive: usize,
+    /// Suspected.
+    pub suspect: usize,
+    /// Dead (tombstones not yet reaped).
+    pub dead: usize,
+    /// Left (tombstones not yet reaped).
+    pub left: usize,
+}
+
+/// Work waiting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Queues {
+    /// Rumours waiting to be piggybacked.
+    pub broadcasts: usize,
+    /// Suspicions open.
+    pub suspicions: usize,
+    /// Probes in flight.
+    pub probes: usize,
+    /// Indirect probes relayed for others, in flight.
+    pub relays: usize,
+}
+
+/// This member.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SelfView {
+    /// Its name.
+    pub name: String,
+    /// Its generation.
+    pub generation: u64,
+    /// Its incarnation.
+    pub incarnation: u64,
+    /// Where others reach it.
+    pub address: String,
+    /// Its tags.
+    pub tags: BTreeMap<String, String>,
+    /// Whether its packets are sealed.
+    pub sealed: bool,
+    /// How long it has run, milliseconds.
+    pub uptime_ms: f64,
+    /// Lifeguard's local health score (0 is healthy).
+    pub awareness: u32,
+    /// The highest score it can reach.
+    pub max_awareness: u32,
+    /// The members it knows, by status.
+    pub members: Counts,
+    /// The members it watches.
+    pub watching: Vec<String>,
+    /// Work waiting.
+    pub queues: Queues,
+    /// Heartbeats kept per watched member (0: recording is off).
+    pub recorded_arrivals: usize,
+    /// Whether it is ready (see `/v1/health/ready`).
+    pub ready: bool,
+    /// Why not, if it is not.
+    pub not_ready: Vec<String>,
+    /// The agent's version.
+    pub version: String,
+    /// The version of the event records' format.
+    pub event_format: u32,
+    /// The detector's model, as the protocol runs it.
+    pub detector: String,
+    /// The protocol's suspect level (the `probe` policy's threshold).
+    pub suspect_level: f64,
+    /// Whether this is `vigil cluster` (faults can be injected).
+    pub fleet: bool,
+}
+
+/// Why the member is not ready, if it is not: it has not joined (it was
+/// given members to join through and knows no live one), or it has not
+/// converged (a member is suspected, or a watched one not yet heard).
+pub fn not_ready(s: &Snapshot, expects_peers: bool) -> Vec<String> {
+    let mut why = Vec::new();
+    if expects_peers && s.node.count(Status::Alive) == 0 {
+        why.push("not joined: no live member known yet".to_owned());
+    }
+    for m in s.node.members.iter().filter(|m| m.status == Status::Suspect) {
+        why.push(format!("not converged: {} is suspected", m.id.name));
+    }
+    for w in s.node.watched.iter().filter(|w| !w.heard) {
+        why.push(format!("not converged: no heartbeat from {} yet", w.name));
+    }
+    why
+}
+
+/// Liveness: the agent answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Live {
+    /// `live`.
+    pub status: String,
+}
+
+/// Readiness: joined and converged, or why not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Ready {
+    /// `ready`, or `not ready`.
+    pub status: String,
+    /// Why not (absent when ready).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+}
+
+/// φ of each watched member, sampled once a second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PhiHistory {
+    /// The sampling interval, milliseconds.
+    pub interval_ms: u64,
+    /// Per member, `[unix_ms, φ]` pairs, oldest first; φ is `null` before
+    /// the first heartbeat and when it is beyond what a float holds.
+    pub members: BTreeMap<String, Vec<(u64, Option<f64>)>>,
+}
+
+/// One watched member's recording.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TraceInfo {
+    /// The member.
+    pub name: String,
+    /// Its generation (a new one starts a new recording).
+    pub generation: u64,
+    /// Arrivals recorded.
+    pub arrivals: usize,
+    /// Arrivals dropped to stay within the bound.
+    pub dropped: u64,
+    /// How long it has been recording, milliseconds.
+    pub recording_for_ms: f64,
+    /// Where to download it.
+    pub url: String,
+}
+
+/// The recordings of watched members.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Traces {
+    /// Arrivals kept per watched member (0: recording is off).
+    pub recorded_arrivals: usize,
+    /// The recordings.
+    pub members: Vec<TraceInfo>,
+}
+
+/// One key, by id (never the key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KeyView {
+    /// Its id: 8 hex digits derived from the key.
+    pub id: String,
+    /// Whether it seals what this member sends.
+    pub primary: bool,
+    /// Packets sealed with it.
+    pub sealed: u64,
+    /// Packets it opened.
+    pub opened: u64,
+}
+
+impl From<&KeyInfo> for KeyView {
+    fn from(k: &KeyInfo) -> KeyView {
+        KeyView { id: k.id.to_string(), primary: k.primary, sealed: k.sealed, opened: k.opened }
+    }
+}
+
+/// The keyring.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Keys {
+    /// The keys (empty for a member without keys).
+    pub keys: Vec<KeyView>,
+}
+
+/// A key to install.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewKey {
+    /// The key: 64 hex digits, or 44 characters of base64.
+    pub key: String,
+}
+
+/// A key installed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KeyInstalled {
+    /// Its id.
+    pub id: String,
+}
+
+/// The key now primary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KeyUsed {
+    /// Its id.
+    pub primary: String,
+}
+
+/// A key removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KeyRemoved {
+    /// Its id.
+    pub removed: String,
+}
+
+/// How a request ended: an HTTP status (100 to 599) as a number or text, or
+/// `timeout`, `connect-failed`, `connected`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OutcomeText {
+    /// An HTTP status.
+    Status(u16),
+    /// A status as text, or `timeout`, `connect-failed`, `connected`.
+    Text(String),
+}
+
+/// The outcome of one of the application's requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutcomeIn {
+    /// The member the request went to.
+    pub member: String,
+    /// How it ended.
+    pub outcome: OutcomeText,
+    /// How long it took, milliseconds (0 to a day).
+    #[serde(default)]
+    pub latency_ms: Option<f64>,
+}
+
+/// Outcomes of the application's requests, for outlier detection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutcomesIn {
+    /// At most 10,000 per batch; every one is checked before any is taken.
+    pub outcomes: Vec<OutcomeIn>,
+}
+
+/// What was taken of a batch of outcomes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Accepted {
+    /// Outcomes taken.
+    pub accepted: usize,
+    /// Members not known to be alive (their outcomes were not taken), at
+    /// most 20, quoted.
+    pub unknown_members: Vec<String>,
+}
+
+/// The member is leaving.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Leaving {
+    /// `leaving`.
+    pub status: String,
+}
+
+/// One member of `vigil cluster`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FleetMember {
+    /// Its name.
+    pub name: String,
+    /// Where it is reached, while it runs.
+    pub address: Option<String>,
+    /// Whether it runs.
+    pub running: bool,
+    /// Whether it is cut off from every other member.
+    pub partitioned: bool,
+    /// Whether it serves this API (faults go to the others).
+    pub observer: bool,
+}
+
+/// The members of `vigil cluster`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Fleet {
+    /// The members.
+    pub members: Vec<FleetMember>,
+}
+
+/// A fault injected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Done {
+    /// What was done, for a person.
+    pub done: String,
+}

@@ -1,0 +1,500 @@
+//! The typed event contract: what an agent says happened, one JSON object
+//! per event, on standard output, in `/v1/events` (server-sent events and
+//! the history behind them), in `vigil cluster` and in the `vigil events`
+//! client, which reads it back into the same type.
+//!
+//! One conversion from the runtime's event ([`EventRecord::from_event`])
+//! matches every [`Event`] variant by name, without a catch-all: a new event
+//! in the protocol does not compile here until it is given a record, so it
+//! can never vanish silently from the lines, the stream and the history.
+//!
+//! Every object carries `ts_ms` (milliseconds since the Unix epoch, when
+//! this agent learned it), `node` (the agent's member) and `event` (the
+//! kind); the other fields are the kind's. Levels that are not finite (φ
+//! beyond what a float holds) are `null`, as JSON has no infinity.
+//!
+//! ```
+//! use vigil_agent::record::{EventRecord, What};
+//! use vigil_net::{ClusterEvent, Event, NodeId};
+//!
+//! let e = ClusterEvent { unix_ms: 1_000, event: Event::Left { id: NodeId::new("b", 7) } };
+//! let r = EventRecord::from_event("a", &e);
+//! let line = serde_json::to_string(&r)?;
+//! assert_eq!(line, r#"{"ts_ms":1000,"node":"a","event":"left","member":"b","generation":7}"#);
+//! // A client reads the line back into the same record.
+//! assert_eq!(serde_json::from_str::<EventRecord>(&line)?, r);
+//! assert!(matches!(r.what, What::Left { .. }));
+//! assert_eq!(r.to_string(), "b left");
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use vigil_net::{ClusterEvent, Event, Status, Tags};
+
+/// The version of the event records' format: raised when a field changes
+/// meaning or goes away, not when one is added. Served in `/v1/self` and
+/// the API's description.
+///
+/// Version 2: the `missed` event of `/v1/events` carries `count` and `sink`
+/// like the standard output's (it was `{"missed": N}`).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// One event as the agent passes it on. See the module documentation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EventRecord {
+    /// When this agent learned it, milliseconds since the Unix epoch.
+    pub ts_ms: u64,
+    /// The agent's member.
+    pub node: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub what: What,
+}
+
+/// What happened, by kind (`event`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum What {
+    /// A member joined, or came back with a new generation or after death.
+    Up {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// Where it is reached.
+        addr: String,
+        /// Its tags as far as this member knows them.
+        tags: BTreeMap<String, String>,
+    },
+    /// A member is suspected.
+    Suspected {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// The accuser.
+        by: String,
+        /// The level that started it, when this member is the accuser;
+        /// `null` otherwise.
+        phi: Option<f64>,
+    },
+    /// A suspected member refuted the suspicion.
+    Refuted {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// Its new incarnation.
+        incarnation: u64,
+        /// How long this member held it suspected, milliseconds.
+        suspected_ms: f64,
+    },
+    /// A member was declared dead.
+    Dead {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// Who declared it.
+        by: String,
+        /// How long this member held it suspected before, milliseconds;
+        /// `null` when the verdict came first.
+        suspected_ms: Option<f64>,
+        /// How long since this member last had a heartbeat from it,
+        /// milliseconds, when it watched it: the detection time as this
+        /// member saw it.
+        silent_ms: Option<f64>,
+    },
+    /// A member left voluntarily.
+    Left {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+    },
+    /// A tombstone was forgotten: a member dead for the reconnect timeout,
+    /// or one that left the tombstone timeout ago.
+    Reaped {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// What it was.
+        was: Gone,
+    },
+    /// A silent member answered a probe, or only an indirect probe got an
+    /// answer: the path, not the member, is the problem.
+    PathProblem {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// Its level when probing started.
+        phi: Option<f64>,
+        /// Whether only an indirect probe got an answer.
+        indirect: bool,
+    },
+    /// A member's tags changed.
+    Tags {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// Its tags now.
+        tags: BTreeMap<String, String>,
+    },
+    /// A graded policy fired for a watched member, or the member recovered
+    /// for it.
+    Policy {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// The policy's name.
+        policy: String,
+        /// Whether it fired (`true`) or the member recovered (`false`).
+        fired: bool,
+        /// The member's level then; `null` for a member never heard from.
+        phi: Option<f64>,
+    },
+    /// Outlier detection ejected a member, from the outcomes of requests to
+    /// it: stop sending it requests until it returns.
+    Ejected {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// Why (`consecutive-5xx`, `success-rate`, ...).
+        reason: String,
+    },
+    /// An ejected member is back in service.
+    Returned {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+    },
+    /// This member was accused and refuted it.
+    SelfRefuted {
+        /// This member.
+        member: String,
+        /// Its new incarnation.
+        incarnation: u64,
+    },
+    /// This member's incarnations ran out, and it took a new generation.
+    Renewed {
+        /// This member.
+        member: String,
+        /// The new generation.
+        generation: u64,
+    },
+    /// This member noticed that it stalled (its timers ran late).
+    LocalStall {
+        /// This member.
+        member: String,
+        /// How late, milliseconds.
+        late_ms: f64,
+    },
+    /// Events that were not passed on.
+    Missed {
+        /// How many.
+        count: u64,
+        /// Where they went missing.
+        sink: Sink,
+    },
+}
+
+/// What a reaped member was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Gone {
+    /// Dead.
+    Dead,
+    /// Left.
+    Left,
+}
+
+/// Where events went missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Sink {
+    /// Standard output's reader did not keep up.
+    Stdout,
+    /// The agent itself read the member's events too late.
+    Stream,
+    /// A client of `/v1/events` asked for events the history no longer
+    /// keeps, or fell behind the live stream.
+    History,
+}
+
+impl Sink {
+    /// The name, as in the JSON and the metrics' `sink` label.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sink::Stdout => "stdout",
+            Sink::Stream => "stream",
+            Sink::History => "history",
+        }
+    }
+}
+
+/// Milliseconds, as a float with microsecond resolution.
+fn ms(d: Duration) -> f64 {
+    d.as_micros() as f64 / 1e3
+}
+
+/// A level for JSON: finite, or `None`.
+fn finite(level: Option<f64>) -> Option<f64> {
+    level.filter(|l| l.is_finite())
+}
+
+fn tag_map(tags: &Tags) -> BTreeMap<String, String> {
+    tags.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
+}
+
+impl EventRecord {
+    /// The record of `e`, an event of the member named `node`.
+    pub fn from_event(node: &str, e: &ClusterEvent) -> EventRecord {
+        EventRecord { ts_ms: e.unix_ms, node: node.to_owned(), what: What::from(&e.event, node) }
+    }
+
+    /// The record saying `count` events went missing at `sink`.
+    pub fn missed(node: &str, ts_ms: u64, count: u64, sink: Sink) -> EventRecord {
+        EventRecord { ts_ms, node: node.to_owned(), what: What::Missed { count, sink } }
+    }
+
+    /// The member the event is about (this agent's own for its own
+    /// events); `None` for `missed`.
+    pub fn member(&self) -> Option<&str> {
+        self.what.member()
+    }
+
+    /// The kind, as in the JSON's `event`.
+    pub fn kind(&self) -> &'static str {
+        self.what.kind()
+    }
+
+    /// The record as one line of JSON.
+    pub fn to_line(&self) -> String {
+        // A record holds strings, numbers and maps of strings only: it
+        // always serializes.
+        serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+}
+
+impl What {
+    /// The record of `e`, an event of the member named `node`. Every event
+    /// by name: a new one does not compile until it has a record.
+    fn from(e: &Event, node: &str) -> What {
+        let id = |i: &vigil_net::NodeId| (i.name.clone(), i.generation);
+        match e {
+            Event::Up { id: i, addr, tags } => {
+                let (member, generation) = id(i);
+                What::Up { member, generation, addr: addr.to_string(), tags: tag_map(tags) }
+            }
+            Event::Suspected { id: i, by, level } => {
+                let (member, generation) = id(i);
+                What::Suspected { member, generation, by: by.name.clone(), phi: finite(*level) }
+            }
+            Event::Refuted { id: i, incarnation, suspected_for } => {
+                let (member, generation) = id(i);
+                What::Refuted { member, generation, incarnation: *incarnation, suspected_ms: ms(*suspected_for) }
+            }
+            Event::Dead { id: i, by, suspected_for, silent_for } => {
+                let (member, generation) = id(i);
+                What::Dead {
+                    member,
+                    generation,
+                    by: by.name.clone(),
+                    suspected_ms: suspected_for.map(ms),
+                    silent_ms: silent_for.map(ms),
+                }
+            }
+            Event::Left { id: i } => {
+                let (member, generation) = id(i);
+                What::Left { member, generation }
+            }
+            Event::Reaped { id: i, status } => {
+                let (member, generation) = id(i);
+                let was = if *status == Status::Left { Gone::Left } else { Gone::Dead };
+                What::Reaped { member, generation, was }
+            }
+            Event::PathProblem { id: i, level, indirect } => {
+                let (member, generation) = id(i);
+                What::PathProblem { member, generation, phi: finite(*level), indirect: *indirect }
+            }
+            Event::TagsUpdated { id: i, tags } => {
+                let (member, generation) = id(i);
+                What::Tags { member, generation, tags: tag_map(tags) }
+            }
+            Event::Policy { id: i, policy, fired, level } => {
+                let (member, generation) = id(i);
+                What::Policy { member, generation, policy: policy.clone(), fired: *fired, phi: finite(*level) }
+            }
+            Event::Ejected { id: i, reason, .. } => {
+                let (member, generation) = id(i);
+                What::Ejected { member, generation, reason: reason.name().to_owned() }
+            }
+            Event::Returned { id: i } => {
+                let (member, generation) = id(i);
+                What::Returned { member, generation }
+            }
+            Event::SelfRefuted { incarnation } => {
+                What::SelfRefuted { member: node.to_owned(), incarnation: *incarnation }
+            }
+            Event::Renewed { id: i } => {
+                let (member, generation) = id(i);
+                What::Renewed { member, generation }
+            }
+            Event::LocalStall { late } => What::LocalStall { member: node.to_owned(), late_ms: ms(*late) },
+        }
+    }
+
+    /// The member the event is about; `None` for `missed`.
+    pub fn member(&self) -> Option<&str> {
+        match self {
+            What::Up { member, .. }
+            | What::Suspected { member, .. }
+            | What::Refuted { member, .. }
+            | What::Dead { member, .. }
+            | What::Left { member, .. }
+            | What::Reaped { member, .. }
+            | What::PathProblem { member, .. }
+            | What::Tags { member, .. }
+            | What::Policy { member, .. }
+            | What::Ejected { member, .. }
+            | What::Returned { member, .. }
+            | What::SelfRefuted { member, .. }
+            | What::Renewed { member, .. }
+            | What::LocalStall { member, .. } => Some(member),
+            What::Missed { .. } => None,
+        }
+    }
+
+    /// The kind, as in the JSON's `event`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            What::Up { .. } => "up",
+            What::Suspected { .. } => "suspected",
+            What::Refuted { .. } => "refuted",
+            What::Dead { .. } => "dead",
+            What::Left { .. } => "left",
+            What::Reaped { .. } => "reaped",
+            What::PathProblem { .. } => "path_problem",
+            What::Tags { .. } => "tags",
+            What::Policy { .. } => "policy",
+            What::Ejected { .. } => "ejected",
+            What::Returned { .. } => "returned",
+            What::SelfRefuted { .. } => "self_refuted",
+            What::Renewed { .. } => "renewed",
+            What::LocalStall { .. } => "local_stall",
+            What::Missed { .. } => "missed",
+        }
+    }
+}
+
+/// One sentence for a person, from the agent's point of view (`vigil
+/// cluster` and `vigil events` print it). Names are printed as given; a
+/// terminal printer escapes them.
+impl fmt::Display for EventRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let phi = |l: &Option<f64>| l.map(|l| format!(" (φ {l:.2})")).unwrap_or_default();
+        let node = &self.node;
+        match &self.what {
+            What::Up { member, addr, .. } => write!(f, "{node} sees {member} up at {addr}"),
+            What::Suspected { member, by, phi: l, .. } => write!(f, "{member} is suspected by {by}{}", phi(l)),
+            What::Refuted { member, incarnation, suspected_ms, .. } => write!(
+                f,
+                "{member} refuted the suspicion (incarnation {incarnation}, suspected for {suspected_ms:.0} ms)"
+            ),
+            What::Dead { member, by, silent_ms, .. } => {
+                write!(f, "{member} is declared dead by {by}")?;
+                match silent_ms {
+                    Some(s) => write!(f, " ({s:.0} ms after its last heartbeat here)"),
+                    None => Ok(()),
+                }
+            }
+            What::Left { member, .. } => write!(f, "{member} left"),
+            What::Reaped { member, was, .. } => {
+                let was = if *was == Gone::Left { "left" } else { "dead" };
+                write!(f, "{member} is forgotten ({was} long enough)")
+            }
+            What::PathProblem { member, indirect, phi: l, .. } => {
+                let how = if *indirect { "only an indirect probe answered" } else { "silent, but it answered a probe" };
+                write!(f, "{member}: a path problem ({how}){}", phi(l))
+            }
+            What::Tags { member, tags, .. } => {
+                let pairs: Vec<String> = tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                write!(f, "{member} has new tags: {}", pairs.join(", "))
+            }
+            What::Policy { member, policy, fired, phi: l, .. } => {
+                let what = if *fired { "fired" } else { "recovered" };
+                write!(f, "{member}: policy {policy} {what}{}", phi(l))
+            }
+            What::Ejected { member, reason, .. } => write!(f, "{member} is ejected ({reason})"),
+            What::Returned { member, .. } => write!(f, "{member} is back in service"),
+            What::SelfRefuted { member, incarnation } => {
+                write!(f, "{member} itself was accused and refuted it (incarnation {incarnation})")
+            }
+            What::Renewed { member, generation } => write!(f, "{member} took a new generation ({generation})"),
+            What::LocalStall { member, late_ms } => write!(f, "{member} itself stalled ({late_ms:.0} ms late)"),
+            What::Missed { count, sink } => write!(f, "{count} events missed ({})", sink.name()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vigil_net::NodeId;
+
+    fn record(event: Event) -> EventRecord {
+        EventRecord::from_event("a", &ClusterEvent { unix_ms: 1000, event })
+    }
+
+    #[test]
+    fn records_carry_their_fields_and_read_back() {
+        let id = NodeId::new("b", 7);
+        let by = NodeId::new("c", 1);
+        let r = record(Event::Suspected { id: id.clone(), by: by.clone(), level: Some(8.5) });
+        let v: serde_json::Value = serde_json::from_str(&r.to_line()).unwrap();
+        assert_eq!(v["event"], "suspected");
+        assert_eq!((v["member"].as_str(), v["by"].as_str(), v["phi"].as_f64()), (Some("b"), Some("c"), Some(8.5)));
+        assert_eq!((v["node"].as_str(), v["ts_ms"].as_u64()), (Some("a"), Some(1000)));
+        // An infinite level is not valid JSON: it becomes null.
+        let r = record(Event::Suspected { id: id.clone(), by, level: Some(f64::INFINITY) });
+        let v: serde_json::Value = serde_json::from_str(&r.to_line()).unwrap();
+        assert!(v["phi"].is_null());
+        let zone = Tags::new([("zone", "a")]).unwrap();
+        let addr = "10.0.0.1:7946".parse().unwrap();
+        let r = record(Event::Up { id: id.clone(), addr, tags: zone });
+        let v: serde_json::Value = serde_json::from_str(&r.to_line()).unwrap();
+        assert_eq!((v["event"].as_str(), v["tags"]["zone"].as_str()), (Some("up"), Some("a")));
+        assert_eq!(r.to_string(), "a sees b up at 10.0.0.1:7946");
+        let r = record(Event::Dead {
+            id,
+            by: NodeId::new("c", 1),
+            suspected_for: None,
+            silent_for: Some(Duration::from_micros(4_250_500)),
+        });
+        let v: serde_json::Value = serde_json::from_str(&r.to_line()).unwrap();
+        assert_eq!((v["silent_ms"].as_f64(), v["suspected_ms"].is_null()), (Some(4250.5), true));
+        assert_eq!(serde_json::from_value::<EventRecord>(v).unwrap(), r);
+        let r = record(Event::LocalStall { late: Duration::from_millis(1500) });
+        assert_eq!(r.member(), Some("a"), "the agent's own events name it");
+        let m = EventRecord::missed("a", 5, 12, Sink::Stdout);
+        assert_eq!(m.to_line(), r#"{"ts_ms":5,"node":"a","event":"missed","count":12,"sink":"stdout"}"#);
+        assert_eq!(m.member(), None);
+    }
+
+    #[test]
+    fn an_unknown_kind_is_refused_when_read_back() {
+        let line = r#"{"ts_ms":1,"node":"a","event":"exploded","member":"b"}"#;
+        assert!(serde_json::from_str::<EventRecord>(line).is_err());
+    }
+}

@@ -1,0 +1,908 @@
+//! The agent's settings: flags and a TOML file with the same names become
+//! one validated [`AgentConfig`], once, before anything starts.
+//!
+//! Two stages, as ripgrep has them: [`Flags`] and [`FileSettings`] are what
+//! was typed, as typed; [`Flags::resolve`] reads the file and the secrets,
+//! lets each flag override the file's key (tags key by key), fills in the
+//! [`defaults`], checks every value, and says where a bad
+//! one was given ([`Origin`]: `--bind`, or `agent.toml: bind`).
+//!
+//! ```
+//! use vigil_agent::settings::{Flags, Http};
+//!
+//! let config = Flags {
+//!     name: Some("a".into()),
+//!     bind: Some("127.0.0.1:7946".into()),
+//!     tags: vec!["zone=eu-1".into()],
+//!     ..Flags::default()
+//! }
+//! .resolve()?;
+//! assert_eq!(config.bind.to_string(), "127.0.0.1:7946");
+//! assert_eq!(config.tags.get("zone"), Some("eu-1"));
+//! assert!(matches!(config.http, Http::Default));
+//!
+//! let e = Flags { name: Some("a".into()), bind: Some("1.2.3".into()), ..Flags::default() }.resolve().unwrap_err();
+//! assert_eq!(e.to_string(), "--bind: '1.2.3' is not an address (IP:PORT)");
+//! # Ok::<(), vigil_agent::settings::SettingsError>(())
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use vigil_lab::millis::quoted;
+use vigil_membership::keyring::Keyring;
+use vigil_membership::seal::SealMode;
+use vigil_membership::{Config, ConfigError, Tags, TagsError};
+
+use crate::api::origin::Host;
+use crate::defaults;
+use crate::input::{InputError, read_text};
+use crate::secrets::{self, SecretError};
+
+/// The protocol's preset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// The LAN preset ([`Config::lan`]).
+    #[default]
+    Lan,
+    /// About half the detection time for about twice the messages; a paused
+    /// member must resume within about 1.5 s ([`Config::lan_fast`]).
+    LanFast,
+    /// Wide-area links ([`Config::wan`]).
+    Wan,
+    /// memberlist's LAN constants, SWIM without φ ([`Config::classic_lan`]).
+    Classic,
+}
+
+impl Preset {
+    /// The protocol configuration of this preset, for `cluster`.
+    pub fn config(self, cluster: u64) -> Config {
+        match self {
+            Preset::Lan => Config::lan(cluster),
+            Preset::LanFast => Config::lan_fast(cluster),
+            Preset::Wan => Config::wan(cluster),
+            Preset::Classic => Config::classic_lan(cluster),
+        }
+    }
+}
+
+/// How much the agent logs on standard error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum LogLevel {
+    /// Errors only.
+    Error,
+    /// Warnings too.
+    Warn,
+    /// The start, verdicts, stalls, leaving.
+    #[default]
+    Info,
+    /// Also refused packets and failed sends.
+    Debug,
+    /// Everything.
+    Trace,
+}
+
+impl LogLevel {
+    /// The `tracing` level.
+    pub fn level(self) -> tracing::Level {
+        match self {
+            LogLevel::Error => tracing::Level::ERROR,
+            LogLevel::Warn => tracing::Level::WARN,
+            LogLevel::Info => tracing::Level::INFO,
+            LogLevel::Debug => tracing::Level::DEBUG,
+            LogLevel::Trace => tracing::Level::TRACE,
+        }
+    }
+}
+
+/// How packets are sealed, as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum Sealing {
+    /// Plaintext out; sealed in too.
+    Plaintext,
+    /// Sealed out, plaintext still in: the step that turns encryption on in
+    /// a running cluster.
+    Staged,
+    /// Sealed out, sealed in.
+    Sealed,
+}
+
+/// The agent's flags, as typed: every one optional (the file or the
+/// default applies), lists empty when not given. With the `clap` feature,
+/// `vigil agent` takes them as they are.
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Flags {
+    /// A TOML file with the same settings (a flag overrides it; tags key by
+    /// key). SIGHUP reads it again.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
+    pub config: Option<PathBuf>,
+    /// This member's name (1 to 64 bytes).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub name: Option<String>,
+    /// Address to listen on, UDP and TCP (default 0.0.0.0:7946).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "IP:PORT"))]
+    pub bind: Option<String>,
+    /// Address the others reach this member at (default: the bound one).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "IP:PORT"))]
+    pub advertise: Option<String>,
+    /// Members to join through: `IP:PORT` or `HOST:PORT` (every address the
+    /// name resolves to), comma-separated or repeated. They are asked again,
+    /// and names resolved again, whenever this member knows no live member,
+    /// for as long as it runs.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "ADDR[,...]"))]
+    pub join: Vec<String>,
+    /// Keys: one 32-byte key per line, 64 hex digits or base64 (`vigil
+    /// keygen` makes one); the first is the primary. With keys, every packet
+    /// is sealed. The file must be readable by its owner only (chmod 600).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
+    pub key_file: Option<PathBuf>,
+    /// With keys: `sealed` (default), or `staged` (sealed out, plaintext
+    /// still in: the step that turns encryption on in a running cluster),
+    /// or `plaintext` (plaintext out; sealed in too). Without keys,
+    /// `plaintext` is what `--plaintext` says.
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    pub seal_mode: Option<Sealing>,
+    /// Run without keys on an address other hosts can reach: nothing is
+    /// encrypted or authenticated, so anyone who can reach the port can read
+    /// the membership, join, and send rumours (refuted, and bounded per
+    /// source). Without it, such an agent refuses to start without
+    /// `--key-file` (make a key with `vigil keygen`).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub plaintext: bool,
+    /// The protocol's preset: lan (default), lan-fast (about half the
+    /// detection time for about twice the messages; a paused member must
+    /// resume within about 1.5 s), wan or classic (memberlist's LAN
+    /// constants).
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    pub preset: Option<Preset>,
+    /// Cluster id: members of other clusters are ignored (default 0x76696769).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub cluster: Option<u64>,
+    /// Where the generation is recorded, so a restart always comes back
+    /// with a higher one.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
+    pub data_dir: Option<PathBuf>,
+    /// A tag: `KEY=VALUE` (repeatable), carried to every member; all of a
+    /// member's tags take at most 512 bytes (each pair its key and value
+    /// plus 2).
+    #[cfg_attr(feature = "clap", arg(long = "tag", value_name = "KEY=VALUE"))]
+    pub tags: Vec<String>,
+    /// The largest datagram sent, in bytes before sealing (1024 to 65000;
+    /// default 1400): lower it when the seal (47 bytes) and the headers must
+    /// fit a smaller path MTU.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "BYTES"))]
+    pub datagram_budget: Option<usize>,
+    /// How much to log on stderr: error, warn, info (default: starts,
+    /// verdicts, stalls, leaving), debug (also refused packets and failed
+    /// sends) or trace.
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    pub log_level: Option<LogLevel>,
+    /// A graded policy on the members this one watches: `NAME=THRESHOLD`
+    /// (repeatable), e.g. `--policy route=2 --policy remove=8`. Each reports
+    /// `policy` events for members given with `--watch`, and its time to
+    /// threshold for every watched member in the API.
+    #[cfg_attr(feature = "clap", arg(long = "policy", value_name = "NAME=THRESHOLD"))]
+    pub policies: Vec<String>,
+    /// Watch this member for the application too (repeatable): its policies'
+    /// verdicts become `policy` events (its heartbeats are asked for if it
+    /// is not one this member watches anyway).
+    #[cfg_attr(feature = "clap", arg(long = "watch", value_name = "NAME"))]
+    pub watch: Vec<String>,
+    /// The HTTP API, metrics and dashboard: `IP:PORT`, or `off` (default
+    /// 127.0.0.1:8470; if that port is taken, the agent runs without it and
+    /// says so).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "IP:PORT|off"))]
+    pub http: Option<String>,
+    /// A file holding the bearer token that keyring operations and leaving
+    /// through the API need (without one they are allowed on a loopback
+    /// address only). Like a key file, it must be readable by its owner
+    /// only (chmod 600).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
+    pub http_token_file: Option<PathBuf>,
+    /// Another name the API may be reached by (repeatable): `NAME` on any
+    /// port or `NAME:PORT`, e.g. behind a proxy; requests naming another
+    /// Host than these and the API's own addresses are refused.
+    #[cfg_attr(feature = "clap", arg(long = "http-host", value_name = "NAME[:PORT]"))]
+    pub http_hosts: Vec<String>,
+    /// Heartbeat arrivals kept per watched member, served as lab traces at
+    /// /v1/traces/NAME (0 to 1000000; default 10000, about 3 hours at the
+    /// LAN preset's rate, 80 KB per member).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    pub record_arrivals: Option<usize>,
+    /// Events kept for clients of /v1/events that resume (1 to 100000;
+    /// default 1000).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    pub event_history: Option<usize>,
+    /// How often to try to reconnect to one member believed dead (a
+    /// duration with its unit: 10s; default 10 s, 30 s on wan).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION"))]
+    pub reconnect_interval: Option<String>,
+    /// How long to keep trying to reconnect to a dead member before it is
+    /// reaped (default 24h).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION"))]
+    pub reconnect_timeout: Option<String>,
+    /// How long a member that left is remembered (default 24h).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION"))]
+    pub tombstone_timeout: Option<String>,
+}
+
+/// The settings file: the flags' names, in `snake_case`, with `[tags]` and
+/// `[policies]` tables.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct FileSettings {
+    /// `name`.
+    pub name: Option<String>,
+    /// `bind`.
+    pub bind: Option<String>,
+    /// `advertise`.
+    pub advertise: Option<String>,
+    /// `join`.
+    #[serde(default)]
+    pub join: Vec<String>,
+    /// `key_file`.
+    pub key_file: Option<PathBuf>,
+    /// `seal_mode`.
+    pub seal_mode: Option<Sealing>,
+    /// `preset`.
+    pub preset: Option<Preset>,
+    /// `cluster`.
+    pub cluster: Option<u64>,
+    /// `data_dir`.
+    pub data_dir: Option<PathBuf>,
+    /// `datagram_budget`.
+    pub datagram_budget: Option<usize>,
+    /// `log_level`.
+    pub log_level: Option<LogLevel>,
+    /// `http`.
+    pub http: Option<String>,
+    /// `http_token_file`.
+    pub http_token_file: Option<PathBuf>,
+    /// `http_hosts`.
+    #[serde(default)]
+    pub http_hosts: Vec<String>,
+    /// `record_arrivals`.
+    pub record_arrivals: Option<usize>,
+    /// `event_history`.
+    pub event_history: Option<usize>,
+    /// `watch`.
+    #[serde(default)]
+    pub watch: Vec<String>,
+    /// `[tags]`.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// `[policies]`: name = threshold.
+    #[serde(default)]
+    pub policies: BTreeMap<String, f64>,
+    /// `reconnect_interval`.
+    pub reconnect_interval: Option<String>,
+    /// `reconnect_timeout`.
+    pub reconnect_timeout: Option<String>,
+    /// `tombstone_timeout`.
+    pub tombstone_timeout: Option<String>,
+}
+
+impl FileSettings {
+    /// Reads and parses the settings file at `path`.
+    ///
+    /// # Errors
+    ///
+    /// A [`SettingsError`] naming the file: unreadable, not TOML, or a key
+    /// it does not know.
+    pub fn read(path: &Path) -> Result<FileSettings, SettingsError> {
+        let whole = || Origin::File { path: path.to_owned(), key: None };
+        let text = read_text(path, "config file", defaults::MAX_CONFIG_BYTES)
+            .map_err(|e| SettingsError::new(whole(), Problem::Input(e)))?;
+        toml::from_str(&text).map_err(|e| SettingsError::new(whole(), Problem::Toml(e.to_string())))
+    }
+
+    /// The names of the settings that differ between two readings, but the
+    /// tags (which a running agent takes again).
+    pub fn changed_but_tags(&self, other: &FileSettings) -> Vec<&'static str> {
+        let mut changed = Vec::new();
+        macro_rules! each {
+            ($($field:ident),*) => {
+                $(if self.$field != other.$field { changed.push(stringify!($field)); })*
+            };
+        }
+        each!(
+            name,
+            bind,
+            advertise,
+            join,
+            key_file,
+            seal_mode,
+            preset,
+            cluster,
+            data_dir,
+            datagram_budget,
+            log_level,
+            http,
+            http_token_file,
+            http_hosts,
+            record_arrivals,
+            event_history,
+            watch,
+            policies,
+            reconnect_interval,
+            reconnect_timeout,
+            tombstone_timeout
+        );
+        changed
+    }
+}
+
+/// Where a setting was given: a flag, or a key of the settings file (or
+/// the file itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A flag, as typed (`--bind`).
+    Flag(&'static str),
+    /// The settings file, and the key in it.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The key (`bind`); `None` for the file as a whole.
+        key: Option<&'static str>,
+    },
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Flag(flag) => f.write_str(flag),
+            Origin::File { path, key: Some(key) } => write!(f, "{}: {key}", path.display()),
+            Origin::File { path, key: None } => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// What is wrong with a setting.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Problem {
+    /// A setting every agent needs was not given.
+    Missing(&'static str),
+    /// The text does not read as what the setting takes.
+    Invalid {
+        /// What was typed, quoted and bounded.
+        text: String,
+        /// What it should be.
+        expected: String,
+    },
+    /// A number outside its range.
+    OutOfRange {
+        /// The value.
+        value: String,
+        /// Its range.
+        range: String,
+    },
+    /// The protocol configuration refused it.
+    Protocol(ConfigError),
+    /// The tags refused it.
+    Tags(TagsError),
+    /// A file could not be read.
+    Input(InputError),
+    /// A key or token file that cannot be used.
+    Secret(SecretError),
+    /// The settings file is not TOML, or holds a key it should not.
+    Toml(String),
+    /// Sealing asked for without keys.
+    NoKeys,
+    /// Bound where other hosts reach it, without keys, and without
+    /// `--plaintext`.
+    Reachable(SocketAddr),
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Missing(what) => f.write_str(what),
+            Problem::Invalid { text, expected } => write!(f, "{text} is not {expected}"),
+            Problem::OutOfRange { value, range } => write!(f, "{value} is out of range ({range})"),
+            Problem::Protocol(e) => e.fmt(f),
+            Problem::Tags(e) => e.fmt(f),
+            Problem::Input(e) => e.fmt(f),
+            Problem::Secret(e) => e.fmt(f),
+            Problem::Toml(e) => f.write_str(e.trim_end()),
+            Problem::NoKeys => f.write_str("sealing needs keys (--key-file)"),
+            Problem::Reachable(bind) => write!(
+                f,
+                "{bind}: other hosts can reach this member, and without keys nothing it sends or takes is \
+                 authenticated; give --key-file (make a key with `vigil keygen`), or say --plaintext to run so"
+            ),
+        }
+    }
+}
+
+/// A setting the agent cannot start with: where it was given, and what is
+/// wrong with it. Nothing was started.
+#[derive(Debug)]
+pub struct SettingsError {
+    /// Where.
+    pub origin: Origin,
+    /// What.
+    pub problem: Problem,
+}
+
+impl SettingsError {
+    fn new(origin: Origin, problem: Problem) -> SettingsError {
+        SettingsError { origin, problem }
+    }
+}
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.problem {
+            // The address is said after the flag that gave it.
+            Problem::Reachable(_) => write!(f, "{} {}", self.origin, self.problem),
+            _ => write!(f, "{}: {}", self.origin, self.problem),
+        }
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+/// Where the HTTP API goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Http {
+    /// Nowhere (`off`).
+    Off,
+    /// The default address; if it is taken, the agent runs without the API
+    /// and says so.
+    Default,
+    /// An address the user gave, which must work.
+    At(SocketAddr, Origin),
+}
+
+/// Everything `vigil agent` starts with, checked.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AgentConfig {
+    /// This member's name, and where it was given.
+    pub name: String,
+    /// Where the name was given (a start refused for the name says so).
+    pub name_origin: Origin,
+    /// Where the sockets are bound.
+    pub bind: SocketAddr,
+    /// Where others reach this member, if not the bound address.
+    pub advertise: Option<SocketAddr>,
+    /// Seeds, `IP:PORT` or `HOST:PORT`.
+    pub seeds: Vec<String>,
+    /// The keys, if any.
+    pub keyring: Option<Keyring>,
+    /// How packets are sealed.
+    pub seal_mode: SealMode,
+    /// Where the generation is recorded, and where that was given.
+    pub data_dir: Option<(PathBuf, Origin)>,
+    /// The protocol's configuration: the preset, the settings that adjust
+    /// it, and the graded policies.
+    pub protocol: Config,
+    /// This member's tags.
+    pub tags: Tags,
+    /// The HTTP API.
+    pub http: Http,
+    /// The API's bearer token.
+    pub token: Option<String>,
+    /// Other names the API may be reached by.
+    pub http_hosts: Vec<Host>,
+    /// Events kept for resuming clients.
+    pub event_history: usize,
+    /// Members watched for the application.
+    pub watch: BTreeSet<String>,
+    /// The log's level.
+    pub log_level: LogLevel,
+    /// The settings file, to read again on SIGHUP, with what it said at the
+    /// start.
+    pub file: Option<(PathBuf, FileSettings)>,
+    /// The tags given as flags (they override the file's on SIGHUP too).
+    pub tag_flags: Vec<String>,
+}
+
+impl AgentConfig {
+    /// Whether other hosts can reach the member's sockets.
+    pub fn reachable(&self) -> bool {
+        !self.bind.ip().is_loopback()
+    }
+
+    /// The tags again after the settings file changed: `file`'s `[tags]`
+    /// with the flags' over them.
+    ///
+    /// # Errors
+    ///
+    /// The tags do not make a valid set.
+    pub fn tags_with(&self, file: &FileSettings, path: &Path) -> Result<Tags, SettingsError> {
+        tags(&self.tag_flags, &file.tags, Some(path))
+    }
+}
+
+/// Where a setting came from: the flag if it was given (or there is no
+/// file), else the file's key.
+fn origin(flag: bool, name: &'static str, flag_name: &'static str, file: Option<&Path>) -> Origin {
+    match (flag, file) {
+        (true, _) | (false, None) => Origin::Flag(flag_name),
+        (false, Some(f)) => Origin::File { path: f.to_owned(), key: Some(name) },
+    }
+}
+
+fn invalid(origin: Origin, text: &str, expected: impl Into<String>) -> SettingsError {
+    SettingsError::new(origin, Problem::Invalid { text: quoted(text), expected: expected.into() })
+}
+
+fn address(origin: Origin, text: &str) -> Result<SocketAddr, SettingsError> {
+    text.to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or_else(|| invalid(origin, text, "an address (IP:PORT)"))
+}
+
+/// A seed as given to `--join`: `IP:PORT`, or `HOST:PORT` with a port from
+/// 1 to 65535 and a name without spaces or control characters.
+fn seed(origin: &Origin, text: &str) -> Result<String, SettingsError> {
+    let bad = |why: &str| invalid(origin.clone(), text, format!("a member's address ({why})"));
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        if addr.ip().is_unspecified() || addr.port() == 0 {
+            return Err(bad("an unspecified address or port 0 reaches nobody"));
+        }
+        return Ok(text.to_owned());
+    }
+    let (host, port) = text.rsplit_once(':').ok_or_else(|| bad("expected IP:PORT or HOST:PORT"))?;
+    if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) || host.contains(['[', ']', ',']) {
+        return Err(bad("expected IP:PORT or HOST:PORT"));
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(text.to_owned()),
+        _ => Err(bad("the port must be 1 to 65535")),
+    }
+}
+
+/// The tags: the file's `[tags]`, then each `--tag KEY=VALUE` over them.
+fn tags(flags: &[String], file: &BTreeMap<String, String>, path: Option<&Path>) -> Result<Tags, SettingsError> {
+    let mut all = file.clone();
+    for t in flags {
+        let (k, v) = t.split_once('=').ok_or_else(|| invalid(Origin::Flag("--tag"), t, "a tag (KEY=VALUE)"))?;
+        all.insert(k.to_owned(), v.to_owned());
+    }
+    Tags::new(all).map_err(|e| SettingsError::new(origin(!flags.is_empty(), "tags", "--tag", path), Problem::Tags(e)))
+}
+
+/// The graded policies: the file's `[policies]`, then each `--policy
+/// NAME=THRESHOLD` over them.
+fn policies(
+    flags: &[String],
+    file: &BTreeMap<String, f64>,
+    path: Option<&Path>,
+) -> Result<Vec<vigil_detector::Policy>, SettingsError> {
+    let mut all = file.clone();
+    for p in flags {
+        let (name, threshold) = p
+            .split_once('=')
+            .and_then(|(n, t)| Some((n.trim(), t.trim().parse::<f64>().ok()?)))
+            .ok_or_else(|| invalid(Origin::Flag("--policy"), p, "a policy (NAME=THRESHOLD)"))?;
+        all.insert(name.to_owned(), threshold);
+    }
+    if all.len() > defaults::MAX_POLICIES {
+        let at = origin(!flags.is_empty(), "policies", "--policy", path);
+        let range = format!("at most {} policies", defaults::MAX_POLICIES);
+        return Err(SettingsError::new(at, Problem::OutOfRange { value: all.len().to_string(), range }));
+    }
+    Ok(all.into_iter().map(|(name, threshold)| vigil_detector::Policy::new(name, threshold)).collect())
+}
+
+/// A duration with its unit: `250ms`, `30s`, `5min`, `72h`, `1d`.
+fn duration(origin: Origin, text: &str) -> Result<Duration, SettingsError> {
+    let t = text.trim();
+    // The unit is the trailing letters; an exponent (`1e4s`) is part of the
+    // number.
+    let split = t.trim_end_matches(|c: char| c.is_ascii_alphabetic()).len();
+    let (num, unit) = t.split_at(split);
+    let value: f64 =
+        num.trim().parse().map_err(|_| invalid(origin.clone(), text, "a duration like 250ms, 30s or 30d"))?;
+    let scale = match unit.trim() {
+        "" => {
+            let n = Some(num.trim()).filter(|n| n.len() <= 20).unwrap_or("N");
+            return Err(invalid(
+                origin,
+                text,
+                format!("a duration: it has no unit; write {n}ms, {n}s, {n}min, {n}h or {n}d"),
+            ));
+        }
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "min" | "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86_400.0,
+        _ => return Err(invalid(origin, text, "a duration (units: ms, s, min, h, d)")),
+    };
+    let secs = value * scale;
+    // A year bounds every duration the agent takes, and keeps it
+    // representable.
+    if !(secs.is_finite() && secs > 0.0 && secs <= 3.156e7) {
+        return Err(invalid(origin, text, "a duration in (0, 1 year]"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// `--http-host` values (or the file's `http_hosts`), checked.
+fn host_names(texts: &[String], origin: Origin) -> Result<Vec<Host>, SettingsError> {
+    if texts.len() > defaults::MAX_HTTP_HOSTS {
+        let range = format!("at most {} names", defaults::MAX_HTTP_HOSTS);
+        return Err(SettingsError::new(origin, Problem::OutOfRange { value: texts.len().to_string(), range }));
+    }
+    texts
+        .iter()
+        .map(|t| {
+            t.trim().parse::<Host>().map_err(|_| {
+                invalid(origin.clone(), t, "a host name (NAME or NAME:PORT, e.g. vigil.example.com or vigil:8470)")
+            })
+        })
+        .collect()
+}
+
+impl Flags {
+    /// Reads the settings file (if given) and the secrets, and checks every
+    /// setting: the one configuration the agent starts with.
+    ///
+    /// # Errors
+    ///
+    /// A [`SettingsError`] naming the first setting at fault, where it was
+    /// given, and what is wrong with it.
+    pub fn resolve(&self) -> Result<AgentConfig, SettingsError> {
+        let a = self;
+        let path = a.config.as_deref();
+        let file = match path {
+            Some(p) => FileSettings::read(p)?,
+            None => FileSettings::default(),
+        };
+        let pick =
+            |flag: &Option<String>, from_file: &Option<String>, key: &'static str, flag_name: &'static str| match (
+                flag, from_file,
+            ) {
+                (Some(v), _) => Some((v.clone(), origin(true, key, flag_name, path))),
+                (None, Some(v)) => Some((v.clone(), origin(false, key, flag_name, path))),
+                _ => None,
+            };
+        let (name, name_origin) = pick(&a.name, &file.name, "name", "--name")
+            .ok_or_else(|| SettingsError::new(Origin::Flag("--name"), Problem::Missing("every member needs a name")))?;
+        if let Some(at) = vigil_membership::wire::control_character(&name) {
+            return Err(invalid(
+                name_origin,
+                &name,
+                format!("a name: it has a control character at byte {at}; a name is printable text"),
+            ));
+        }
+        let (bind, bind_origin) = match pick(&a.bind, &file.bind, "bind", "--bind") {
+            Some((v, from)) => (address(from.clone(), &v)?, from),
+            None => (defaults::BIND, Origin::Flag("--bind")),
+        };
+        let advertise = match pick(&a.advertise, &file.advertise, "advertise", "--advertise") {
+            Some((v, from)) => {
+                let addr = address(from.clone(), &v)?;
+                if addr.ip().is_unspecified() || addr.port() == 0 {
+                    return Err(invalid(
+                        from,
+                        &v,
+                        "an address other members can reach (it is an unspecified address or port 0)",
+                    ));
+                }
+                Some(addr)
+            }
+            None => None,
+        };
+        let (join_texts, join_origin) = if a.join.is_empty() {
+            (file.join.clone(), origin(false, "join", "--join", path))
+        } else {
+            (a.join.clone(), Origin::Flag("--join"))
+        };
+        let mut seeds = Vec::new();
+        for text in &join_texts {
+            for t in text.split(',').map(str::trim) {
+                if t.is_empty() {
+                    return Err(invalid(
+                        join_origin,
+                        text,
+                        "a list of addresses: it holds an empty address; give IP:PORT or HOST:PORT, comma-separated",
+                    ));
+                }
+                seeds.push(seed(&join_origin, t)?);
+            }
+        }
+        if seeds.len() > defaults::MAX_SEEDS {
+            let range = format!("at most {} seeds", defaults::MAX_SEEDS);
+            return Err(SettingsError::new(join_origin, Problem::OutOfRange { value: seeds.len().to_string(), range }));
+        }
+        let cluster = a.cluster.or(file.cluster).unwrap_or(vigil_net::DEFAULT_CLUSTER);
+        let mut protocol = a.preset.or(file.preset).unwrap_or_default().config(cluster);
+        let key_file = match (&a.key_file, &file.key_file) {
+            (Some(p), _) => Some((p.clone(), Origin::Flag("--key-file"))),
+            (None, Some(p)) => Some((p.clone(), origin(false, "key_file", "--key-file", path))),
+            (None, None) => None,
+        };
+        let keyring = match key_file {
+            Some((p, from)) => Some(secrets::key_file(&p).map_err(|e| SettingsError::new(from, Problem::Secret(e)))?),
+            None => None,
+        };
+        let sealing = if a.plaintext { Some(Sealing::Plaintext) } else { a.seal_mode.or(file.seal_mode) };
+        let seal_mode = match (sealing, &keyring) {
+            (Some(Sealing::Plaintext), _) => SealMode::Plaintext,
+            (Some(Sealing::Staged), _) => SealMode::Staged,
+            (Some(Sealing::Sealed), _) | (None, Some(_)) => SealMode::Sealed,
+            (None, None) => SealMode::Plaintext,
+        };
+        if seal_mode != SealMode::Plaintext && keyring.is_none() {
+            let from = origin(a.seal_mode.is_some(), "seal_mode", "--seal-mode", path);
+            return Err(SettingsError::new(from, Problem::NoKeys));
+        }
+        let data_dir = match (&a.data_dir, &file.data_dir) {
+            (Some(d), _) => Some((d.clone(), Origin::Flag("--data-dir"))),
+            (None, Some(d)) => Some((d.clone(), origin(false, "data_dir", "--data-dir", path))),
+            (None, None) => None,
+        };
+        let tags = tags(&a.tags, &file.tags, path)?;
+        let protocol_error = |from: Origin| move |e: ConfigError| SettingsError::new(from, Problem::Protocol(e));
+        for (key, flag_name, flag, from_file) in [
+            ("reconnect_interval", "--reconnect-interval", &a.reconnect_interval, &file.reconnect_interval),
+            ("reconnect_timeout", "--reconnect-timeout", &a.reconnect_timeout, &file.reconnect_timeout),
+            ("tombstone_timeout", "--tombstone-timeout", &a.tombstone_timeout, &file.tombstone_timeout),
+        ] {
+            let Some((text, from)) = pick(flag, from_file, key, flag_name) else { continue };
+            let d = duration(from.clone(), &text)?;
+            match key {
+                "reconnect_interval" => protocol.reconnect_interval = d,
+                "reconnect_timeout" => protocol.reconnect_timeout = d,
+                _ => protocol.tombstone_timeout = d,
+            }
+            protocol.validate().map_err(protocol_error(from))?;
+        }
+        if let Some(budget) = a.datagram_budget.or(file.datagram_budget) {
+            protocol.datagram_budget = budget;
+            let from = origin(a.datagram_budget.is_some(), "datagram_budget", "--datagram-budget", path);
+            protocol.validate().map_err(protocol_error(from))?;
+        }
+        let http = match pick(&a.http, &file.http, "http", "--http") {
+            Some((v, _)) if v == "off" => Http::Off,
+            Some((v, from)) => Http::At(address(from.clone(), &v)?, from),
+            None => Http::Default,
+        };
+        let token = match (&a.http_token_file, &file.http_token_file) {
+            (Some(p), _) => Some((p.clone(), Origin::Flag("--http-token-file"))),
+            (None, Some(p)) => Some((p.clone(), origin(false, "http_token_file", "--http-token-file", path))),
+            (None, None) => None,
+        };
+        let token = match token {
+            Some((p, from)) => Some(secrets::token_file(&p).map_err(|e| SettingsError::new(from, Problem::Secret(e)))?),
+            None => None,
+        };
+        let http_hosts = if a.http_hosts.is_empty() {
+            host_names(&file.http_hosts, origin(false, "http_hosts", "--http-host", path))?
+        } else {
+            host_names(&a.http_hosts, Origin::Flag("--http-host"))?
+        };
+        protocol.recorded_arrivals = a.record_arrivals.or(file.record_arrivals).unwrap_or(defaults::RECORDED_ARRIVALS);
+        let from = origin(a.record_arrivals.is_some(), "record_arrivals", "--record-arrivals", path);
+        protocol.validate().map_err(protocol_error(from))?;
+        let event_history = a.event_history.or(file.event_history).unwrap_or(defaults::EVENT_HISTORY);
+        if !(1..=defaults::MAX_EVENT_HISTORY).contains(&event_history) {
+            let from = origin(a.event_history.is_some(), "event_history", "--event-history", path);
+            let range = format!("1 to {}", defaults::MAX_EVENT_HISTORY);
+            return Err(SettingsError::new(from, Problem::OutOfRange { value: event_history.to_string(), range }));
+        }
+        protocol.policies = policies(&a.policies, &file.policies, path)?;
+        let from = origin(!a.policies.is_empty(), "policies", "--policy", path);
+        protocol.validate().map_err(protocol_error(from))?;
+        let watch: BTreeSet<String> =
+            if a.watch.is_empty() { file.watch.iter().cloned().collect() } else { a.watch.iter().cloned().collect() };
+        if watch.len() > defaults::MAX_WATCH {
+            let from = origin(!a.watch.is_empty(), "watch", "--watch", path);
+            let range = format!("at most {} members", defaults::MAX_WATCH);
+            return Err(SettingsError::new(from, Problem::OutOfRange { value: watch.len().to_string(), range }));
+        }
+        // Secure by default: reachable from other hosts means keys, unless
+        // the user says plaintext.
+        if !bind.ip().is_loopback() && keyring.is_none() && sealing != Some(Sealing::Plaintext) {
+            return Err(SettingsError::new(bind_origin, Problem::Reachable(bind)));
+        }
+        Ok(AgentConfig {
+            name,
+            name_origin,
+            bind,
+            advertise,
+            seeds,
+            keyring,
+            seal_mode,
+            data_dir,
+            protocol,
+            tags,
+            http,
+            token,
+            http_hosts,
+            event_history,
+            watch,
+            log_level: a.log_level.or(file.log_level).unwrap_or_default(),
+            file: path.map(|p| (p.to_owned(), file.clone())),
+            tag_flags: a.tags.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(name: &str) -> Flags {
+        Flags { name: Some(name.into()), bind: Some("127.0.0.1:0".into()), ..Flags::default() }
+    }
+
+    fn error(f: Flags) -> String {
+        f.resolve().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn flags_name_what_is_wrong_and_where() {
+        assert_eq!(error(Flags::default()), "--name: every member needs a name");
+        let mut f = flags("x");
+        f.join = vec!["10.0.0.1:7946,,10.0.0.2:7946".into()];
+        assert!(error(f).starts_with(
+            "--join: '10.0.0.1:7946,,10.0.0.2:7946' is not a list of addresses: it holds an empty address"
+        ));
+        let mut f = flags("x");
+        f.reconnect_timeout = Some("30".into());
+        assert!(error(f).contains("--reconnect-timeout: '30' is not a duration: it has no unit; write 30ms"));
+        let mut f = flags("x");
+        f.event_history = Some(0);
+        assert_eq!(error(f), "--event-history: 0 is out of range (1 to 100000)");
+        let mut f = flags("x");
+        f.bind = None;
+        assert!(error(f).starts_with("--bind 0.0.0.0:7946: other hosts can reach this member"));
+        let mut f = flags("x");
+        f.seal_mode = Some(Sealing::Sealed);
+        assert_eq!(error(f), "--seal-mode: sealing needs keys (--key-file)");
+        let mut f = flags("x");
+        f.policies = (0..17).map(|i| format!("p{i}=2")).collect();
+        assert_eq!(error(f), "--policy: 17 is out of range (at most 16 policies)");
+        let mut f = flags("x");
+        f.tags = vec!["zone".into()];
+        assert_eq!(error(f), "--tag: 'zone' is not a tag (KEY=VALUE)");
+    }
+
+    #[test]
+    fn the_file_is_named_with_its_key_and_flags_override_it() {
+        let dir = std::env::temp_dir().join(format!("vigil-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("agent.toml");
+        std::fs::write(&path, "name = \"x\"\nbind = \"nowhere\"\n").unwrap();
+        let f = Flags { config: Some(path.clone()), ..Flags::default() };
+        assert_eq!(error(f), format!("{}: bind: 'nowhere' is not an address (IP:PORT)", path.display()));
+        std::fs::write(&path, "name = \"x\"\nbind = \"127.0.0.1:1\"\nevent_history = 5\n[tags]\nzone = \"a\"\n")
+            .unwrap();
+        let f = Flags { config: Some(path.clone()), tags: vec!["role=db".into()], ..Flags::default() };
+        let c = f.resolve().unwrap();
+        assert_eq!((c.event_history, c.tags.get("zone"), c.tags.get("role")), (5, Some("a"), Some("db")));
+        let f = Flags { config: Some(path.clone()), event_history: Some(7), ..Flags::default() };
+        assert_eq!(f.resolve().unwrap().event_history, 7, "a flag overrides the file");
+        std::fs::write(&path, "name = \"x\"\nbindd = \"127.0.0.1:1\"\n").unwrap();
+        let e = error(Flags { config: Some(path.clone()), ..Flags::default() });
+        assert!(e.starts_with(&format!("{}: ", path.display())) && e.contains("bindd"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn durations_need_a_unit_and_stay_within_a_year() {
+        let at = || Origin::Flag("--x");
+        assert_eq!(duration(at(), "250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(duration(at(), "1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(duration(at(), "2d").unwrap(), Duration::from_secs(172_800));
+        for bad in ["30", "0s", "-1s", "2y", "inf s", "1e400s", "400d"] {
+            assert!(duration(at(), bad).is_err(), "{bad}");
+        }
+    }
+}
