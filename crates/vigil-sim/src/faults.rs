@@ -3,9 +3,10 @@
 
 use vigil_membership::{Node, NodeId};
 
+use crate::job::Job;
 use crate::record::What;
 use crate::scenario::Fault;
-use crate::sim::{Job, Sim, addr_of, seed_of};
+use crate::sim::{Sim, addr_of, seed_of};
 
 impl Sim {
     pub(crate) fn fault_start(&mut self, k: usize) {

@@ -23,9 +23,10 @@ use std::time::Duration;
 use serde::Serialize;
 use vigil_membership::Config;
 
+use crate::preset::CLUSTER;
 use crate::report::median;
 use crate::scenario::{Fault, Scenario};
-use crate::sim::{CLUSTER, Sim, SimError};
+use crate::sim::{Sim, SimError};
 
 /// A φ-mode setting: the LAN preset with its φ timing scaled (see
 /// `Config::with_heartbeat_interval`), a number of observers and a suspect

@@ -32,9 +32,13 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 
 pub mod checkers;
+mod clock;
 mod faults;
 pub mod frontier;
+mod job;
 mod network;
+mod preset;
+mod queue;
 mod record;
 mod report;
 mod scenario;
@@ -42,10 +46,11 @@ mod sealing;
 mod sim;
 
 pub use checkers::{Violation, Violations};
+pub use preset::{CLUSTER, preset};
 pub use record::{Record, What};
 pub use report::{CrashReport, FaultWindow, HealReport, Report, SealReport, Stretch, Totals};
 pub use scenario::{
     Envelope, Fault, MAX_DURATION, MAX_LATENCY_MS, MAX_NODES, MIN_DURATION, Network, Protocol, Scenario, ScenarioError,
     Sealing,
 };
-pub use sim::{CLUSTER, Sim, SimError, preset};
+pub use sim::{Sim, SimError};

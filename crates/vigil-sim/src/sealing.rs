@@ -13,34 +13,15 @@ use vigil_detector::Instant;
 use vigil_membership::keyring::{KEY_LEN, KeyId, Keyring, key_id};
 use vigil_membership::seal::{Mode, OpenError, Seal};
 
+use crate::clock::{EPOCH_SECS, since_start};
+use crate::job::{Job, KeyStep};
+use crate::preset::CLUSTER;
 use crate::report::SealReport;
 use crate::scenario::{Scenario, Sealing};
-use crate::sim::{CLUSTER, Job, Sim};
+use crate::sim::Sim;
 
 /// The freshness window of every seal, as the runtime's default.
 pub(crate) const FRESHNESS: Duration = Duration::from_secs(60);
-
-/// Seconds since the Unix epoch at the start of a run: the clock every
-/// simulated host shares (2026-01-01).
-pub(crate) const EPOCH_SECS: u64 = 1_767_225_600;
-
-/// A step of a key rotation at one node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum KeyStep {
-    /// Install key number `k` of the cluster's keys.
-    Install(usize),
-    /// Seal with key `k`.
-    Use(usize),
-    /// Remove key `k`.
-    Remove(usize),
-    /// Take the cluster's first key (a plaintext node then opens sealed
-    /// packets).
-    TakeKey,
-    /// Go staged.
-    Stage,
-    /// Go sealed.
-    Seal,
-}
 
 /// The cluster's keys and the attacker.
 #[derive(Debug, Clone)]
@@ -177,7 +158,7 @@ impl Sim {
     /// is capturing.
     /// The hosts' clock, in seconds since the Unix epoch.
     pub(crate) fn unix_secs(&self) -> u64 {
-        EPOCH_SECS + self.since_start(self.now).as_secs()
+        EPOCH_SECS + since_start(self.now).as_secs()
     }
 
     pub(crate) fn capture(&mut self, to: usize, from: usize, bytes: &[u8]) {
@@ -186,7 +167,7 @@ impl Sim {
         let delays: Vec<Duration> = self.sealer.replays.iter().map(|&(_, d)| d).collect();
         for delay in delays {
             self.sealer.injected += 1;
-            self.push(now.saturating_add(delay), Job::Replayed(to, from, bytes.to_vec()));
+            self.push(now.saturating_add(delay), Job::Replayed { to, from, bytes: bytes.to_vec() });
         }
     }
 

@@ -1,8 +1,7 @@
 //! The simulation loop: virtual time, the nodes, the event queue, and the
 //! bookkeeping that becomes the report.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
@@ -16,17 +15,15 @@ use vigil_membership::wire::{MAX_DATAGRAM, MAX_STREAM};
 use vigil_membership::{Config, ConfigError, Event, Node, NodeId, Status};
 
 use crate::checkers::{self, Violations};
+use crate::clock::{START, since_start};
+use crate::job::Job;
 use crate::network::Links;
+use crate::preset::preset;
+use crate::queue::Queue;
 use crate::record::{Log, Record, What};
 use crate::report::{CrashReport, FaultWindow, HealReport, Report, Stretch, Totals, median};
-use crate::scenario::{Fault, Protocol, Scenario, ScenarioError};
-use crate::sealing::{KeyStep, Sealer};
-
-/// The instant virtual time starts at.
-pub(crate) const START: Instant = Instant::from_secs(1);
-
-/// The cluster id of simulated nodes.
-pub const CLUSTER: u64 = 0x5eed;
+use crate::scenario::{Fault, Scenario, ScenarioError};
+use crate::sealing::Sealer;
 
 /// The window before and after a crash over which its extra traffic is
 /// measured (memberlist's measurement: 30 s).
@@ -54,64 +51,6 @@ impl fmt::Display for SimError {
 /// The message already includes the inner error's, so it is not also given
 /// as a source (a chain would print it twice).
 impl std::error::Error for SimError {}
-
-/// The protocol configuration a scenario's protocol stands for.
-pub fn preset(protocol: Protocol) -> Config {
-    match protocol {
-        Protocol::Phi => Config::lan(CLUSTER),
-        Protocol::PhiFast => Config::lan_fast(CLUSTER),
-        Protocol::Classic => Config::classic_lan(CLUSTER),
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum Job {
-    /// Deliver a message to a node: (to, from, bytes, stream).
-    Deliver(usize, usize, Vec<u8>, bool),
-    /// Process a message already delivered to a slow node.
-    Process(usize, usize, Vec<u8>, bool),
-    /// Wake a node if its timer generation still matches.
-    Wake(usize, u64),
-    /// Start fault number i.
-    FaultStart(usize),
-    /// End fault number i.
-    FaultEnd(usize),
-    /// A step of a key rotation at a node.
-    Key(usize, KeyStep),
-    /// An attacker's copy of a datagram, sent again: (to, from, bytes).
-    Replayed(usize, usize, Vec<u8>),
-    /// Check convergence.
-    Check,
-    /// Check whether the cluster converged after partition `k` ended, by
-    /// the deadline.
-    HealCheck(usize, Instant),
-    /// Take a snapshot of the totals.
-    Snapshot,
-}
-
-/// A job at a time; ties are broken by the order jobs were scheduled in.
-struct Scheduled {
-    at: Instant,
-    order: u64,
-    job: Job,
-}
-
-impl PartialEq for Scheduled {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.order) == (other.at, other.order)
-    }
-}
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Scheduled {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.at, self.order).cmp(&(other.at, other.order))
-    }
-}
 
 /// One simulated machine: the node it runs (if up) and what the faults do
 /// to it.
@@ -165,8 +104,7 @@ pub struct Sim {
     /// The protocol configuration every node runs (restarted ones too).
     pub(crate) config: Config,
     pub(crate) now: Instant,
-    queue: BinaryHeap<Reverse<Scheduled>>,
-    order: u64,
+    queue: Queue,
     pub(crate) nodes: Vec<SimNode>,
     by_addr: HashMap<SocketAddr, usize>,
     pub(crate) rng: ChaCha8Rng,
@@ -253,7 +191,7 @@ impl Sim {
                 scheduled: None,
                 epoch: (*generation, 0),
                 seen: (0, 0),
-                seal: sealer.seal_for_start(None, crate::sealing::EPOCH_SECS),
+                seal: sealer.seal_for_start(None, crate::clock::EPOCH_SECS),
             });
         }
         let by_addr = nodes.iter().enumerate().map(|(i, n)| (n.addr, i)).collect();
@@ -261,8 +199,7 @@ impl Sim {
             scenario: scenario.clone(),
             config,
             now: START,
-            queue: BinaryHeap::new(),
-            order: 0,
+            queue: Queue::default(),
             nodes,
             by_addr,
             rng,
@@ -322,8 +259,7 @@ impl Sim {
     }
 
     pub(crate) fn push(&mut self, at: Instant, job: Job) {
-        self.order += 1;
-        self.queue.push(Reverse(Scheduled { at, order: self.order, job }));
+        self.queue.push(at, job);
     }
 
     pub(crate) fn schedule_wake(&mut self, i: usize) {
@@ -337,19 +273,15 @@ impl Sim {
         self.nodes[i].scheduled = Some(at);
         self.nodes[i].timer_gen += 1;
         let g = self.nodes[i].timer_gen;
-        self.push(at, Job::Wake(i, g));
-    }
-
-    pub(crate) fn since_start(&self, t: Instant) -> Duration {
-        t.saturating_duration_since(START)
+        self.push(at, Job::Wake { machine: i, generation: g });
     }
 
     fn ms(&self, t: Instant) -> f64 {
-        self.since_start(t).as_secs_f64() * 1e3
+        crate::clock::ms(t)
     }
 
     pub(crate) fn record(&mut self, what: What) {
-        let at = self.since_start(self.now);
+        let at = since_start(self.now);
         self.log.push(Record { at, what });
     }
 
@@ -384,7 +316,7 @@ impl Sim {
             let Some(&to) = self.by_addr.get(&t.to) else { continue };
             if let Some(latency) = self.links.send(i, to, t.stream, &mut self.rng) {
                 let at = self.now.saturating_add(latency);
-                self.push(at, Job::Deliver(to, i, bytes, t.stream));
+                self.push(at, Job::Deliver { to, from: i, bytes, stream: t.stream });
             }
         }
         for e in events {
@@ -474,7 +406,7 @@ impl Sim {
         let max = if stream { MAX_STREAM } else { MAX_DATAGRAM };
         // A packet that does not open (forged, replayed, of another key) is
         // counted by the seal and never reaches the protocol.
-        sn.seal.tick(crate::sealing::EPOCH_SECS + now.saturating_duration_since(START).as_secs());
+        sn.seal.tick(crate::clock::unix_secs(now));
         let Ok(plain) = sn.seal.open(bytes, max) else { return };
         let _ = if stream {
             node.handle_stream(now, from_addr, &plain)
@@ -562,17 +494,17 @@ impl Sim {
         let end = START.saturating_add(self.scenario.duration);
         let step = self.scenario.duration / 100;
         let mut next_progress = START.saturating_add(step);
-        while let Some(Reverse(Scheduled { at, job, .. })) = self.queue.pop() {
+        while let Some((at, job)) = self.queue.pop() {
             if at > end {
                 break;
             }
             self.now = at;
             if at >= next_progress {
-                progress((self.since_start(at).as_secs_f64() / self.scenario.duration.as_secs_f64()).min(1.0));
+                progress((since_start(at).as_secs_f64() / self.scenario.duration.as_secs_f64()).min(1.0));
                 next_progress = at.saturating_add(step);
             }
             match job {
-                Job::Deliver(to, from, bytes, stream) => {
+                Job::Deliver { to, from, bytes, stream } => {
                     // An attacker on the wire captures what arrives.
                     if !stream && !self.sealer.replays.is_empty() {
                         self.capture(to, from, &bytes);
@@ -587,12 +519,12 @@ impl Sim {
                     let slow = self.nodes[to].slow;
                     if !slow.is_zero() {
                         // A starved node handles the message late.
-                        self.push(at.saturating_add(slow), Job::Process(to, from, bytes, stream));
+                        self.push(at.saturating_add(slow), Job::Process { to, from, bytes, stream });
                         continue;
                     }
                     self.deliver(to, from, &bytes, stream);
                 }
-                Job::Replayed(to, from, bytes) => {
+                Job::Replayed { to, from, bytes } => {
                     if self.nodes[to].node.is_some() && self.nodes[to].paused_until.is_none() {
                         self.deliver(to, from, &bytes, false);
                     } else {
@@ -600,14 +532,14 @@ impl Sim {
                     }
                 }
                 Job::Key(i, step) => self.key_step(i, step),
-                Job::Process(to, from, bytes, stream) => {
+                Job::Process { to, from, bytes, stream } => {
                     if self.nodes[to].paused_until.is_some() {
                         self.nodes[to].inbox.push((from, bytes, stream));
                     } else {
                         self.deliver(to, from, &bytes, stream);
                     }
                 }
-                Job::Wake(i, g) => {
+                Job::Wake { machine: i, generation: g } => {
                     if g != self.nodes[i].timer_gen || self.nodes[i].paused_until.is_some() {
                         continue;
                     }
