@@ -112,18 +112,18 @@ impl Sim {
             }
             Fault::Partition { split, .. } => {
                 self.links.heal(split);
-                self.network_disturbed_until = until;
+                self.links.disturbed_until(until);
                 self.start_heal_check(k);
             }
             Fault::Loss { p, .. } => {
                 self.links.remove_loss(p);
                 if p > self.scenario.envelope.max_loss {
-                    self.network_disturbed_until = until;
+                    self.links.disturbed_until(until);
                 }
             }
             Fault::Degrade { base_ms, jitter_ms, .. } => {
                 self.links.restore(base_ms, jitter_ms);
-                self.network_disturbed_until = until;
+                self.links.disturbed_until(until);
             }
             Fault::Crash { .. }
             | Fault::Restart { .. }

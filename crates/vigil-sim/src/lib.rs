@@ -36,7 +36,7 @@ mod clock;
 mod faults;
 pub mod frontier;
 mod job;
-mod network;
+mod links;
 mod preset;
 mod queue;
 mod record;

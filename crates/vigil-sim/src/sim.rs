@@ -17,7 +17,7 @@ use vigil_membership::{Config, ConfigError, Event, Node, NodeId, Status};
 use crate::checkers::{self, Violations};
 use crate::clock::{START, since_start};
 use crate::job::Job;
-use crate::network::Links;
+use crate::links::Links;
 use crate::preset::preset;
 use crate::queue::Queue;
 use crate::record::{Log, Record, What};
@@ -109,8 +109,6 @@ pub struct Sim {
     by_addr: HashMap<SocketAddr, usize>,
     pub(crate) rng: ChaCha8Rng,
     pub(crate) links: Links,
-    /// Outside the envelope for everyone until then (after a network fault).
-    pub(crate) network_disturbed_until: Instant,
     /// Deaths seen: (dead name, generation) → declarer → time.
     deaths: HashMap<(String, u64), BTreeMap<usize, Instant>>,
     crashes: Vec<Crash>,
@@ -204,7 +202,6 @@ impl Sim {
             by_addr,
             rng,
             links: Links::new(scenario.seed, scenario.network.clone()),
-            network_disturbed_until: START,
             deaths: HashMap::new(),
             crashes: Vec::new(),
             totals: Totals::default(),
@@ -341,9 +338,7 @@ impl Sim {
             && n.paused_until.is_none()
             && n.slow.is_zero()
             && self.now >= n.disturbed_until
-            && self.now >= self.network_disturbed_until
-            && !self.links.disturbed(self.scenario.envelope.max_loss)
-            && !self.links.blocks(j)
+            && self.links.calm_for(j, self.now, self.scenario.envelope.max_loss)
     }
 
     fn observe(&mut self, i: usize, e: Event) {
