@@ -44,7 +44,7 @@ impl Sim {
                             sn.seen = (0, 0);
                             // A new process: a new session, the same keys.
                             let previous = sn.seal.clone();
-                            let started = self.unix_secs();
+                            let started = crate::clock::unix_secs(now);
                             let sn = &mut self.nodes[node];
                             sn.seal = self.sealer.seal_for_start(Some(&previous), started);
                             self.note_restart(node);
@@ -69,12 +69,15 @@ impl Sim {
             Fault::Partition { split, .. } => self.links.partition(split),
             Fault::Loss { p, .. } => self.links.add_loss(p),
             Fault::Degrade { base_ms, jitter_ms, .. } => self.links.degrade(base_ms, jitter_ms),
-            Fault::RotateKey { spread, .. } => self.start_rotation(spread),
-            Fault::EnableSealing { spread, .. } => self.start_rollout(spread),
-            Fault::Replay { duration, .. } => {
-                let until = now.saturating_add(duration);
-                self.sealer.replays.push((until, duration));
+            Fault::RotateKey { spread, .. } => {
+                let steps = self.sealer.start_rotation(now, spread, self.nodes.len());
+                self.queue_jobs(steps);
             }
+            Fault::EnableSealing { spread, .. } => {
+                let steps = self.sealer.start_rollout(now, spread, self.nodes.len());
+                self.queue_jobs(steps);
+            }
+            Fault::Replay { duration, .. } => self.sealer.start_replay(now, duration),
         }
         if applied {
             self.record(What::FaultStarted { fault: k });

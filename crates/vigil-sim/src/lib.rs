@@ -42,7 +42,7 @@ mod queue;
 mod record;
 mod report;
 mod scenario;
-mod sealing;
+mod sealer;
 mod sim;
 
 pub use checkers::{Violation, Violations};

@@ -47,6 +47,13 @@ impl Queue {
         self.heap.push(Reverse(Entry { at, order: self.pushed, job }));
     }
 
+    /// Schedules jobs in the order given.
+    pub(crate) fn extend(&mut self, jobs: impl IntoIterator<Item = (Instant, Job)>) {
+        for (at, job) in jobs {
+            self.push(at, job);
+        }
+    }
+
     /// The earliest job, taken off the queue.
     pub(crate) fn pop(&mut self) -> Option<(Instant, Job)> {
         self.heap.pop().map(|Reverse(e)| (e.at, e.job))

@@ -23,7 +23,7 @@ use crate::queue::Queue;
 use crate::record::{Log, Record, What};
 use crate::report::{CrashReport, FaultWindow, HealReport, Report, Stretch, Totals, median};
 use crate::scenario::{Fault, Scenario, ScenarioError};
-use crate::sealing::Sealer;
+use crate::sealer::Sealer;
 
 /// The window before and after a crash over which its extra traffic is
 /// measured (memberlist's measurement: 30 s).
@@ -189,7 +189,7 @@ impl Sim {
                 scheduled: None,
                 epoch: (*generation, 0),
                 seen: (0, 0),
-                seal: sealer.seal_for_start(None, crate::clock::EPOCH_SECS),
+                seal: sealer.seal_for_start(None, crate::clock::unix_secs(START)),
             });
         }
         let by_addr = nodes.iter().enumerate().map(|(i, n)| (n.addr, i)).collect();
@@ -259,6 +259,10 @@ impl Sim {
         self.queue.push(at, job);
     }
 
+    pub(crate) fn queue_jobs(&mut self, jobs: Vec<(Instant, Job)>) {
+        self.queue.extend(jobs);
+    }
+
     pub(crate) fn schedule_wake(&mut self, i: usize) {
         let slow = self.nodes[i].slow;
         let Some(node) = self.nodes[i].node.as_ref() else { return };
@@ -302,7 +306,9 @@ impl Sim {
         sn.seen = seen;
         for t in out {
             // What goes on the wire: sealed, when the cluster seals.
-            let bytes = self.seal_out(i, &t.bytes);
+            let seal = &mut self.nodes[i].seal;
+            seal.tick(crate::clock::unix_secs(self.now));
+            let bytes = seal.seal(&t.bytes);
             self.totals.messages += 1;
             self.totals.bytes += bytes.len() as u64;
             if !t.stream {
@@ -501,8 +507,9 @@ impl Sim {
             match job {
                 Job::Deliver { to, from, bytes, stream } => {
                     // An attacker on the wire captures what arrives.
-                    if !stream && !self.sealer.replays.is_empty() {
-                        self.capture(to, from, &bytes);
+                    if !stream {
+                        let copies = self.sealer.capture(at, to, from, &bytes);
+                        self.queue.extend(copies);
                     }
                     if self.nodes[to].node.is_none() {
                         continue;
@@ -523,10 +530,10 @@ impl Sim {
                     if self.nodes[to].node.is_some() && self.nodes[to].paused_until.is_none() {
                         self.deliver(to, from, &bytes, false);
                     } else {
-                        self.sealer.undelivered += 1;
+                        self.sealer.copy_undelivered();
                     }
                 }
-                Job::Key(i, step) => self.key_step(i, step),
+                Job::Key(i, step) => self.sealer.step(&mut self.nodes[i].seal, step),
                 Job::Process { to, from, bytes, stream } => {
                     if self.nodes[to].paused_until.is_some() {
                         self.nodes[to].inbox.push((from, bytes, stream));
@@ -701,7 +708,7 @@ impl Sim {
             violations: std::mem::take(&mut self.violations),
             converged_ms: self.converged_ms,
             ineffective_faults: std::mem::take(&mut self.ineffective_faults),
-            sealing: self.seal_report(),
+            sealing: self.sealer.report(self.nodes.iter().map(|n| &n.seal)),
             final_disagreements: self.disagreements(),
             log_hash: self.log.hash(),
             records: self.log.into_records(),
