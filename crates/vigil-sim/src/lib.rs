@@ -37,6 +37,7 @@ mod faults;
 pub mod frontier;
 mod job;
 mod links;
+mod machines;
 mod preset;
 mod queue;
 mod record;

@@ -3,21 +3,18 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::sync::Arc;
 use std::time::Duration;
 
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use vigil_detector::Instant;
-use vigil_membership::seal::Seal;
-use vigil_membership::wire::{MAX_DATAGRAM, MAX_STREAM};
-use vigil_membership::{Config, ConfigError, Event, Node, NodeId, Status};
+use vigil_membership::{Config, ConfigError, Event, Node};
 
 use crate::checkers::{self, Violations};
 use crate::clock::{START, since_start};
 use crate::job::Job;
 use crate::links::Links;
+use crate::machines::{Arrival, Machines};
 use crate::preset::preset;
 use crate::queue::Queue;
 use crate::record::{Log, Record, What};
@@ -52,43 +49,6 @@ impl fmt::Display for SimError {
 /// as a source (a chain would print it twice).
 impl std::error::Error for SimError {}
 
-/// One simulated machine: the node it runs (if up) and what the faults do
-/// to it.
-pub(crate) struct SimNode {
-    pub(crate) node: Option<Node>,
-    pub(crate) name: String,
-    pub(crate) generation: u64,
-    pub(crate) addr: SocketAddr,
-    /// Generations of this machine that crashed.
-    pub(crate) crashed: Vec<u64>,
-    /// Down since, for each time it went down: (crash, restart).
-    pub(crate) downs: Vec<(Instant, Option<Instant>)>,
-    pub(crate) paused_until: Option<Instant>,
-    /// Messages that arrived during a pause: (from, bytes, stream).
-    pub(crate) inbox: Vec<(usize, Vec<u8>, bool)>,
-    pub(crate) slow: Duration,
-    /// Outside the liveness envelope until then (after a fault of its own).
-    pub(crate) disturbed_until: Instant,
-    timer_gen: u64,
-    scheduled: Option<Instant>,
-    pub(crate) epoch: (u64, u64),
-    /// The node's probe and accusation counters last seen.
-    pub(crate) seen: (u64, u64),
-    /// What it sends is sealed with this, and what it receives opened.
-    pub(crate) seal: Seal,
-}
-
-impl SimNode {
-    /// Whether the machine was up throughout `[from, to]`.
-    fn up_throughout(&self, from: Instant, to: Instant) -> bool {
-        self.downs.iter().all(|&(down, up)| down > to || up.is_some_and(|u| u <= from))
-    }
-
-    fn up_at(&self, t: Instant) -> bool {
-        self.up_throughout(t, t)
-    }
-}
-
 /// A crash that was applied.
 #[derive(Debug, Clone)]
 struct Crash {
@@ -105,8 +65,7 @@ pub struct Sim {
     pub(crate) config: Config,
     pub(crate) now: Instant,
     queue: Queue,
-    pub(crate) nodes: Vec<SimNode>,
-    by_addr: HashMap<SocketAddr, usize>,
+    pub(crate) machines: Machines,
     pub(crate) rng: ChaCha8Rng,
     pub(crate) links: Links,
     /// Deaths seen: (dead name, generation) → declarer → time.
@@ -126,16 +85,6 @@ pub struct Sim {
     heals: Vec<HealReport>,
     pub(crate) ineffective_faults: Vec<usize>,
     pub(crate) sealer: Sealer,
-}
-
-/// The seed node `i` joins through, as a cluster of agents is started.
-pub(crate) fn seed_of(i: usize) -> usize {
-    usize::from(i == 0)
-}
-
-pub(crate) fn addr_of(i: usize) -> SocketAddr {
-    let i = i as u32;
-    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, (i >> 16) as u8, (i >> 8) as u8, i as u8), 7946))
 }
 
 impl Sim {
@@ -161,45 +110,13 @@ impl Sim {
         let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
         let mut sealer = Sealer::new(scenario);
         let n = scenario.nodes;
-        // One copy of each name, shared by every node's table.
-        let shared: Vec<(Arc<str>, u64, SocketAddr)> =
-            (0..n).map(|i| (Arc::from(format!("n{i}")), 1, addr_of(i))).collect();
-        let mut nodes = Vec::with_capacity(n);
-        for (name, generation, addr) in &shared {
-            let seed = rng.random::<u64>();
-            let id = NodeId::new(name.to_string(), *generation);
-            let mut node = Node::new(id, *addr, config.clone(), seed, START).map_err(SimError::Config)?;
-            node.bootstrap_shared(START, &shared);
-            // As a cluster of agents is started: every member joins through
-            // a seed (n0; n0 through n1), which it goes back to whenever it
-            // knows no live member.
-            node.set_seeds(START, &[addr_of(seed_of(nodes.len()))]);
-            nodes.push(SimNode {
-                node: Some(node),
-                name: name.to_string(),
-                generation: *generation,
-                addr: *addr,
-                crashed: Vec::new(),
-                downs: Vec::new(),
-                paused_until: None,
-                inbox: Vec::new(),
-                slow: Duration::ZERO,
-                disturbed_until: START,
-                timer_gen: 0,
-                scheduled: None,
-                epoch: (*generation, 0),
-                seen: (0, 0),
-                seal: sealer.seal_for_start(None, crate::clock::unix_secs(START)),
-            });
-        }
-        let by_addr = nodes.iter().enumerate().map(|(i, n)| (n.addr, i)).collect();
+        let machines = Machines::new(n, &config, &mut rng, &mut sealer).map_err(SimError::Config)?;
         let mut sim = Sim {
             scenario: scenario.clone(),
             config,
             now: START,
             queue: Queue::default(),
-            nodes,
-            by_addr,
+            machines,
             rng,
             links: Links::new(scenario.seed, scenario.network.clone()),
             deaths: HashMap::new(),
@@ -255,6 +172,13 @@ impl Sim {
         self
     }
 
+    /// The node machine `i` runs: `None` if the machine is down or there
+    /// is no machine `i`. Everything a node knows (its members, their
+    /// states, its own incarnation) is read through it.
+    pub fn node(&self, i: usize) -> Option<&Node> {
+        self.machines.node(i)
+    }
+
     pub(crate) fn push(&mut self, at: Instant, job: Job) {
         self.queue.push(at, job);
     }
@@ -264,17 +188,9 @@ impl Sim {
     }
 
     pub(crate) fn schedule_wake(&mut self, i: usize) {
-        let slow = self.nodes[i].slow;
-        let Some(node) = self.nodes[i].node.as_ref() else { return };
-        let Some(t) = node.poll_timeout() else { return };
-        let at = t.max(self.now).saturating_add(slow);
-        if self.nodes[i].scheduled == Some(at) {
-            return;
+        if let Some((at, job)) = self.machines.next_wake(i, self.now) {
+            self.push(at, job);
         }
-        self.nodes[i].scheduled = Some(at);
-        self.nodes[i].timer_gen += 1;
-        let g = self.nodes[i].timer_gen;
-        self.push(at, Job::Wake { machine: i, generation: g });
     }
 
     fn ms(&self, t: Instant) -> f64 {
@@ -288,75 +204,47 @@ impl Sim {
 
     /// Sends everything node `i` has queued and takes its events.
     pub(crate) fn flush(&mut self, i: usize) {
-        let mut out = Vec::new();
-        let mut events = Vec::new();
-        let Some(node) = self.nodes[i].node.as_mut() else { return };
-        while let Some(t) = node.poll_transmit() {
-            out.push(t);
-        }
-        while let Some(e) = node.poll_event() {
-            events.push(e);
-        }
-        let stats = node.stats();
-        let seen = (stats.probes, stats.suspicions_started);
-        let epoch = (node.id().generation, node.incarnation());
-        let sn = &mut self.nodes[i];
-        self.totals.probes += seen.0.saturating_sub(sn.seen.0);
-        self.totals.accusations += seen.1.saturating_sub(sn.seen.1);
-        sn.seen = seen;
-        for t in out {
-            // What goes on the wire: sealed, when the cluster seals.
-            let seal = &mut self.nodes[i].seal;
-            seal.tick(crate::clock::unix_secs(self.now));
-            let bytes = seal.seal(&t.bytes);
+        let Some(out) = self.machines.drain(i, self.now) else { return };
+        self.totals.probes += out.probes;
+        self.totals.accusations += out.accusations;
+        for sent in out.sent {
             self.totals.messages += 1;
-            self.totals.bytes += bytes.len() as u64;
-            if !t.stream {
+            self.totals.bytes += sent.bytes.len() as u64;
+            if !sent.stream {
                 self.totals.datagrams += 1;
-                self.totals.datagram_bytes += bytes.len() as u64;
+                self.totals.datagram_bytes += sent.bytes.len() as u64;
             }
-            *self.by_kind.entry(t.kind.name()).or_default() += 1;
-            let Some(&to) = self.by_addr.get(&t.to) else { continue };
-            if let Some(latency) = self.links.send(i, to, t.stream, &mut self.rng) {
+            *self.by_kind.entry(sent.kind).or_default() += 1;
+            let Some(to) = sent.to else { continue };
+            if let Some(latency) = self.links.send(i, to, sent.stream, &mut self.rng) {
                 let at = self.now.saturating_add(latency);
-                self.push(at, Job::Deliver { to, from: i, bytes, stream: t.stream });
+                self.push(at, Job::Deliver { to, from: i, bytes: sent.bytes, stream: sent.stream });
             }
         }
-        for e in events {
+        for e in out.events {
             self.observe(i, e);
         }
-        let before = self.nodes[i].epoch;
-        let name = self.nodes[i].name.clone();
+        let (before, epoch) = out.epochs;
+        let name = self.machines.name(i).to_owned();
         let at = self.ms(self.now);
         self.violations.add(at, checkers::EPOCHS_NEVER_DECREASE, checkers::epoch_never_decreases(&name, before, epoch));
-        self.nodes[i].epoch = epoch;
-        self.nodes[i].generation = epoch.0;
-    }
-
-    fn index_of(&self, name: &str) -> Option<usize> {
-        name.strip_prefix('n').and_then(|s| s.parse().ok()).filter(|&i: &usize| i < self.nodes.len())
     }
 
     /// Whether node `j` is inside the liveness envelope right now.
     fn inside_envelope(&self, j: usize) -> bool {
-        let n = &self.nodes[j];
-        n.node.is_some()
-            && n.paused_until.is_none()
-            && n.slow.is_zero()
-            && self.now >= n.disturbed_until
-            && self.links.calm_for(j, self.now, self.scenario.envelope.max_loss)
+        self.machines.calm(j, self.now) && self.links.calm_for(j, self.now, self.scenario.envelope.max_loss)
     }
 
     fn observe(&mut self, i: usize, e: Event) {
         match &e {
             Event::Suspected { id, .. }
-                if self.index_of(&id.name).is_some_and(|j| !self.nodes[j].crashed.contains(&id.generation)) =>
+                if self.machines.index_of(&id.name).is_some_and(|j| !self.machines.crashed(j, id.generation)) =>
             {
                 self.totals.false_suspicions += 1;
             }
             Event::Dead { id, .. } => {
-                if let Some(j) = self.index_of(&id.name) {
-                    if !self.nodes[j].crashed.contains(&id.generation) {
+                if let Some(j) = self.machines.index_of(&id.name) {
+                    if !self.machines.crashed(j, id.generation) {
                         self.totals.false_deaths += 1;
                         *self.false_deaths_of.entry(id.name.clone()).or_default() += 1;
                         let inside = self.scenario.check_liveness && self.inside_envelope(j);
@@ -364,7 +252,7 @@ impl Sim {
                             self.false_deaths_outside += 1;
                         }
                         let at = self.ms(self.now);
-                        let declarer = self.nodes[i].name.clone();
+                        let declarer = self.machines.name(i).to_owned();
                         self.violations.add(
                             at,
                             checkers::NO_FALSE_DEATH_INSIDE_ENVELOPE,
@@ -382,80 +270,41 @@ impl Sim {
         self.record(What::Membership { node: i, event: e });
     }
 
-    /// A machine crashed: remember which generation, and since when it is
-    /// down.
+    /// A machine crashed: remember which generation, and when.
     pub(crate) fn note_crash(&mut self, node: usize, generation: u64) {
-        let now = self.now;
-        let sn = &mut self.nodes[node];
-        sn.crashed.push(generation);
-        sn.downs.push((now, None));
-        self.crashes.push(Crash { node, generation, at: now });
-    }
-
-    pub(crate) fn note_restart(&mut self, node: usize) {
-        let now = self.now;
-        if let Some(last) = self.nodes[node].downs.last_mut() {
-            last.1 = Some(now);
-        }
+        self.crashes.push(Crash { node, generation, at: self.now });
     }
 
     pub(crate) fn deliver(&mut self, to: usize, from: usize, bytes: &[u8], stream: bool) {
-        let now = self.now;
-        let from_addr = self.nodes[from].addr;
-        let sn = &mut self.nodes[to];
-        let Some(node) = sn.node.as_mut() else { return };
-        let max = if stream { MAX_STREAM } else { MAX_DATAGRAM };
-        // A packet that does not open (forged, replayed, of another key) is
-        // counted by the seal and never reaches the protocol.
-        sn.seal.tick(crate::clock::unix_secs(now));
-        let Ok(plain) = sn.seal.open(bytes, max) else { return };
-        let _ = if stream {
-            node.handle_stream(now, from_addr, &plain)
-        } else {
-            node.handle_datagram(now, from_addr, &plain)
-        };
-        self.flush(to);
-        self.schedule_wake(to);
+        let arrival = self.machines.handle(to, from, bytes, stream, self.now);
+        self.after(to, arrival);
+    }
+
+    /// What follows a message's arrival at machine `i`.
+    fn after(&mut self, i: usize, arrival: Arrival) {
+        match arrival {
+            Arrival::Handled => {
+                self.flush(i);
+                self.schedule_wake(i);
+            }
+            Arrival::Late(at, job) => self.push(at, job),
+            Arrival::Dropped | Arrival::Held => {}
+        }
     }
 
     pub(crate) fn wake(&mut self, i: usize) {
-        let now = self.now;
-        if let Some(node) = self.nodes[i].node.as_mut() {
-            node.handle_timeout(now);
+        if self.machines.tick(i, self.now) {
             self.flush(i);
             self.schedule_wake(i);
         }
     }
 
-    /// Pairs of live nodes (observer, member) where the observer does not
-    /// see the member alive with its current generation.
     fn disagreements(&self) -> u64 {
-        self.count_disagreements(u64::MAX)
+        self.machines.disagreements(u64::MAX)
     }
 
-    /// Whether every live node sees every other live node alive.
     fn converged(&self) -> bool {
-        self.count_disagreements(1) == 0
-    }
-
-    /// As [`Sim::disagreements`], stopping at `enough`.
-    fn count_disagreements(&self, enough: u64) -> u64 {
-        let mut count = 0;
-        for (i, a) in self.nodes.iter().enumerate() {
-            let Some(node) = &a.node else { continue };
-            for (j, b) in self.nodes.iter().enumerate() {
-                if i == j || b.node.is_none() {
-                    continue;
-                }
-                let sees =
-                    node.member(&b.name).is_some_and(|m| m.id.generation == b.generation && m.status == Status::Alive);
-                count += u64::from(!sees);
-                if count >= enough {
-                    return count;
-                }
-            }
-        }
-        count
+        self.machines.converged()
     }
 
     /// Partition `k` healed: check every 500 ms whether the cluster is one
@@ -511,42 +360,25 @@ impl Sim {
                         let copies = self.sealer.capture(at, to, from, &bytes);
                         self.queue.extend(copies);
                     }
-                    if self.nodes[to].node.is_none() {
-                        continue;
-                    }
-                    if self.nodes[to].paused_until.is_some() {
-                        self.nodes[to].inbox.push((from, bytes, stream));
-                        continue;
-                    }
-                    let slow = self.nodes[to].slow;
-                    if !slow.is_zero() {
-                        // A starved node handles the message late.
-                        self.push(at.saturating_add(slow), Job::Process { to, from, bytes, stream });
-                        continue;
-                    }
-                    self.deliver(to, from, &bytes, stream);
+                    let arrival = self.machines.arrive(to, from, bytes, stream, at);
+                    self.after(to, arrival);
                 }
                 Job::Replayed { to, from, bytes } => {
-                    if self.nodes[to].node.is_some() && self.nodes[to].paused_until.is_none() {
+                    if self.machines.listening(to) {
                         self.deliver(to, from, &bytes, false);
                     } else {
                         self.sealer.copy_undelivered();
                     }
                 }
-                Job::Key(i, step) => self.sealer.step(&mut self.nodes[i].seal, step),
+                Job::Key(i, step) => self.sealer.step(self.machines.seal_mut(i), step),
                 Job::Process { to, from, bytes, stream } => {
-                    if self.nodes[to].paused_until.is_some() {
-                        self.nodes[to].inbox.push((from, bytes, stream));
-                    } else {
-                        self.deliver(to, from, &bytes, stream);
-                    }
+                    let arrival = self.machines.process(to, from, bytes, stream, at);
+                    self.after(to, arrival);
                 }
                 Job::Wake { machine: i, generation: g } => {
-                    if g != self.nodes[i].timer_gen || self.nodes[i].paused_until.is_some() {
-                        continue;
+                    if self.machines.timer_due(i, g) {
+                        self.wake(i);
                     }
-                    self.nodes[i].scheduled = None;
-                    self.wake(i);
                 }
                 Job::FaultStart(k) => self.fault_start(k),
                 Job::FaultEnd(k) => self.fault_end(k),
@@ -572,18 +404,13 @@ impl Sim {
         self.finish()
     }
 
-    /// Nodes up at `t`.
-    fn running_at(&self, t: Instant) -> usize {
-        self.nodes.iter().filter(|n| n.up_at(t)).count()
-    }
-
     /// Figures over `[from, to]` from the snapshots (which exist at every
     /// instant this is called with).
     fn stretch(&self, from: Instant, to: Instant) -> Stretch {
         let at = |t: Instant| self.snapshots.range(..=t).next_back().map(|(_, s)| *s).unwrap_or_default();
         let totals = at(to).since(&at(from));
         let secs = to.saturating_duration_since(from).as_secs_f64();
-        let members = self.running_at(from).max(1) as f64;
+        let members = self.machines.running_at(from).max(1) as f64;
         let rate = |v: u64| if secs > 0.0 { v as f64 / members / secs } else { 0.0 };
         Stretch {
             from_ms: self.ms(from),
@@ -601,9 +428,10 @@ impl Sim {
     fn crash_report(&self, c: &Crash, end: Instant) -> (CrashReport, Option<usize>) {
         let bound = self.scenario.detection_bound;
         let horizon = c.at.saturating_add(bound).min(end);
-        let survivors: Vec<usize> =
-            (0..self.nodes.len()).filter(|&j| j != c.node && self.nodes[j].up_throughout(c.at, horizon)).collect();
-        let declared = self.deaths.get(&(self.nodes[c.node].name.clone(), c.generation));
+        let survivors: Vec<usize> = (0..self.machines.len())
+            .filter(|&j| j != c.node && self.machines.up_throughout(j, c.at, horizon))
+            .collect();
+        let declared = self.deaths.get(&(self.machines.name(c.node).to_owned(), c.generation));
         let mut times: Vec<f64> = survivors
             .iter()
             .filter_map(|j| declared.and_then(|d| d.get(j)))
@@ -617,7 +445,7 @@ impl Sim {
         let base = self.stretch(before, c.at);
         let post = self.stretch(c.at, after);
         let post_secs = after.saturating_duration_since(c.at).as_secs_f64();
-        let running_after = self.running_at(c.at).max(1) as f64;
+        let running_after = self.machines.running_at(c.at).max(1) as f64;
         let extra = |post_total: u64, base_rate: f64| {
             (before < c.at).then(|| post_total as f64 / running_after - base_rate * post_secs)
         };
@@ -637,8 +465,7 @@ impl Sim {
         // A restart within the bound supersedes the old generation: not
         // declaring it dead is then correct. A bound past the end of the run
         // cannot be checked.
-        let restarted =
-            self.nodes[c.node].downs.iter().any(|&(down, up)| down == c.at && up.is_some_and(|u| u <= horizon));
+        let restarted = self.machines.restarted(c.node, c.at, horizon);
         let checkable = !restarted && c.at.saturating_add(bound) <= end;
         let bound_ms = bound.as_secs_f64() * 1e3;
         let in_time = times.iter().filter(|&&t| t <= bound_ms).count();
@@ -648,7 +475,7 @@ impl Sim {
     fn finish(mut self) -> Report {
         let end = self.now;
         let secs = self.scenario.duration.as_secs_f64();
-        let n = self.nodes.len() as f64;
+        let n = self.machines.len() as f64;
         let member_hours = n * secs / 3600.0;
         let mut crashes = Vec::new();
         for c in self.crashes.clone() {
@@ -686,7 +513,7 @@ impl Sim {
         let totals = self.totals;
         Report {
             scenario: self.scenario.name.clone(),
-            nodes: self.nodes.len(),
+            nodes: self.machines.len(),
             seed: self.scenario.seed,
             virtual_secs: secs,
             crashes,
@@ -708,7 +535,7 @@ impl Sim {
             violations: std::mem::take(&mut self.violations),
             converged_ms: self.converged_ms,
             ineffective_faults: std::mem::take(&mut self.ineffective_faults),
-            sealing: self.sealer.report(self.nodes.iter().map(|n| &n.seal)),
+            sealing: self.sealer.report(self.machines.seals()),
             final_disagreements: self.disagreements(),
             log_hash: self.log.hash(),
             records: self.log.into_records(),
