@@ -33,7 +33,6 @@
 
 pub mod checkers;
 mod clock;
-mod faults;
 pub mod frontier;
 mod job;
 mod links;
@@ -41,6 +40,7 @@ mod machines;
 mod preset;
 mod queue;
 mod record;
+mod recorder;
 mod report;
 mod scenario;
 mod sealer;
