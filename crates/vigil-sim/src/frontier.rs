@@ -23,9 +23,10 @@ use std::time::Duration;
 use serde::Serialize;
 use vigil_membership::Config;
 
+use crate::fault::{Fault, Timed};
 use crate::preset::CLUSTER;
 use crate::report::median;
-use crate::scenario::{Fault, Scenario};
+use crate::scenario::Scenario;
 use crate::sim::{Sim, SimError};
 
 /// A φ-mode setting: the LAN preset with its φ timing scaled (see
@@ -361,12 +362,12 @@ fn scenario(spec: &FrontierSpec, setting: usize, run: Option<usize>) -> Scenario
             s.duration = spec.crash_run;
             s.detection_bound = spec.crash_run.saturating_sub(spec.crash_at);
             let node = (r * 37 + 11) % spec.nodes;
-            s.faults.push(Fault::Crash { node, at: spec.crash_at });
+            s.faults.push(Timed::new(spec.crash_at, Fault::Crash { node }));
         }
         None => {
             let start = Duration::from_secs(10);
             s.duration = start + spec.loss_duration + Duration::from_secs(20);
-            s.faults.push(Fault::Loss { p: spec.loss, at: start, duration: spec.loss_duration });
+            s.faults.push(Timed::new(start, Fault::Loss { p: spec.loss }).lasting(spec.loss_duration));
         }
     }
     s

@@ -15,11 +15,11 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use vigil_sim::{Fault, Scenario, Sim};
+//! use vigil_sim::{Fault, Scenario, Sim, Timed};
 //!
 //! let mut s = Scenario::new("one crash", 20);
 //! s.duration = Duration::from_secs(40);
-//! s.faults.push(Fault::Crash { node: 3, at: Duration::from_secs(15) });
+//! s.faults.push(Timed::new(Duration::from_secs(15), Fault::Crash { node: 3 }));
 //! let report = Sim::new(&s)?.run(&mut |_| {});
 //! assert!(report.violations.is_empty(), "{:?}", report.violations);
 //! let crash = &report.crashes[0];
@@ -33,6 +33,7 @@
 
 pub mod checkers;
 mod clock;
+mod fault;
 pub mod frontier;
 mod job;
 mod links;
@@ -44,14 +45,17 @@ mod recorder;
 mod report;
 mod scenario;
 mod sealer;
+mod secs;
+mod shown;
 mod sim;
 
 pub use checkers::{Violation, Violations};
+pub use fault::{Action, Fault, Operation, Timed};
 pub use preset::{CLUSTER, preset};
 pub use record::{Record, What};
 pub use report::{CrashReport, FaultWindow, HealReport, Report, SealReport, Stretch, Totals};
 pub use scenario::{
-    Envelope, Fault, MAX_DURATION, MAX_LATENCY_MS, MAX_NODES, MIN_DURATION, Network, Protocol, Scenario, ScenarioError,
+    Envelope, MAX_DURATION, MAX_LATENCY_MS, MAX_NODES, MIN_DURATION, Network, Protocol, Scenario, ScenarioError,
     Sealing,
 };
 pub use sim::{Sim, SimError};

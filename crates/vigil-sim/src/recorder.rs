@@ -11,12 +11,13 @@ use vigil_membership::Event;
 
 use crate::checkers::{self, Violations};
 use crate::clock::{START, ms, since_start};
+use crate::fault::{Action, Fault};
 use crate::job::Job;
 use crate::links::Links;
 use crate::machines::Machines;
 use crate::record::{Log, Record, What};
 use crate::report::{CrashReport, FaultWindow, HealReport, Report, SealReport, Stretch, Totals, median};
-use crate::scenario::{Fault, Scenario};
+use crate::scenario::Scenario;
 
 /// The window before and after a crash over which its extra traffic is
 /// measured (memberlist's measurement: 30 s).
@@ -99,12 +100,12 @@ impl Recorder {
         let end = START.saturating_add(scenario.duration);
         let mut marks = BTreeSet::from([START, end]);
         for f in &scenario.faults {
-            let at = START.saturating_add(f.at());
+            let at = START.saturating_add(f.at);
             marks.insert(at);
-            if let Some(d) = f.duration() {
+            if let Some(d) = f.duration {
                 marks.insert(at.saturating_add(d).min(end));
             }
-            if matches!(f, Fault::Crash { .. }) {
+            if matches!(f.action, Action::Fault(Fault::Crash { .. })) {
                 marks.insert(at.saturating_sub(TRAFFIC_WINDOW).max(START));
                 marks.insert(at.saturating_add(TRAFFIC_WINDOW).min(end));
             }
@@ -348,15 +349,15 @@ impl Recorder {
             }
             crashes.push(report);
         }
-        let first_fault = scenario.faults.iter().map(|f| START.saturating_add(f.at())).min().unwrap_or(end);
+        let first_fault = scenario.faults.iter().map(|f| START.saturating_add(f.at)).min().unwrap_or(end);
         let steady = self.stretch(START, first_fault, machines);
         let fault_windows = scenario
             .faults
             .iter()
             .enumerate()
             .filter_map(|(k, f)| {
-                let start = START.saturating_add(f.at());
-                let stop = start.saturating_add(f.duration()?).min(end);
+                let start = START.saturating_add(f.at);
+                let stop = start.saturating_add(f.duration?).min(end);
                 Some(FaultWindow {
                     fault: k,
                     kind: f.kind(),

@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fault::{Action, Fault, Operation, Timed};
+use crate::shown::shown;
+
 /// The network between nodes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -46,235 +49,6 @@ impl Default for Network {
     }
 }
 
-/// A fault injected at a virtual time (measured from the start).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-#[non_exhaustive]
-pub enum Fault {
-    /// The node stops for good (until a restart). A crash of a node that is
-    /// already down does nothing.
-    Crash {
-        /// Node index.
-        node: usize,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-    },
-    /// A crashed node starts again under the same name with a new
-    /// generation, and joins through node 0 (or 1 if it is node 0). A
-    /// restart of a node that is up does nothing.
-    Restart {
-        /// Node index.
-        node: usize,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-    },
-    /// The node stops processing for a while (datagrams wait).
-    Pause {
-        /// Node index.
-        node: usize,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long.
-        #[serde(with = "secs")]
-        duration: Duration,
-    },
-    /// The node handles every datagram and timer `delay` late for a while.
-    Slow {
-        /// Node index.
-        node: usize,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long.
-        #[serde(with = "secs")]
-        duration: Duration,
-        /// Processing delay.
-        #[serde(with = "secs")]
-        delay: Duration,
-    },
-    /// Datagrams from `from` to `to` are dropped (one direction).
-    Block {
-        /// Sender.
-        from: usize,
-        /// Receiver.
-        to: usize,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long.
-        #[serde(with = "secs")]
-        duration: Duration,
-    },
-    /// Nodes below `split` and the others cannot reach each other.
-    Partition {
-        /// The first node of the second side.
-        split: usize,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long.
-        #[serde(with = "secs")]
-        duration: Duration,
-    },
-    /// Every link loses datagrams with probability `p` for a while.
-    Loss {
-        /// Loss probability.
-        p: f64,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long.
-        #[serde(with = "secs")]
-        duration: Duration,
-    },
-    /// A rolling key rotation (the cluster must seal): each node installs a
-    /// new key at a random time in `[at, at + spread)`, seals with it in
-    /// `[at + spread, at + 2·spread)` and removes the old key in
-    /// `[at + 2·spread, at + 3·spread)`, as an operator's rollout would.
-    RotateKey {
-        /// When the first step starts.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long each step takes across the cluster.
-        #[serde(with = "secs")]
-        spread: Duration,
-    },
-    /// Turning encryption on in a running cluster: each node takes the
-    /// cluster key (and so opens sealed packets) at a random time in
-    /// `[at, at + spread)`, goes staged (sealed out, anything in) in
-    /// `[at + spread, at + 2·spread)`, and sealed in
-    /// `[at + 2·spread, at + 3·spread)`.
-    EnableSealing {
-        /// When the first step starts.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long each step takes across the cluster.
-        #[serde(with = "secs")]
-        spread: Duration,
-    },
-    /// An attacker on the network captures every datagram delivered in
-    /// `[at, at + duration)` and sends each again to its receiver
-    /// `duration` after the original.
-    Replay {
-        /// When capturing starts.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long it captures, and how long each copy waits.
-        #[serde(with = "secs")]
-        duration: Duration,
-    },
-    /// The whole network degrades for a while: every link's one-way latency
-    /// becomes `base_ms` plus an exponential jitter of mean `jitter_ms`
-    /// (seed 001's regime change, seed 003's degradation).
-    Degrade {
-        /// Fixed latency, ms.
-        base_ms: f64,
-        /// Mean of the exponential extra latency, ms.
-        jitter_ms: f64,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long.
-        #[serde(with = "secs")]
-        duration: Duration,
-    },
-}
-
-impl Fault {
-    /// When the fault starts.
-    pub fn at(&self) -> Duration {
-        match self {
-            Fault::Crash { at, .. }
-            | Fault::Restart { at, .. }
-            | Fault::Pause { at, .. }
-            | Fault::Slow { at, .. }
-            | Fault::Block { at, .. }
-            | Fault::Partition { at, .. }
-            | Fault::Loss { at, .. }
-            | Fault::RotateKey { at, .. }
-            | Fault::EnableSealing { at, .. }
-            | Fault::Replay { at, .. }
-            | Fault::Degrade { at, .. } => *at,
-        }
-    }
-
-    /// How long the fault lasts, for the faults that end.
-    pub fn duration(&self) -> Option<Duration> {
-        match self {
-            Fault::Crash { .. } | Fault::Restart { .. } => None,
-            Fault::Pause { duration, .. }
-            | Fault::Slow { duration, .. }
-            | Fault::Block { duration, .. }
-            | Fault::Partition { duration, .. }
-            | Fault::Loss { duration, .. }
-            | Fault::Replay { duration, .. }
-            | Fault::Degrade { duration, .. } => Some(*duration),
-            Fault::RotateKey { spread, .. } => Some(spread.saturating_mul(3)),
-            Fault::EnableSealing { spread, .. } => Some(spread.saturating_mul(3)),
-        }
-    }
-
-    /// A short name: `crash`, `restart`, `pause`, `slow`, `block`,
-    /// `partition`, `loss`, `rotate-key`, `enable-sealing`, `replay`,
-    /// `degrade`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Fault::Crash { .. } => "crash",
-            Fault::Restart { .. } => "restart",
-            Fault::Pause { .. } => "pause",
-            Fault::Slow { .. } => "slow",
-            Fault::Block { .. } => "block",
-            Fault::Partition { .. } => "partition",
-            Fault::Loss { .. } => "loss",
-            Fault::RotateKey { .. } => "rotate-key",
-            Fault::EnableSealing { .. } => "enable-sealing",
-            Fault::Replay { .. } => "replay",
-            Fault::Degrade { .. } => "degrade",
-        }
-    }
-}
-
-mod secs {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let v = f64::deserialize(d)?;
-        Duration::try_from_secs_f64(v)
-            .map_err(|_| serde::de::Error::custom(format!("{} is not a duration in seconds", super::shown(v))))
-    }
-}
-
-mod opt_secs {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => s.serialize_some(&d.as_secs_f64()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        let v = Option::<f64>::deserialize(d)?;
-        v.map(|v| {
-            Duration::try_from_secs_f64(v)
-                .map_err(|_| serde::de::Error::custom(format!("{} is not a duration in seconds", super::shown(v))))
-        })
-        .transpose()
-    }
-}
-
 /// Which protocol preset the nodes run (unless the simulator is given a
 /// configuration of its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -308,7 +82,7 @@ pub struct Envelope {
     pub max_loss: f64,
     /// How long after a disturbance ends before the envelope holds again.
     /// Default 60 s.
-    #[serde(with = "secs", default = "default_grace")]
+    #[serde(with = "crate::secs", default = "default_grace")]
     pub grace: Duration,
 }
 
@@ -335,7 +109,7 @@ pub struct Scenario {
     /// Cluster size.
     pub nodes: usize,
     /// Virtual run time.
-    #[serde(with = "secs", default = "default_duration")]
+    #[serde(with = "crate::secs", default = "default_duration")]
     pub duration: Duration,
     /// Seed of every random choice.
     #[serde(default = "default_seed")]
@@ -346,17 +120,18 @@ pub struct Scenario {
     /// Network.
     #[serde(default)]
     pub network: Network,
-    /// Faults.
+    /// Faults and operations, each with its time (`[[faults]]` in TOML).
+    /// Reports and errors name them by index (`faults[2]`).
     #[serde(default)]
-    pub faults: Vec<Fault>,
+    pub faults: Vec<Timed>,
     /// Every crash must be detected by every survivor within this bound.
-    #[serde(with = "secs", default = "default_bound")]
+    #[serde(with = "crate::secs", default = "default_bound")]
     pub detection_bound: Duration,
     /// Every healed partition must converge within this bound: once it
     /// ends, with no other partition in force, every live node sees every
     /// other live node alive (with its current generation) within it.
     /// Default 60 s.
-    #[serde(with = "secs", default = "default_heal_bound")]
+    #[serde(with = "crate::secs", default = "default_heal_bound")]
     pub heal_bound: Duration,
     /// Whether the liveness checker applies.
     #[serde(default = "default_true")]
@@ -367,7 +142,7 @@ pub struct Scenario {
     /// From this time on, check every 500 ms whether every live node sees
     /// every other live node alive (with its current generation); the first
     /// time it holds is reported as `converged_ms`.
-    #[serde(with = "opt_secs", default)]
+    #[serde(with = "crate::secs::opt", default)]
     pub converge_after: Option<Duration>,
     /// Whether packets are sealed (vigil-membership's seal): `plaintext`
     /// (the default), `staged` or `sealed`. Sealed packets cost
@@ -436,12 +211,6 @@ impl fmt::Display for ScenarioError {
 }
 
 impl std::error::Error for ScenarioError {}
-
-/// A number as a reader takes it in: plain when short, in exponent form
-/// when it would run to many digits (`1e300`, not 301 of them).
-fn shown(v: f64) -> String {
-    if v == 0.0 || (v.is_finite() && (1e-4..1e9).contains(&v.abs())) { format!("{v}") } else { format!("{v:e}") }
-}
 
 fn err(field: impl Into<String>, reason: impl Into<String>) -> ScenarioError {
     ScenarioError { field: field.into(), reason: reason.into() }
@@ -529,17 +298,19 @@ impl Scenario {
             ));
         }
         let n = self.nodes;
-        for (i, f) in self.faults.iter().enumerate() {
+        for (i, t) in self.faults.iter().enumerate() {
             let field = |name: &str| format!("faults[{i}].{name}");
             let node = |name: &str, v: usize| {
                 if v < n { Ok(()) } else { Err(err(field(name), format!("node {v} is out of range (0 to {})", n - 1))) }
             };
-            match f {
-                Fault::Crash { node: v, .. }
-                | Fault::Restart { node: v, .. }
-                | Fault::Pause { node: v, .. }
-                | Fault::Slow { node: v, .. } => node("node", *v)?,
-                Fault::Block { from, to, .. } => {
+            match &t.action {
+                Action::Fault(
+                    Fault::Crash { node: v }
+                    | Fault::Restart { node: v }
+                    | Fault::Pause { node: v }
+                    | Fault::Slow { node: v, .. },
+                ) => node("node", *v)?,
+                Action::Fault(Fault::Block { from, to }) => {
                     node("from", *from)?;
                     node("to", *to)?;
                     if from == to {
@@ -549,17 +320,17 @@ impl Scenario {
                         ));
                     }
                 }
-                Fault::Partition { split, .. } => {
+                Action::Fault(Fault::Partition { split }) => {
                     if *split == 0 || *split >= n {
                         return Err(err(field("split"), format!("{split} is outside 1 to {}", n - 1)));
                     }
                 }
-                Fault::Loss { p, .. } => {
+                Action::Fault(Fault::Loss { p }) => {
                     if !(0.0..=1.0).contains(p) {
                         return Err(err(field("p"), format!("{} is outside [0, 1]", shown(*p))));
                     }
                 }
-                Fault::Degrade { base_ms, jitter_ms, .. } => {
+                Action::Fault(Fault::Degrade { base_ms, jitter_ms }) => {
                     for (name, v) in [("base_ms", *base_ms), ("jitter_ms", *jitter_ms)] {
                         if !(v.is_finite() && (0.0..=MAX_LATENCY_MS).contains(&v)) {
                             return Err(err(
@@ -569,7 +340,8 @@ impl Scenario {
                         }
                     }
                 }
-                Fault::RotateKey { .. } => {
+                Action::Fault(Fault::Replay) => {}
+                Action::Operation(Operation::RotateKey) => {
                     if self.sealing == Sealing::Plaintext {
                         return Err(err(
                             format!("faults[{i}]"),
@@ -577,7 +349,7 @@ impl Scenario {
                         ));
                     }
                 }
-                Fault::EnableSealing { .. } => {
+                Action::Operation(Operation::EnableSealing) => {
                     if self.sealing != Sealing::Plaintext {
                         return Err(err(
                             format!("faults[{i}]"),
@@ -585,24 +357,33 @@ impl Scenario {
                         ));
                     }
                 }
-                Fault::Replay { .. } => {}
             }
-            if f.at() > self.duration {
+            if t.at > self.duration {
                 return Err(err(
                     field("at"),
                     format!(
                         "{} s is after the end of the run ({} s)",
-                        shown(f.at().as_secs_f64()),
+                        shown(t.at.as_secs_f64()),
                         shown(self.duration.as_secs_f64())
                     ),
                 ));
             }
-            if let Some(d) = f.duration()
-                && (d.is_zero() || d > MAX_DURATION)
-            {
-                return Err(err(field("duration"), format!("{} s is outside (0, 30 days]", shown(d.as_secs_f64()))));
+            match (t.duration, t.action.lasts()) {
+                (Some(d), true) if d.is_zero() || d > MAX_DURATION => {
+                    return Err(err(
+                        field("duration"),
+                        format!("{} s is outside (0, 30 days]", shown(d.as_secs_f64())),
+                    ));
+                }
+                (None, true) => {
+                    return Err(err(field("duration"), format!("is missing: a {} lasts a while", t.kind())));
+                }
+                (Some(_), false) => {
+                    return Err(err(field("duration"), format!("is given, but a {} happens at once", t.kind())));
+                }
+                _ => {}
             }
-            if let Fault::Slow { delay, .. } = f
+            if let Action::Fault(Fault::Slow { delay, .. }) = &t.action
                 && (delay.is_zero() || *delay > MAX_DURATION)
             {
                 return Err(err(field("delay"), format!("{} s is outside (0, 30 days]", shown(delay.as_secs_f64()))));

@@ -13,6 +13,7 @@ use vigil_detector::Instant;
 use vigil_membership::keyring::{KEY_LEN, KeyId, Keyring, key_id};
 use vigil_membership::seal::{Mode, OpenError, Seal};
 
+use crate::fault::Operation;
 use crate::job::{Job, KeyStep};
 use crate::preset::CLUSTER;
 use crate::report::SealReport;
@@ -68,21 +69,27 @@ impl Sealer {
         key_id(&self.keys[k])
     }
 
-    /// Starts a rolling rotation over `machines` machines: a new key,
-    /// installed, used, then the old one removed, each step at a random
-    /// time per machine within its `spread`.
-    pub(crate) fn start_rotation(&mut self, now: Instant, spread: Duration, machines: usize) -> Vec<(Instant, Job)> {
-        let old = self.keys.len() - 1;
-        let key: [u8; KEY_LEN] = self.rng.random();
-        self.keys.push(key);
-        let new = old + 1;
-        self.roll_out(now, spread, machines, [KeyStep::Install(new), KeyStep::Use(new), KeyStep::Remove(old)])
-    }
-
-    /// Starts a rolling rollout of encryption over `machines` machines:
-    /// every machine takes the key, then goes staged, then sealed.
-    pub(crate) fn start_rollout(&mut self, now: Instant, spread: Duration, machines: usize) -> Vec<(Instant, Job)> {
-        self.roll_out(now, spread, machines, [KeyStep::TakeKey, KeyStep::Stage, KeyStep::Seal])
+    /// Starts `operation` at `now` on `machines` machines, for `duration`:
+    /// the steps each machine takes, as jobs.
+    pub(crate) fn start(
+        &mut self,
+        operation: &Operation,
+        now: Instant,
+        duration: Duration,
+        machines: usize,
+    ) -> Vec<(Instant, Job)> {
+        let steps = match operation {
+            // A new key, installed, used, then the old one removed.
+            Operation::RotateKey => {
+                let old = self.keys.len() - 1;
+                let key: [u8; KEY_LEN] = self.rng.random();
+                self.keys.push(key);
+                let new = old + 1;
+                [KeyStep::Install(new), KeyStep::Use(new), KeyStep::Remove(old)]
+            }
+            Operation::EnableSealing => [KeyStep::TakeKey, KeyStep::Stage, KeyStep::Seal],
+        };
+        self.roll_out(now, duration / Operation::STEPS, machines, steps)
     }
 
     /// Three steps at every machine, step `k` at a random time in
@@ -92,7 +99,7 @@ impl Sealer {
         now: Instant,
         spread: Duration,
         machines: usize,
-        steps: [KeyStep; 3],
+        steps: [KeyStep; Operation::STEPS as usize],
     ) -> Vec<(Instant, Job)> {
         let mut jobs = Vec::with_capacity(machines * steps.len());
         for i in 0..machines {

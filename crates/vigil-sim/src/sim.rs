@@ -10,6 +10,7 @@ use vigil_detector::Instant;
 use vigil_membership::{Config, ConfigError, Node};
 
 use crate::clock::{START, since_start};
+use crate::fault::{Action, Fault};
 use crate::job::Job;
 use crate::links::Links;
 use crate::machines::{Arrival, Machines};
@@ -18,7 +19,7 @@ use crate::queue::Queue;
 use crate::record::What;
 use crate::recorder::Recorder;
 use crate::report::Report;
-use crate::scenario::{Fault, Scenario, ScenarioError};
+use crate::scenario::{Scenario, ScenarioError};
 use crate::sealer::Sealer;
 
 /// A simulation that cannot start.
@@ -86,7 +87,7 @@ impl Sim {
         let mut queue = Queue::default();
         queue.extend(Recorder::snapshot_jobs(scenario));
         for (k, f) in scenario.faults.iter().enumerate() {
-            queue.push(START.saturating_add(f.at()), Job::FaultStart(k));
+            queue.push(START.saturating_add(f.at), Job::FaultStart(k));
         }
         let mut sim = Sim {
             scenario: scenario.clone(),
@@ -193,57 +194,54 @@ impl Sim {
     /// Scenario entry `k` starts: applied to the component it concerns,
     /// and recorded if it changed anything.
     fn start(&mut self, k: usize) {
-        let f = self.scenario.faults[k].clone();
+        let t = self.scenario.faults[k].clone();
         let now = self.now;
-        let end = f.duration().map(|d| now.saturating_add(d));
-        let applied = match f {
-            Fault::Crash { node, .. } => {
-                let crashed = self.machines.crash(node, now);
+        let end = t.duration.map(|d| now.saturating_add(d));
+        // Validation gave whatever lasts a duration.
+        let lasting = t.duration.unwrap_or_default();
+        let applied = match &t.action {
+            Action::Fault(Fault::Crash { node }) => {
+                let crashed = self.machines.crash(*node, now);
                 if let Some(generation) = crashed {
-                    self.recorder.crashed(node, generation, now);
+                    self.recorder.crashed(*node, generation, now);
                 }
                 crashed.is_some()
             }
-            Fault::Restart { node, .. } => {
-                let restarted = self.machines.restart(node, now, &self.config, &mut self.rng, &mut self.sealer);
+            Action::Fault(Fault::Restart { node }) => {
+                let restarted = self.machines.restart(*node, now, &self.config, &mut self.rng, &mut self.sealer);
                 if restarted {
-                    self.after(node, Arrival::Handled);
+                    self.after(*node, Arrival::Handled);
                 }
                 restarted
             }
-            Fault::Pause { node, .. } => self.machines.pause(node, end),
-            Fault::Slow { node, delay, .. } => {
-                self.machines.slow(node, delay);
+            Action::Fault(Fault::Pause { node }) => self.machines.pause(*node, end),
+            Action::Fault(Fault::Slow { node, delay }) => {
+                self.machines.slow(*node, *delay);
                 true
             }
-            Fault::Block { from, to, .. } => {
-                self.links.block(from, to);
+            Action::Fault(Fault::Block { from, to }) => {
+                self.links.block(*from, *to);
                 true
             }
-            Fault::Partition { split, .. } => {
-                self.links.partition(split);
+            Action::Fault(Fault::Partition { split }) => {
+                self.links.partition(*split);
                 true
             }
-            Fault::Loss { p, .. } => {
-                self.links.add_loss(p);
+            Action::Fault(Fault::Loss { p }) => {
+                self.links.add_loss(*p);
                 true
             }
-            Fault::Degrade { base_ms, jitter_ms, .. } => {
-                self.links.degrade(base_ms, jitter_ms);
+            Action::Fault(Fault::Degrade { base_ms, jitter_ms }) => {
+                self.links.degrade(*base_ms, *jitter_ms);
                 true
             }
-            Fault::RotateKey { spread, .. } => {
-                let steps = self.sealer.start_rotation(now, spread, self.machines.len());
+            Action::Fault(Fault::Replay) => {
+                self.sealer.start_replay(now, lasting);
+                true
+            }
+            Action::Operation(operation) => {
+                let steps = self.sealer.start(operation, now, lasting, self.machines.len());
                 self.queue.extend(steps);
-                true
-            }
-            Fault::EnableSealing { spread, .. } => {
-                let steps = self.sealer.start_rollout(now, spread, self.machines.len());
-                self.queue.extend(steps);
-                true
-            }
-            Fault::Replay { duration, .. } => {
-                self.sealer.start_replay(now, duration);
                 true
             }
         };
@@ -260,44 +258,43 @@ impl Sim {
     /// Scenario entry `k` ends: undone, and what it touched stays outside
     /// the liveness envelope for the grace period.
     fn end(&mut self, k: usize) {
-        let f = self.scenario.faults[k].clone();
+        let t = self.scenario.faults[k].clone();
         let now = self.now;
         let calm = now.saturating_add(self.scenario.envelope.grace);
         self.recorder.record(now, What::FaultEnded { fault: k });
-        match f {
-            Fault::Pause { node, .. } => {
+        let Action::Fault(fault) = &t.action else { return };
+        match *fault {
+            Fault::Pause { node } => {
                 for (from, bytes, stream) in self.machines.resume(node, calm) {
                     self.deliver(node, from, &bytes, stream);
                 }
                 self.wake(node);
             }
             Fault::Slow { node, .. } => self.machines.unslow(node, calm),
-            Fault::Block { from, to, .. } => {
+            Fault::Block { from, to } => {
                 self.links.unblock(from, to);
                 self.machines.disturbed_until(from, calm);
                 self.machines.disturbed_until(to, calm);
             }
-            Fault::Partition { split, duration, .. } => {
+            Fault::Partition { split } => {
                 self.links.heal(split);
                 self.links.disturbed_until(calm);
-                let (at, check) = self.recorder.healed(k, duration, now);
+                let (at, check) = self.recorder.healed(k, t.duration.unwrap_or_default(), now);
                 self.queue.push(at, check);
             }
-            Fault::Loss { p, .. } => {
+            Fault::Loss { p } => {
                 self.links.remove_loss(p);
                 if p > self.scenario.envelope.max_loss {
                     self.links.disturbed_until(calm);
                 }
             }
-            Fault::Degrade { base_ms, jitter_ms, .. } => {
+            Fault::Degrade { base_ms, jitter_ms } => {
                 self.links.restore(base_ms, jitter_ms);
                 self.links.disturbed_until(calm);
             }
-            Fault::Crash { .. }
-            | Fault::Restart { .. }
-            | Fault::RotateKey { .. }
-            | Fault::EnableSealing { .. }
-            | Fault::Replay { .. } => {}
+            // Nothing to undo: a crash or a restart is over at once, and a
+            // replay stops capturing by itself.
+            Fault::Crash { .. } | Fault::Restart { .. } | Fault::Replay => {}
         }
     }
 
