@@ -8,10 +8,16 @@
 //! late), crashes and restarts with a new generation. The same seed gives
 //! the same run, record for record.
 //!
-//! The parts, each in its own module: the [`Scenario`] (what to simulate),
-//! the network model, the faults, the simulation loop ([`Sim`]), the
-//! [`checkers`] (one named function per invariant), the typed
-//! [`Record`]s of what happened, and the [`Report`].
+//! The parts, each in its own module: the [`Scenario`] (what to simulate)
+//! and its [`Timed`] entries (each [`Fault`] or [`Operation`] once with its
+//! time); the simulation loop ([`Sim`]), which hands every job to the part
+//! that owns what it concerns (the machines and the nodes they run, the
+//! links between them, the sealer with the cluster's keys and the replaying
+//! attacker, the recorder of everything the report is made of) and queues
+//! the jobs they return; the [`checkers`] (one named function per
+//! invariant), the typed [`Record`]s of what happened, and the [`Report`].
+//!
+//! # Example
 //!
 //! ```
 //! use std::time::Duration;

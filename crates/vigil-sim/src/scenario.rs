@@ -11,6 +11,16 @@ use crate::fault::{Action, Fault, Operation, Timed};
 use crate::shown::shown;
 
 /// The network between nodes.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::Scenario;
+///
+/// let s = Scenario::from_toml("name = 'wan'\nnodes = 5\n[network]\nbase_ms = 40\nloss = 0.01\n")?;
+/// assert_eq!((s.network.base_ms, s.network.jitter_ms, s.network.loss), (40.0, 0.5, 0.01));
+/// # Ok::<(), vigil_sim::ScenarioError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -51,6 +61,16 @@ impl Default for Network {
 
 /// Which protocol preset the nodes run (unless the simulator is given a
 /// configuration of its own).
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{Protocol, Scenario};
+///
+/// let s = Scenario::from_toml("name = 'x'\nnodes = 5\nprotocol = 'classic'\n")?;
+/// assert_eq!(s.protocol, Protocol::Classic);
+/// # Ok::<(), vigil_sim::ScenarioError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -72,6 +92,17 @@ pub enum Protocol {
 /// and it is not degraded, and none of that has been otherwise within the
 /// last `grace` (a suspicion raised during a fault may still end after it).
 /// Outside the envelope a false death is a metric, not a violation.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::Scenario;
+///
+/// let s = Scenario::from_toml("name = 'x'\nnodes = 5\n[envelope]\ngrace = 30\n")?;
+/// assert_eq!((s.envelope.max_loss, s.envelope.grace), (0.1, Duration::from_secs(30)));
+/// # Ok::<(), vigil_sim::ScenarioError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -100,6 +131,22 @@ impl Default for Envelope {
 }
 
 /// A simulation: the cluster, the network, the faults.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Fault, Scenario, Timed};
+///
+/// let from_file = Scenario::from_toml(
+///     "name = 'one crash'\nnodes = 20\nduration = 40\n[[faults]]\nkind = 'crash'\nnode = 3\nat = 15\n",
+/// )?;
+/// let mut in_code = Scenario::new("one crash", 20);
+/// in_code.duration = Duration::from_secs(40);
+/// in_code.faults.push(Timed::new(Duration::from_secs(15), Fault::Crash { node: 3 }));
+/// assert_eq!(from_file, in_code);
+/// # Ok::<(), vigil_sim::ScenarioError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -152,6 +199,16 @@ pub struct Scenario {
 }
 
 /// How the simulated nodes seal their packets.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{Scenario, Sealing};
+///
+/// let s = Scenario::from_toml("name = 'x'\nnodes = 5\nsealing = 'staged'\n")?;
+/// assert_eq!(s.sealing, Sealing::Staged);
+/// # Ok::<(), vigil_sim::ScenarioError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -182,20 +239,68 @@ fn default_true() -> bool {
 }
 
 /// The largest cluster a scenario may ask for.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{MAX_NODES, Scenario};
+///
+/// assert!(Scenario::new("x", MAX_NODES + 1).validate().is_err());
+/// ```
 pub const MAX_NODES: usize = 100_000;
 
 /// The longest virtual run: 30 days.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{MAX_DURATION, Scenario};
+///
+/// let mut s = Scenario::new("x", 5);
+/// s.duration = MAX_DURATION * 2;
+/// assert_eq!(s.validate().unwrap_err().field, "duration");
+/// ```
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 
 /// The shortest run: one second, a protocol period of every preset (a
 /// shorter run measures nothing and would print a report of zeros).
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{MIN_DURATION, Scenario};
+///
+/// let mut s = Scenario::new("x", 5);
+/// s.duration = MIN_DURATION / 2;
+/// assert_eq!(s.validate().unwrap_err().field, "duration");
+/// ```
 pub const MIN_DURATION: Duration = Duration::from_secs(1);
 
 /// The longest latency, in ms: a day.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{MAX_LATENCY_MS, Scenario};
+///
+/// let mut s = Scenario::new("x", 5);
+/// s.network.base_ms = MAX_LATENCY_MS * 2.0;
+/// assert_eq!(s.validate().unwrap_err().field, "network.base_ms");
+/// ```
 pub const MAX_LATENCY_MS: f64 = 86_400_000.0;
 
 /// A scenario that cannot run. Names the field, as written in TOML
 /// (`faults[2].at`, `network.loss`), and what is wrong.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::Scenario;
+///
+/// let e = Scenario::from_toml("name = 'x'\nnodes = 5\n[network]\nloss = 2\n").unwrap_err();
+/// assert_eq!((e.field.as_str(), e.reason.as_str()), ("network.loss", "2 is outside [0, 1]"));
+/// assert_eq!(e.to_string(), "network.loss: 2 is outside [0, 1]");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioError {
     /// The field.
@@ -218,6 +323,17 @@ fn err(field: impl Into<String>, reason: impl Into<String>) -> ScenarioError {
 
 impl Scenario {
     /// A fault-free scenario of `nodes` nodes, 60 s, seed 1, φ protocol.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{Protocol, Scenario};
+    ///
+    /// let s = Scenario::new("calm", 10);
+    /// assert_eq!((s.nodes, s.duration, s.seed, s.protocol), (10, Duration::from_secs(60), 1, Protocol::Phi));
+    /// assert!(s.faults.is_empty() && s.validate().is_ok());
+    /// ```
     pub fn new(name: &str, nodes: usize) -> Scenario {
         Scenario {
             name: name.into(),
@@ -242,6 +358,18 @@ impl Scenario {
     ///
     /// A [`ScenarioError`] for TOML that is not a scenario (unknown fields
     /// included), or one that [`Scenario::validate`] refuses.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use vigil_sim::Scenario;
+    ///
+    /// let s = Scenario::from_toml("name = 'small'\nnodes = 5\nduration = 30\nseed = 7\n")?;
+    /// assert_eq!((s.nodes, s.seed), (5, 7));
+    /// let e = Scenario::from_toml("name = 'small'\nnodes = 1\n").unwrap_err();
+    /// assert_eq!(e.to_string(), "nodes: 1 is outside 2 to 100000");
+    /// # Ok::<(), vigil_sim::ScenarioError>(())
+    /// ```
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
         let s: Scenario = toml::from_str(text).map_err(|e| err("", format!("not a valid simulation scenario: {e}")))?;
         s.validate()?;
@@ -253,6 +381,16 @@ impl Scenario {
     /// member and node, measured: 152 MB for 1,000 nodes, 13.3 GB for
     /// 10,000), so it grows as the square of the cluster size. Counted here
     /// as 160 bytes per pair, 64 KiB per node and 16 MiB for the rest.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use vigil_sim::Scenario;
+    ///
+    /// let thousand = Scenario::new("x", 1_000).estimated_memory_bytes();
+    /// let ten_thousand = Scenario::new("x", 10_000).estimated_memory_bytes();
+    /// assert!(ten_thousand > 50 * thousand);
+    /// ```
     pub fn estimated_memory_bytes(&self) -> u64 {
         let n = self.nodes as u64;
         16 * 1024 * 1024 + n.saturating_mul(n).saturating_mul(160) + n.saturating_mul(64 * 1024)
@@ -263,6 +401,19 @@ impl Scenario {
     /// # Errors
     ///
     /// A [`ScenarioError`] naming the first field that is out of range.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{Fault, Scenario, Timed};
+    ///
+    /// let mut s = Scenario::new("x", 10);
+    /// s.duration = Duration::from_secs(30);
+    /// s.faults.push(Timed::new(Duration::from_secs(40), Fault::Crash { node: 3 }));
+    /// let e = s.validate().unwrap_err();
+    /// assert_eq!(e.to_string(), "faults[0].at: 40 s is after the end of the run (30 s)");
+    /// ```
     pub fn validate(&self) -> Result<(), ScenarioError> {
         if !(2..=MAX_NODES).contains(&self.nodes) {
             return Err(err("nodes", format!("{} is outside 2 to {MAX_NODES}", self.nodes)));

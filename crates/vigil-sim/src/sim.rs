@@ -23,6 +23,16 @@ use crate::scenario::{Scenario, ScenarioError};
 use crate::sealer::Sealer;
 
 /// A simulation that cannot start.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{Scenario, Sim, SimError};
+///
+/// let Err(e) = Sim::new(&Scenario::new("alone", 1)) else { panic!("one node is no cluster") };
+/// assert!(matches!(e, SimError::Scenario(_)));
+/// assert_eq!(e.to_string(), "invalid scenario: nodes: 1 is outside 2 to 100000");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum SimError {
@@ -47,6 +57,22 @@ impl std::error::Error for SimError {}
 
 /// The simulator. Build with [`Sim::new`] or [`Sim::with_config`], then
 /// [`Sim::run`].
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Fault, Scenario, Sim, Timed};
+///
+/// let mut s = Scenario::new("a pause", 10);
+/// s.duration = Duration::from_secs(30);
+/// s.faults.push(Timed::new(Duration::from_secs(10), Fault::Pause { node: 4 }).lasting(Duration::from_secs(2)));
+/// let mut done = 0.0;
+/// let report = Sim::new(&s)?.run(&mut |fraction| done = fraction);
+/// assert_eq!(done, 1.0);
+/// assert!(report.violations.is_empty(), "{:?}", report.violations);
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 pub struct Sim {
     scenario: Scenario,
     /// The protocol configuration every node runs (restarted ones too).
@@ -67,6 +93,16 @@ impl Sim {
     /// # Errors
     ///
     /// [`SimError::Scenario`] if the scenario does not validate.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use vigil_sim::{Protocol, Scenario, Sim};
+    ///
+    /// let mut s = Scenario::new("classic", 5);
+    /// s.protocol = Protocol::Classic;
+    /// assert!(Sim::new(&s).is_ok());
+    /// ```
     pub fn new(scenario: &Scenario) -> Result<Sim, SimError> {
         Sim::with_config(scenario, preset(scenario.protocol))
     }
@@ -78,6 +114,25 @@ impl Sim {
     ///
     /// [`SimError::Scenario`] or [`SimError::Config`] if either does not
     /// validate.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{CLUSTER, Scenario, Sim, SimError};
+    /// use vigil_membership::Config;
+    ///
+    /// let mut s = Scenario::new("slower heartbeats", 5);
+    /// s.duration = Duration::from_secs(20);
+    /// let config = Config::lan(CLUSTER).with_heartbeat_interval(Duration::from_secs(2));
+    /// let report = Sim::with_config(&s, config)?.run(&mut |_| {});
+    /// assert_eq!(report.false_deaths, 0);
+    ///
+    /// let mut broken = Config::lan(CLUSTER);
+    /// broken.observers = 0;
+    /// assert!(matches!(Sim::with_config(&s, broken), Err(SimError::Config(_))));
+    /// # Ok::<(), SimError>(())
+    /// ```
     pub fn with_config(scenario: &Scenario, config: Config) -> Result<Sim, SimError> {
         scenario.validate().map_err(SimError::Scenario)?;
         config.validate().map_err(SimError::Config)?;
@@ -111,6 +166,22 @@ impl Sim {
 
     /// Keeps every record of the run in the report (for inspection and
     /// tests); they are always hashed.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{Fault, Scenario, Sim, Timed};
+    ///
+    /// let mut s = Scenario::new("a crash", 5);
+    /// s.duration = Duration::from_secs(20);
+    /// s.faults.push(Timed::new(Duration::from_secs(5), Fault::Crash { node: 1 }));
+    /// let kept = Sim::new(&s)?.keep_records(true).run(&mut |_| {});
+    /// let hashed = Sim::new(&s)?.run(&mut |_| {});
+    /// assert!(!kept.records.is_empty() && hashed.records.is_empty());
+    /// assert_eq!(kept.log_hash, hashed.log_hash);
+    /// # Ok::<(), vigil_sim::SimError>(())
+    /// ```
     pub fn keep_records(mut self, keep: bool) -> Sim {
         self.recorder.keep_records(keep);
         self
@@ -119,12 +190,40 @@ impl Sim {
     /// The node machine `i` runs: `None` if the machine is down or there
     /// is no machine `i`. Everything a node knows (its members, their
     /// states, its own incarnation) is read through it.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use vigil_sim::{Scenario, Sim};
+    ///
+    /// let sim = Sim::new(&Scenario::new("x", 5))?;
+    /// let n0 = sim.node(0).expect("every machine starts up");
+    /// assert_eq!(n0.id().name, "n0");
+    /// assert!(n0.member("n4").is_some());
+    /// assert!(sim.node(5).is_none());
+    /// # Ok::<(), vigil_sim::SimError>(())
+    /// ```
     pub fn node(&self, i: usize) -> Option<&Node> {
         self.machines.node(i)
     }
 
     /// Runs to the end of the scenario. `progress` is called with the
     /// fraction of virtual time done, about a hundred times.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{Scenario, Sim};
+    ///
+    /// let mut s = Scenario::new("x", 5);
+    /// s.duration = Duration::from_secs(20);
+    /// let mut calls = 0;
+    /// let report = Sim::new(&s)?.run(&mut |_| calls += 1);
+    /// assert!((90..=110).contains(&calls), "{calls}");
+    /// assert_eq!(report.virtual_secs, 20.0);
+    /// # Ok::<(), vigil_sim::SimError>(())
+    /// ```
     pub fn run(mut self, progress: &mut dyn FnMut(f64)) -> Report {
         let end = START.saturating_add(self.scenario.duration);
         let step = self.scenario.duration / 100;
