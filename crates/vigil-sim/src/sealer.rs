@@ -30,13 +30,17 @@ pub(crate) struct Sealer {
     rng: ChaCha8Rng,
     /// Active replay captures: (until, delay).
     replays: Vec<(Instant, Duration)>,
+    /// Copies the attacker sent.
     injected: u64,
+    /// Copies that reached a machine down or paused.
     undelivered: u64,
     /// Key steps that found nothing to do (a key already removed, say).
     failed_steps: u64,
 }
 
 impl Sealer {
+    /// The sealer of a run of `scenario`: its sealing mode, and the
+    /// cluster's first key.
     pub(crate) fn new(scenario: &Scenario) -> Sealer {
         // A stream of its own: the protocol's draws are untouched.
         let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x5ea1_5ea1_5ea1_5ea1);

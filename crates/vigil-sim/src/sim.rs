@@ -309,7 +309,7 @@ impl Sim {
             Action::Fault(Fault::Restart { node }) => {
                 let restarted = self.machines.restart(*node, now, &self.config, &mut self.rng, &mut self.sealer);
                 if restarted {
-                    self.after(*node, Arrival::Handled);
+                    self.settle(*node);
                 }
                 restarted
             }
@@ -361,6 +361,7 @@ impl Sim {
         let now = self.now;
         let calm = now.saturating_add(self.scenario.envelope.grace);
         self.recorder.record(now, What::FaultEnded { fault: k });
+        // An operation queued all its steps when it started: nothing to undo.
         let Action::Fault(fault) = &t.action else { return };
         match *fault {
             Fault::Pause { node } => {
@@ -406,21 +407,24 @@ impl Sim {
     /// Machine `i`'s timer fires now.
     fn wake(&mut self, i: usize) {
         if self.machines.tick(i, self.now) {
-            self.after(i, Arrival::Handled);
+            self.settle(i);
         }
     }
 
-    /// What follows a message's arrival at machine `i`: once its node has
-    /// handled something, what it queued is sent and its timer set again.
+    /// What follows a message's arrival at machine `i`.
     fn after(&mut self, i: usize, arrival: Arrival) {
         match arrival {
-            Arrival::Handled => {
-                self.flush(i);
-                self.schedule_wake(i);
-            }
+            Arrival::Handled => self.settle(i),
             Arrival::Late(at, job) => self.queue.push(at, job),
             Arrival::Dropped | Arrival::Held => {}
         }
+    }
+
+    /// Machine `i`'s node handled something (a message, a timer, its
+    /// start): what it queued is sent and its timer set again.
+    fn settle(&mut self, i: usize) {
+        self.flush(i);
+        self.schedule_wake(i);
     }
 
     /// Sends everything machine `i`'s node queued and records its events.
