@@ -553,6 +553,63 @@ impl Scenario {
 mod tests {
     use super::*;
 
+    const EVERY_KIND: &str = "name = 'x'\nnodes = 10\nduration = 100\nsealing = 'sealed'\n\
+        [[faults]]\nkind = 'crash'\nnode = 1\nat = 1\n\
+        [[faults]]\nkind = 'restart'\nnode = 1\nat = 2\n\
+        [[faults]]\nkind = 'pause'\nnode = 2\nat = 3\nduration = 4\n\
+        [[faults]]\nkind = 'slow'\nnode = 3\nat = 5\nduration = 6\ndelay = 0.25\n\
+        [[faults]]\nkind = 'block'\nfrom = 4\nto = 5\nat = 7\nduration = 8\n\
+        [[faults]]\nkind = 'partition'\nsplit = 5\nat = 9\nduration = 10\n\
+        [[faults]]\nkind = 'loss'\np = 0.5\nat = 11\nduration = 12\n\
+        [[faults]]\nkind = 'rotate-key'\nat = 13\nspread = 0.333333334\n\
+        [[faults]]\nkind = 'replay'\nat = 15\nduration = 16\n\
+        [[faults]]\nkind = 'degrade'\nbase_ms = 80\njitter_ms = 40\nat = 17\nduration = 18\n";
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    #[test]
+    fn every_kind_reads_as_its_action_with_its_time_once() {
+        let s = Scenario::from_toml(EVERY_KIND).unwrap();
+        let expected = [
+            Timed::new(secs(1.0), Fault::Crash { node: 1 }),
+            Timed::new(secs(2.0), Fault::Restart { node: 1 }),
+            Timed::new(secs(3.0), Fault::Pause { node: 2 }).lasting(secs(4.0)),
+            Timed::new(secs(5.0), Fault::Slow { node: 3, delay: secs(0.25) }).lasting(secs(6.0)),
+            Timed::new(secs(7.0), Fault::Block { from: 4, to: 5 }).lasting(secs(8.0)),
+            Timed::new(secs(9.0), Fault::Partition { split: 5 }).lasting(secs(10.0)),
+            Timed::new(secs(11.0), Fault::Loss { p: 0.5 }).lasting(secs(12.0)),
+            Timed::new(secs(13.0), Operation::RotateKey).lasting(Duration::from_nanos(1_000_000_002)),
+            Timed::new(secs(15.0), Fault::Replay).lasting(secs(16.0)),
+            Timed::new(secs(17.0), Fault::Degrade { base_ms: 80.0, jitter_ms: 40.0 }).lasting(secs(18.0)),
+        ];
+        assert_eq!(s.faults, expected);
+    }
+
+    #[test]
+    fn the_file_form_is_written_as_it_was_read() {
+        let s = Scenario::from_toml(EVERY_KIND).unwrap();
+        let written = toml::to_string(&s).unwrap();
+        assert!(written.contains("kind = \"rotate-key\"\nat = 13.0\nspread = 0.333333334\n"), "{written}");
+        assert_eq!(Scenario::from_toml(&written).unwrap(), s);
+        let rollout = "name = 'x'\nnodes = 5\n[[faults]]\nkind = 'enable-sealing'\nat = 2\nspread = 1.5\n";
+        let s = Scenario::from_toml(rollout).unwrap();
+        assert_eq!(s.faults, [Timed::new(secs(2.0), Operation::EnableSealing).lasting(secs(4.5))]);
+        assert!(toml::to_string(&s).unwrap().contains("kind = \"enable-sealing\"\nat = 2.0\nspread = 1.5\n"));
+    }
+
+    #[test]
+    fn a_duration_is_required_of_what_lasts_and_refused_of_what_does_not() {
+        let mut s = Scenario::new("x", 5);
+        s.faults.push(Timed::new(secs(1.0), Fault::Pause { node: 1 }));
+        let e = s.validate().unwrap_err();
+        assert_eq!(e.to_string(), "faults[0].duration: is missing: a pause lasts a while");
+        s.faults[0] = Timed::new(secs(1.0), Fault::Crash { node: 1 }).lasting(secs(2.0));
+        let e = s.validate().unwrap_err();
+        assert_eq!(e.to_string(), "faults[0].duration: is given, but a crash happens at once");
+    }
+
     #[test]
     fn the_memory_estimate_covers_what_runs_measured() {
         // Measured with /usr/bin/time -v: 152 MB at 1,000 nodes (600 s) and
