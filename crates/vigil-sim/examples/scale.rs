@@ -2,7 +2,7 @@
 //! in a cluster of N for SECS virtual seconds, and the wall time it took.
 use std::time::Duration;
 
-use vigil_sim::{Fault, Scenario, Sim};
+use vigil_sim::{Fault, Scenario, Sim, Timed};
 
 // The example measures its own wall time; the simulator itself reads no
 // clock.
@@ -13,7 +13,7 @@ fn main() -> Result<(), vigil_sim::SimError> {
     let secs: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(600);
     let mut s = Scenario::new("scale", n);
     s.duration = Duration::from_secs(secs);
-    s.faults.push(Fault::Crash { node: 7, at: Duration::from_secs(30) });
+    s.faults.push(Timed::new(Duration::from_secs(30), Fault::Crash { node: 7 }));
     let started = std::time::Instant::now();
     let r = Sim::new(&s)?.run(&mut |_| {});
     println!("{:?}", r.crashes);

@@ -12,19 +12,70 @@
 //!   (and no other is in force), every live node sees every other live node
 //!   alive within the scenario's heal bound, however long the partition
 //!   lasted.
+//!
+//! # Example
+//!
+//! ```
+//! use vigil_sim::checkers::{self, EPOCHS_NEVER_DECREASE};
+//!
+//! // Each checker says what went wrong, or nothing when the invariant holds.
+//! assert!(checkers::epoch_never_decreases("n1", (1, 4), (1, 5)).is_none());
+//! let detail = checkers::epoch_never_decreases("n1", (1, 5), (1, 4)).unwrap();
+//! assert_eq!(detail, "n1: (generation, incarnation) fell from (1, 5) to (1, 4)");
+//! assert_eq!(EPOCHS_NEVER_DECREASE, "epochs never decrease");
+//! ```
 
 use serde::Serialize;
 
 /// The checker name of [`epoch_never_decreases`].
+///
+/// # Example
+///
+/// ```
+/// // Violations name their checker with it.
+/// assert!(!vigil_sim::checkers::EPOCHS_NEVER_DECREASE.is_empty());
+/// ```
 pub const EPOCHS_NEVER_DECREASE: &str = "epochs never decrease";
 /// The checker name of [`no_false_death_inside_envelope`].
+///
+/// # Example
+///
+/// ```
+/// // Violations name their checker with it.
+/// assert!(!vigil_sim::checkers::NO_FALSE_DEATH_INSIDE_ENVELOPE.is_empty());
+/// ```
 pub const NO_FALSE_DEATH_INSIDE_ENVELOPE: &str = "no false death inside the envelope";
 /// The checker name of [`every_crash_detected_within_bound`].
+///
+/// # Example
+///
+/// ```
+/// // Violations name their checker with it.
+/// assert!(!vigil_sim::checkers::EVERY_CRASH_DETECTED_WITHIN_BOUND.is_empty());
+/// ```
 pub const EVERY_CRASH_DETECTED_WITHIN_BOUND: &str = "every crash detected within the bound";
 /// The checker name of [`healed_partition_converges_within_bound`].
+///
+/// # Example
+///
+/// ```
+/// // Violations name their checker with it.
+/// assert!(!vigil_sim::checkers::HEALED_PARTITIONS_CONVERGE_WITHIN_BOUND.is_empty());
+/// ```
 pub const HEALED_PARTITIONS_CONVERGE_WITHIN_BOUND: &str = "healed partitions converge within the bound";
 
 /// A violated invariant.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::Violation;
+/// use vigil_sim::checkers::{self, EPOCHS_NEVER_DECREASE};
+///
+/// let detail = checkers::epoch_never_decreases("n1", (2, 0), (1, 9)).unwrap();
+/// let v = Violation { at_ms: 1500.0, checker: EPOCHS_NEVER_DECREASE, detail };
+/// assert!(v.detail.starts_with("n1:"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Violation {
     /// When, ms since the start.
@@ -36,10 +87,30 @@ pub struct Violation {
 }
 
 /// Violations kept in full; beyond these only the count grows.
+///
+/// # Example
+///
+/// ```
+/// assert_eq!(vigil_sim::checkers::MAX_KEPT, 20);
+/// ```
 pub const MAX_KEPT: usize = 20;
 
 /// The violations of a run: the first [`MAX_KEPT`] in full, and the count
 /// of all.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Scenario, Sim};
+///
+/// let mut s = Scenario::new("calm", 5);
+/// s.duration = Duration::from_secs(20);
+/// let report = Sim::new(&s)?.run(&mut |_| {});
+/// assert!(report.violations.is_empty());
+/// assert!(report.violations.first.is_empty() && report.violations.total == 0);
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Violations {
     /// The first ones.
@@ -58,24 +129,66 @@ impl Violations {
     }
 
     /// Whether every invariant held.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// assert!(vigil_sim::Violations::default().is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.total == 0
     }
 }
 
 /// A node's epoch went from `before` to `after`: a violation if it fell.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::checkers::epoch_never_decreases;
+///
+/// // A restart's new generation may start its incarnations again.
+/// assert!(epoch_never_decreases("n1", (1, 7), (2, 0)).is_none());
+/// assert!(epoch_never_decreases("n1", (2, 0), (1, 7)).is_some());
+/// ```
 pub fn epoch_never_decreases(node: &str, before: (u64, u64), after: (u64, u64)) -> Option<String> {
     (after < before).then(|| format!("{node}: (generation, incarnation) fell from {before:?} to {after:?}"))
 }
 
 /// `declarer` declared `victim` dead; `inside` says whether the victim was
 /// inside the liveness envelope.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::checkers::no_false_death_inside_envelope;
+///
+/// // Outside the envelope (a partition, heavy loss) a false death is only
+/// // counted.
+/// assert!(no_false_death_inside_envelope("n0", "n3#1", false).is_none());
+/// assert_eq!(
+///     no_false_death_inside_envelope("n0", "n3#1", true).unwrap(),
+///     "n0 declared n3#1 dead, but it runs, is reachable and was not disturbed"
+/// );
+/// ```
 pub fn no_false_death_inside_envelope(declarer: &str, victim: &str, inside: bool) -> Option<String> {
     inside.then(|| format!("{declarer} declared {victim} dead, but it runs, is reachable and was not disturbed"))
 }
 
 /// A crash of `node` had `survivors`, of which `in_time` declared it dead
 /// within `bound_ms`.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::checkers::every_crash_detected_within_bound;
+///
+/// assert!(every_crash_detected_within_bound("n3#1", 9, 9, 30_000.0).is_none());
+/// assert_eq!(
+///     every_crash_detected_within_bound("n3#1", 9, 7, 30_000.0).unwrap(),
+///     "crash of n3#1: 7 of 9 survivors declared it dead within 30000 ms"
+/// );
+/// ```
 pub fn every_crash_detected_within_bound(
     node: &str,
     survivors: usize,
@@ -92,6 +205,16 @@ pub fn every_crash_detected_within_bound(
 /// A partition (fault `fault`, lasting `lasted_ms`) healed, and `bound_ms`
 /// later `disagreeing` pairs of live nodes still did not see each other
 /// alive.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::checkers::healed_partition_converges_within_bound;
+///
+/// assert!(healed_partition_converges_within_bound(0, 60_000.0, 60_000.0, 0).is_none());
+/// let detail = healed_partition_converges_within_bound(0, 60_000.0, 60_000.0, 12).unwrap();
+/// assert!(detail.ends_with("12 pairs of live nodes still did not see each other alive"));
+/// ```
 pub fn healed_partition_converges_within_bound(
     fault: usize,
     lasted_ms: f64,

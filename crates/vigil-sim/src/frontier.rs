@@ -15,6 +15,28 @@
 //! Runs are spread over threads; every run's seed comes from the spec's seed
 //! and the run's place in the grid, so the result does not depend on the
 //! number of threads.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//! use vigil_sim::frontier::{self, ClassicSetting, FrontierSpec, PhiSetting, Setting};
+//!
+//! // Two settings on six members, one short crash run and one loss run each.
+//! let mut spec = FrontierSpec::new(6);
+//! spec.crash_runs = 1;
+//! spec.crash_at = Duration::from_secs(30);
+//! spec.crash_run = Duration::from_secs(60);
+//! spec.loss_duration = Duration::from_secs(20);
+//! spec.settings = vec![
+//!     Setting::Phi(PhiSetting { heartbeat: Duration::from_millis(525), observers: 1, suspect_level: 8.0 }),
+//!     Setting::Classic(ClassicSetting { probe_interval: Duration::from_secs(1), suspicion_mult: 4 }),
+//! ];
+//! let result = frontier::run(&spec, &|_, _| {})?;
+//! assert_eq!(result.points.len(), 2);
+//! assert!(result.points.iter().all(|p| p.detected_by_all));
+//! # Ok::<(), vigil_sim::SimError>(())
+//! ```
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,13 +45,25 @@ use std::time::Duration;
 use serde::Serialize;
 use vigil_membership::Config;
 
+use crate::fault::{Fault, Timed};
+use crate::preset::CLUSTER;
 use crate::report::median;
-use crate::scenario::{Fault, Scenario};
-use crate::sim::{CLUSTER, Sim, SimError};
+use crate::scenario::Scenario;
+use crate::sim::{Sim, SimError};
 
 /// A φ-mode setting: the LAN preset with its φ timing scaled (see
 /// `Config::with_heartbeat_interval`), a number of observers and a suspect
 /// level.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::frontier::{PhiSetting, Setting};
+///
+/// let fast = Setting::Phi(PhiSetting { heartbeat: Duration::from_millis(525), observers: 2, suspect_level: 8.0 });
+/// assert_eq!(fast.config().observers, 2);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct PhiSetting {
     /// Heartbeat interval.
@@ -43,6 +77,16 @@ pub struct PhiSetting {
 /// A classic-mode setting: memberlist's LAN constants with another probe
 /// interval and suspicion multiplier. The probe timeout is memberlist's
 /// 500 ms, or half the interval if that is shorter.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::frontier::{ClassicSetting, Setting};
+///
+/// let quick = Setting::Classic(ClassicSetting { probe_interval: Duration::from_millis(500), suspicion_mult: 4 });
+/// assert_eq!(quick.config().probe_timeout, Duration::from_millis(250));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ClassicSetting {
     /// Probe interval.
@@ -52,6 +96,16 @@ pub struct ClassicSetting {
 }
 
 /// One point of the sweep.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::frontier::{ClassicSetting, Setting};
+///
+/// let memberlist = Setting::Classic(ClassicSetting { probe_interval: Duration::from_secs(1), suspicion_mult: 4 });
+/// assert!(!memberlist.is_phi());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "protocol", rename_all = "kebab-case")]
 pub enum Setting {
@@ -63,6 +117,18 @@ pub enum Setting {
 
 impl Setting {
     /// The protocol configuration.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::frontier::{PhiSetting, Setting};
+    ///
+    /// let s = Setting::Phi(PhiSetting { heartbeat: Duration::from_secs(2), observers: 3, suspect_level: 12.0 });
+    /// let config = s.config();
+    /// assert_eq!((config.observers, config.suspect_level), (3, 12.0));
+    /// assert!(config.validate().is_ok());
+    /// ```
     pub fn config(&self) -> Config {
         match *self {
             Setting::Phi(p) => {
@@ -83,6 +149,16 @@ impl Setting {
     }
 
     /// A short label: `φ T=1.05s K=2 level=8` or `classic I=1s mult=4`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::frontier::{ClassicSetting, Setting};
+    ///
+    /// let s = Setting::Classic(ClassicSetting { probe_interval: Duration::from_secs(1), suspicion_mult: 4 });
+    /// assert_eq!(s.label(), "classic I=1s mult=4");
+    /// ```
     pub fn label(&self) -> String {
         match self {
             Setting::Phi(p) => {
@@ -93,12 +169,33 @@ impl Setting {
     }
 
     /// Whether this is a φ-mode setting.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::frontier::{PhiSetting, Setting};
+    ///
+    /// let s = Setting::Phi(PhiSetting { heartbeat: Duration::from_secs(1), observers: 2, suspect_level: 8.0 });
+    /// assert!(s.is_phi());
+    /// ```
     pub fn is_phi(&self) -> bool {
         matches!(self, Setting::Phi(_))
     }
 }
 
 /// What to sweep, and how.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::frontier::FrontierSpec;
+///
+/// let mut spec = FrontierSpec::new(50);
+/// spec.crash_runs = 1;
+/// spec.threads = 4;
+/// assert_eq!(spec.runs(), spec.settings.len() * 2);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct FrontierSpec {
@@ -130,6 +227,17 @@ impl FrontierSpec {
     /// suspect levels 4, 8 and 12; classic with probe intervals 0.5, 1, 2
     /// and 5 s and suspicion multipliers 2, 3, 4 and 6. Three crash runs and
     /// 10 % loss for 10 minutes per setting.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use vigil_sim::frontier::FrontierSpec;
+    ///
+    /// let spec = FrontierSpec::new(100);
+    /// // 54 φ settings and 16 classic ones.
+    /// assert_eq!(spec.settings.iter().filter(|s| s.is_phi()).count(), 54);
+    /// assert_eq!(spec.settings.len(), 70);
+    /// ```
     pub fn new(nodes: usize) -> FrontierSpec {
         let mut settings = Vec::new();
         for f in [0.25, 0.5, 1.0, 2.0, 2.5, 5.0] {
@@ -160,12 +268,42 @@ impl FrontierSpec {
     }
 
     /// The runs the sweep makes.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use vigil_sim::frontier::FrontierSpec;
+    ///
+    /// // Three crash runs and one loss run per setting.
+    /// assert_eq!(FrontierSpec::new(100).runs(), 70 * 4);
+    /// ```
     pub fn runs(&self) -> usize {
         self.settings.len() * (self.crash_runs + 1)
     }
 }
 
 /// What one setting measured.
+///
+/// # Example
+///
+/// ```
+/// # use std::time::Duration;
+/// # use vigil_sim::frontier::{self, ClassicSetting, FrontierSpec, PhiSetting, Setting};
+/// # let mut spec = FrontierSpec::new(6);
+/// # spec.crash_runs = 1;
+/// # spec.crash_at = Duration::from_secs(30);
+/// # spec.crash_run = Duration::from_secs(60);
+/// # spec.loss_duration = Duration::from_secs(20);
+/// # spec.settings = vec![
+/// #     Setting::Phi(PhiSetting { heartbeat: Duration::from_millis(525), observers: 1, suspect_level: 8.0 }),
+/// #     Setting::Classic(ClassicSetting { probe_interval: Duration::from_secs(1), suspicion_mult: 4 }),
+/// # ];
+/// # let result = frontier::run(&spec, &|_, _| {})?;
+/// let phi = &result.points[0];
+/// assert_eq!(phi.setting, spec.settings[0]);
+/// assert!(phi.messages_per_member_second > 0.0 && phi.detection_median_ms <= phi.detection_max_ms);
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Point {
     /// The setting.
@@ -194,6 +332,27 @@ impl Point {
     /// Whether this point costs no more messages and bytes than `other`,
     /// raises no more false suspicions under loss, and detects in at most
     /// half its time.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use vigil_sim::frontier::{self, ClassicSetting, FrontierSpec, PhiSetting, Setting};
+    /// # let mut spec = FrontierSpec::new(6);
+    /// # spec.crash_runs = 1;
+    /// # spec.crash_at = Duration::from_secs(30);
+    /// # spec.crash_run = Duration::from_secs(60);
+    /// # spec.loss_duration = Duration::from_secs(20);
+    /// # spec.settings = vec![
+    /// #     Setting::Phi(PhiSetting { heartbeat: Duration::from_millis(525), observers: 1, suspect_level: 8.0 }),
+    /// #     Setting::Classic(ClassicSetting { probe_interval: Duration::from_secs(1), suspicion_mult: 4 }),
+    /// # ];
+    /// # let result = frontier::run(&spec, &|_, _| {})?;
+    /// let classic = &result.points[1];
+    /// // No point is twice as fast as itself.
+    /// assert!(!classic.twice_as_fast_on_the_budget_of(classic));
+    /// # Ok::<(), vigil_sim::SimError>(())
+    /// ```
     pub fn twice_as_fast_on_the_budget_of(&self, other: &Point) -> bool {
         self.detected_by_all
             && self.messages_per_member_second <= other.messages_per_member_second
@@ -204,6 +363,27 @@ impl Point {
 }
 
 /// The sweep's result.
+///
+/// # Example
+///
+/// ```
+/// # use std::time::Duration;
+/// # use vigil_sim::frontier::{self, ClassicSetting, FrontierSpec, PhiSetting, Setting};
+/// # let mut spec = FrontierSpec::new(6);
+/// # spec.crash_runs = 1;
+/// # spec.crash_at = Duration::from_secs(30);
+/// # spec.crash_run = Duration::from_secs(60);
+/// # spec.loss_duration = Duration::from_secs(20);
+/// # spec.settings = vec![
+/// #     Setting::Phi(PhiSetting { heartbeat: Duration::from_millis(525), observers: 1, suspect_level: 8.0 }),
+/// #     Setting::Classic(ClassicSetting { probe_interval: Duration::from_secs(1), suspicion_mult: 4 }),
+/// # ];
+/// # let result = frontier::run(&spec, &|_, _| {})?;
+/// // The one classic setting (index 1), and the φ setting that answers it, if any.
+/// assert_eq!(result.answers.len(), 1);
+/// assert_eq!(result.answers[0].0, 1);
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Frontier {
     /// Cluster size.
@@ -220,6 +400,26 @@ pub struct Frontier {
 impl Frontier {
     /// Whether every classic setting has a φ setting twice as fast on its
     /// budget.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use vigil_sim::frontier::{self, ClassicSetting, FrontierSpec, PhiSetting, Setting};
+    /// # let mut spec = FrontierSpec::new(6);
+    /// # spec.crash_runs = 1;
+    /// # spec.crash_at = Duration::from_secs(30);
+    /// # spec.crash_run = Duration::from_secs(60);
+    /// # spec.loss_duration = Duration::from_secs(20);
+    /// # spec.settings = vec![
+    /// #     Setting::Phi(PhiSetting { heartbeat: Duration::from_millis(525), observers: 1, suspect_level: 8.0 }),
+    /// #     Setting::Classic(ClassicSetting { probe_interval: Duration::from_secs(1), suspicion_mult: 4 }),
+    /// # ];
+    /// # let result = frontier::run(&spec, &|_, _| {})?;
+    /// let answered = result.answers.iter().all(|(_, phi)| phi.is_some());
+    /// assert_eq!(result.phi_answers_every_classic_setting(), answered);
+    /// # Ok::<(), vigil_sim::SimError>(())
+    /// ```
     pub fn phi_answers_every_classic_setting(&self) -> bool {
         self.answers.iter().all(|(_, a)| a.is_some())
     }
@@ -228,6 +428,26 @@ impl Frontier {
     /// among φ points or classic points: no other point of the same
     /// protocol is at least as cheap and at least as fast, and better in
     /// one.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use vigil_sim::frontier::{self, ClassicSetting, FrontierSpec, PhiSetting, Setting};
+    /// # let mut spec = FrontierSpec::new(6);
+    /// # spec.crash_runs = 1;
+    /// # spec.crash_at = Duration::from_secs(30);
+    /// # spec.crash_run = Duration::from_secs(60);
+    /// # spec.loss_duration = Duration::from_secs(20);
+    /// # spec.settings = vec![
+    /// #     Setting::Phi(PhiSetting { heartbeat: Duration::from_millis(525), observers: 1, suspect_level: 8.0 }),
+    /// #     Setting::Classic(ClassicSetting { probe_interval: Duration::from_secs(1), suspicion_mult: 4 }),
+    /// # ];
+    /// # let result = frontier::run(&spec, &|_, _| {})?;
+    /// assert!(result.pareto(false).iter().all(|p| !p.setting.is_phi()));
+    /// assert!(result.pareto(true).len() <= 1);
+    /// # Ok::<(), vigil_sim::SimError>(())
+    /// ```
     pub fn pareto(&self, phi: bool) -> Vec<&Point> {
         let same: Vec<&Point> = self.points.iter().filter(|p| p.setting.is_phi() == phi && p.detected_by_all).collect();
         let mut out: Vec<&Point> = same
@@ -253,6 +473,30 @@ impl Frontier {
 ///
 /// A [`SimError`] if a setting's configuration or the scenarios do not
 /// validate (checked for every setting before any run starts).
+///
+/// # Example
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::time::Duration;
+/// use vigil_sim::frontier::{self, FrontierSpec, PhiSetting, Setting};
+///
+/// let mut spec = FrontierSpec::new(6);
+/// spec.crash_runs = 1;
+/// spec.crash_at = Duration::from_secs(20);
+/// spec.crash_run = Duration::from_secs(50);
+/// spec.loss_duration = Duration::from_secs(10);
+/// spec.settings = vec![Setting::Phi(PhiSetting { heartbeat: Duration::from_secs(1), observers: 2, suspect_level: 8.0 })];
+/// let done = AtomicUsize::new(0);
+/// let result = frontier::run(&spec, &|_, _| {
+///     done.fetch_add(1, Ordering::Relaxed);
+/// })?;
+/// assert_eq!((result.points.len(), done.into_inner()), (1, spec.runs()));
+///
+/// spec.settings.push(Setting::Phi(PhiSetting { heartbeat: Duration::ZERO, observers: 2, suspect_level: 8.0 }));
+/// assert!(frontier::run(&spec, &|_, _| {}).is_err());
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 pub fn run(spec: &FrontierSpec, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Frontier, SimError> {
     let jobs: Vec<(usize, Option<usize>)> = (0..spec.settings.len())
         .flat_map(|s| (0..spec.crash_runs).map(move |r| (s, Some(r))).chain(std::iter::once((s, None))))
@@ -360,12 +604,12 @@ fn scenario(spec: &FrontierSpec, setting: usize, run: Option<usize>) -> Scenario
             s.duration = spec.crash_run;
             s.detection_bound = spec.crash_run.saturating_sub(spec.crash_at);
             let node = (r * 37 + 11) % spec.nodes;
-            s.faults.push(Fault::Crash { node, at: spec.crash_at });
+            s.faults.push(Timed::new(spec.crash_at, Fault::Crash { node }));
         }
         None => {
             let start = Duration::from_secs(10);
             s.duration = start + spec.loss_duration + Duration::from_secs(20);
-            s.faults.push(Fault::Loss { p: spec.loss, at: start, duration: spec.loss_duration });
+            s.faults.push(Timed::new(start, Fault::Loss { p: spec.loss }).lasting(spec.loss_duration));
         }
     }
     s

@@ -8,18 +8,24 @@
 //! late), crashes and restarts with a new generation. The same seed gives
 //! the same run, record for record.
 //!
-//! The parts, each in its own module: the [`Scenario`] (what to simulate),
-//! the network model, the faults, the simulation loop ([`Sim`]), the
-//! [`checkers`] (one named function per invariant), the typed
-//! [`Record`]s of what happened, and the [`Report`].
+//! The parts, each in its own module: the [`Scenario`] (what to simulate)
+//! and its [`Timed`] entries (each [`Fault`] or [`Operation`] once with its
+//! time); the simulation loop ([`Sim`]), which hands every job to the part
+//! that owns what it concerns (the machines and the nodes they run, the
+//! links between them, the sealer with the cluster's keys and the replaying
+//! attacker, the recorder of everything the report is made of) and queues
+//! the jobs they return; the [`checkers`] (one named function per
+//! invariant), the typed [`Record`]s of what happened, and the [`Report`].
+//!
+//! # Example
 //!
 //! ```
 //! use std::time::Duration;
-//! use vigil_sim::{Fault, Scenario, Sim};
+//! use vigil_sim::{Fault, Scenario, Sim, Timed};
 //!
 //! let mut s = Scenario::new("one crash", 20);
 //! s.duration = Duration::from_secs(40);
-//! s.faults.push(Fault::Crash { node: 3, at: Duration::from_secs(15) });
+//! s.faults.push(Timed::new(Duration::from_secs(15), Fault::Crash { node: 3 }));
 //! let report = Sim::new(&s)?.run(&mut |_| {});
 //! assert!(report.violations.is_empty(), "{:?}", report.violations);
 //! let crash = &report.crashes[0];
@@ -32,20 +38,30 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 
 pub mod checkers;
-mod faults;
+mod clock;
+mod fault;
 pub mod frontier;
-mod network;
+mod job;
+mod links;
+mod machines;
+mod preset;
+mod queue;
 mod record;
+mod recorder;
 mod report;
 mod scenario;
-mod sealing;
+mod sealer;
+mod secs;
+mod shown;
 mod sim;
 
 pub use checkers::{Violation, Violations};
+pub use fault::{Action, Fault, Operation, Timed};
+pub use preset::{CLUSTER, preset};
 pub use record::{Record, What};
 pub use report::{CrashReport, FaultWindow, HealReport, Report, SealReport, Stretch, Totals};
 pub use scenario::{
-    Envelope, Fault, MAX_DURATION, MAX_LATENCY_MS, MAX_NODES, MIN_DURATION, Network, Protocol, Scenario, ScenarioError,
+    Envelope, MAX_DURATION, MAX_LATENCY_MS, MAX_NODES, MIN_DURATION, Network, Protocol, Scenario, ScenarioError,
     Sealing,
 };
-pub use sim::{CLUSTER, Sim, SimError, preset};
+pub use sim::{Sim, SimError};

@@ -6,6 +6,21 @@ use vigil_detector::fnv::Fnv1a;
 use vigil_membership::Event;
 
 /// One thing that happened, at a virtual time since the start of the run.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Fault, Scenario, Sim, Timed, What};
+///
+/// let mut s = Scenario::new("a pause", 5);
+/// s.duration = Duration::from_secs(20);
+/// s.faults.push(Timed::new(Duration::from_secs(5), Fault::Pause { node: 2 }).lasting(Duration::from_secs(1)));
+/// let report = Sim::new(&s)?.keep_records(true).run(&mut |_| {});
+/// let started = report.records.iter().find(|r| r.what == What::FaultStarted { fault: 0 }).unwrap();
+/// assert_eq!(started.at, Duration::from_secs(5));
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     /// When, since the start.
@@ -15,6 +30,20 @@ pub struct Record {
 }
 
 /// What a [`Record`] records.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Scenario, Sim, What};
+///
+/// let mut s = Scenario::new("converging", 5);
+/// s.duration = Duration::from_secs(20);
+/// s.converge_after = Some(Duration::ZERO);
+/// let report = Sim::new(&s)?.keep_records(true).run(&mut |_| {});
+/// assert!(report.records.iter().any(|r| r.what == What::Converged));
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum What {
@@ -41,11 +70,31 @@ pub enum What {
 
 impl Record {
     /// The time in milliseconds since the start.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{Record, What};
+    ///
+    /// let r = Record { at: Duration::from_millis(1500), what: What::Converged };
+    /// assert_eq!(r.at_ms(), 1500.0);
+    /// ```
     pub fn at_ms(&self) -> f64 {
         self.at.as_secs_f64() * 1e3
     }
 
     /// The node and event, for a membership record.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{Record, What};
+    ///
+    /// let r = Record { at: Duration::ZERO, what: What::FaultEnded { fault: 0 } };
+    /// assert!(r.event().is_none());
+    /// ```
     pub fn event(&self) -> Option<(usize, &Event)> {
         match &self.what {
             What::Membership { node, event } => Some((*node, event)),

@@ -11,6 +11,19 @@ use crate::record::Record;
 /// simulator takes snapshots of them at the instants a report needs
 /// (fault boundaries, around crashes), so any window's figures are a
 /// difference of two snapshots.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Scenario, Sim};
+///
+/// let mut s = Scenario::new("steady", 5);
+/// s.duration = Duration::from_secs(20);
+/// let report = Sim::new(&s)?.run(&mut |_| {});
+/// assert!(report.totals.messages > 0 && report.totals.bytes > report.totals.messages);
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Totals {
     /// Datagrams and stream messages sent.
@@ -33,6 +46,17 @@ pub struct Totals {
 
 impl Totals {
     /// `self − earlier`, field by field.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use vigil_sim::Totals;
+    ///
+    /// let earlier = Totals { messages: 10, bytes: 400, ..Totals::default() };
+    /// let later = Totals { messages: 25, bytes: 1000, ..Totals::default() };
+    /// assert_eq!(later.since(&earlier).messages, 15);
+    /// assert_eq!(later.since(&earlier).bytes, 600);
+    /// ```
     pub fn since(&self, earlier: &Totals) -> Totals {
         Totals {
             messages: self.messages.saturating_sub(earlier.messages),
@@ -48,6 +72,22 @@ impl Totals {
 }
 
 /// Figures over one stretch of a run.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Fault, Scenario, Sim, Timed};
+///
+/// let mut s = Scenario::new("a crash", 5);
+/// s.duration = Duration::from_secs(30);
+/// s.faults.push(Timed::new(Duration::from_secs(10), Fault::Crash { node: 4 }));
+/// let report = Sim::new(&s)?.run(&mut |_| {});
+/// // The steady stretch runs until the first fault.
+/// assert_eq!((report.steady.from_ms, report.steady.to_ms), (0.0, 10_000.0));
+/// assert!(report.steady.messages_per_member_second > 0.0);
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Stretch {
     /// Start, ms since the start of the run.
@@ -67,6 +107,21 @@ pub struct Stretch {
 }
 
 /// A fault with a duration: figures while it lasted and after it.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Fault, Scenario, Sim, Timed};
+///
+/// let mut s = Scenario::new("lossy", 5);
+/// s.duration = Duration::from_secs(30);
+/// s.faults.push(Timed::new(Duration::from_secs(5), Fault::Loss { p: 0.2 }).lasting(Duration::from_secs(10)));
+/// let report = Sim::new(&s)?.run(&mut |_| {});
+/// let w = &report.fault_windows[0];
+/// assert_eq!((w.kind, w.during.to_ms, w.after.from_ms), ("loss", 15_000.0, 15_000.0));
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FaultWindow {
     /// Index into the scenario's faults.
@@ -80,6 +135,23 @@ pub struct FaultWindow {
 }
 
 /// How the cluster came back together after a partition ended.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Fault, Scenario, Sim, Timed};
+///
+/// let mut s = Scenario::new("split", 6);
+/// s.duration = Duration::from_secs(60);
+/// s.check_liveness = false;
+/// s.faults.push(Timed::new(Duration::from_secs(5), Fault::Partition { split: 3 }).lasting(Duration::from_secs(10)));
+/// let report = Sim::new(&s)?.run(&mut |_| {});
+/// let heal = &report.heals[0];
+/// assert_eq!((heal.healed_at_ms, heal.lasted_ms), (15_000.0, 10_000.0));
+/// assert!(heal.converged_after_ms.is_some());
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HealReport {
     /// Index into the scenario's faults.
@@ -96,6 +168,22 @@ pub struct HealReport {
 }
 
 /// How one crash was detected, and what it cost.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Fault, Scenario, Sim, Timed};
+///
+/// let mut s = Scenario::new("a crash", 8);
+/// s.duration = Duration::from_secs(40);
+/// s.faults.push(Timed::new(Duration::from_secs(10), Fault::Crash { node: 2 }));
+/// let report = Sim::new(&s)?.run(&mut |_| {});
+/// let crash = &report.crashes[0];
+/// assert_eq!((crash.node, crash.survivors, crash.detected_by), (2, 7, 7));
+/// assert!(crash.first_ms <= crash.median_ms && crash.median_ms <= crash.max_ms);
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CrashReport {
     /// The crashed node.
@@ -131,6 +219,21 @@ pub struct CrashReport {
 }
 
 /// What the nodes' seals did, summed over the nodes.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Scenario, Sealing, Sim};
+///
+/// let mut s = Scenario::new("sealed", 5);
+/// s.duration = Duration::from_secs(20);
+/// s.sealing = Sealing::Sealed;
+/// let report = Sim::new(&s)?.run(&mut |_| {});
+/// assert!(report.sealing.sealed > 0);
+/// assert_eq!(report.sealing.plaintext_accepted, 0);
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SealReport {
     /// Packets sealed.
@@ -151,6 +254,22 @@ pub struct SealReport {
 }
 
 /// What a run measured.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Scenario, Sim};
+///
+/// let mut s = Scenario::new("twice", 5);
+/// s.duration = Duration::from_secs(20);
+/// let first = Sim::new(&s)?.run(&mut |_| {});
+/// let second = Sim::new(&s)?.run(&mut |_| {});
+/// // The same seed gives the same run, record for record.
+/// assert_eq!(first.log_hash, second.log_hash);
+/// assert_eq!((first.nodes, first.false_deaths), (5, 0));
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
     /// Scenario name.
@@ -223,6 +342,22 @@ pub struct Report {
 impl Report {
     /// Membership events of the run, with the node that reported each (only
     /// when records were kept).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_membership::Event;
+    /// use vigil_sim::{Fault, Scenario, Sim, Timed};
+    ///
+    /// let mut s = Scenario::new("a crash", 5);
+    /// s.duration = Duration::from_secs(30);
+    /// s.faults.push(Timed::new(Duration::from_secs(5), Fault::Crash { node: 4 }));
+    /// let report = Sim::new(&s)?.keep_records(true).run(&mut |_| {});
+    /// let deaths = report.events().filter(|(_, _, e)| matches!(e, Event::Dead { .. })).count();
+    /// assert_eq!(deaths, 4);
+    /// # Ok::<(), vigil_sim::SimError>(())
+    /// ```
     pub fn events(&self) -> impl Iterator<Item = (f64, usize, &vigil_membership::Event)> {
         self.records.iter().filter_map(|r| r.event().map(|(node, e)| (r.at_ms(), node, e)))
     }

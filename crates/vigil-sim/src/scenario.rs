@@ -7,7 +7,20 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fault::{Action, Fault, Operation, Timed};
+use crate::shown::shown;
+
 /// The network between nodes.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::Scenario;
+///
+/// let s = Scenario::from_toml("name = 'wan'\nnodes = 5\n[network]\nbase_ms = 40\nloss = 0.01\n")?;
+/// assert_eq!((s.network.base_ms, s.network.jitter_ms, s.network.loss), (40.0, 0.5, 0.01));
+/// # Ok::<(), vigil_sim::ScenarioError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -46,237 +59,18 @@ impl Default for Network {
     }
 }
 
-/// A fault injected at a virtual time (measured from the start).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-#[non_exhaustive]
-pub enum Fault {
-    /// The node stops for good (until a restart). A crash of a node that is
-    /// already down does nothing.
-    Crash {
-        /// Node index.
-        node: usize,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-    },
-    /// A crashed node starts again under the same name with a new
-    /// generation, and joins through node 0 (or 1 if it is node 0). A
-    /// restart of a node that is up does nothing.
-    Restart {
-        /// Node index.
-        node: usize,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-    },
-    /// The node stops processing for a while (datagrams wait).
-    Pause {
-        /// Node index.
-        node: usize,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long.
-        #[serde(with = "secs")]
-        duration: Duration,
-    },
-    /// The node handles every datagram and timer `delay` late for a while.
-    Slow {
-        /// Node index.
-        node: usize,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long.
-        #[serde(with = "secs")]
-        duration: Duration,
-        /// Processing delay.
-        #[serde(with = "secs")]
-        delay: Duration,
-    },
-    /// Datagrams from `from` to `to` are dropped (one direction).
-    Block {
-        /// Sender.
-        from: usize,
-        /// Receiver.
-        to: usize,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long.
-        #[serde(with = "secs")]
-        duration: Duration,
-    },
-    /// Nodes below `split` and the others cannot reach each other.
-    Partition {
-        /// The first node of the second side.
-        split: usize,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long.
-        #[serde(with = "secs")]
-        duration: Duration,
-    },
-    /// Every link loses datagrams with probability `p` for a while.
-    Loss {
-        /// Loss probability.
-        p: f64,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long.
-        #[serde(with = "secs")]
-        duration: Duration,
-    },
-    /// A rolling key rotation (the cluster must seal): each node installs a
-    /// new key at a random time in `[at, at + spread)`, seals with it in
-    /// `[at + spread, at + 2·spread)` and removes the old key in
-    /// `[at + 2·spread, at + 3·spread)`, as an operator's rollout would.
-    RotateKey {
-        /// When the first step starts.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long each step takes across the cluster.
-        #[serde(with = "secs")]
-        spread: Duration,
-    },
-    /// Turning encryption on in a running cluster: each node takes the
-    /// cluster key (and so opens sealed packets) at a random time in
-    /// `[at, at + spread)`, goes staged (sealed out, anything in) in
-    /// `[at + spread, at + 2·spread)`, and sealed in
-    /// `[at + 2·spread, at + 3·spread)`.
-    EnableSealing {
-        /// When the first step starts.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long each step takes across the cluster.
-        #[serde(with = "secs")]
-        spread: Duration,
-    },
-    /// An attacker on the network captures every datagram delivered in
-    /// `[at, at + duration)` and sends each again to its receiver
-    /// `duration` after the original.
-    Replay {
-        /// When capturing starts.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long it captures, and how long each copy waits.
-        #[serde(with = "secs")]
-        duration: Duration,
-    },
-    /// The whole network degrades for a while: every link's one-way latency
-    /// becomes `base_ms` plus an exponential jitter of mean `jitter_ms`
-    /// (seed 001's regime change, seed 003's degradation).
-    Degrade {
-        /// Fixed latency, ms.
-        base_ms: f64,
-        /// Mean of the exponential extra latency, ms.
-        jitter_ms: f64,
-        /// When.
-        #[serde(with = "secs")]
-        at: Duration,
-        /// How long.
-        #[serde(with = "secs")]
-        duration: Duration,
-    },
-}
-
-impl Fault {
-    /// When the fault starts.
-    pub fn at(&self) -> Duration {
-        match self {
-            Fault::Crash { at, .. }
-            | Fault::Restart { at, .. }
-            | Fault::Pause { at, .. }
-            | Fault::Slow { at, .. }
-            | Fault::Block { at, .. }
-            | Fault::Partition { at, .. }
-            | Fault::Loss { at, .. }
-            | Fault::RotateKey { at, .. }
-            | Fault::EnableSealing { at, .. }
-            | Fault::Replay { at, .. }
-            | Fault::Degrade { at, .. } => *at,
-        }
-    }
-
-    /// How long the fault lasts, for the faults that end.
-    pub fn duration(&self) -> Option<Duration> {
-        match self {
-            Fault::Crash { .. } | Fault::Restart { .. } => None,
-            Fault::Pause { duration, .. }
-            | Fault::Slow { duration, .. }
-            | Fault::Block { duration, .. }
-            | Fault::Partition { duration, .. }
-            | Fault::Loss { duration, .. }
-            | Fault::Replay { duration, .. }
-            | Fault::Degrade { duration, .. } => Some(*duration),
-            Fault::RotateKey { spread, .. } => Some(spread.saturating_mul(3)),
-            Fault::EnableSealing { spread, .. } => Some(spread.saturating_mul(3)),
-        }
-    }
-
-    /// A short name: `crash`, `restart`, `pause`, `slow`, `block`,
-    /// `partition`, `loss`, `rotate-key`, `enable-sealing`, `replay`,
-    /// `degrade`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Fault::Crash { .. } => "crash",
-            Fault::Restart { .. } => "restart",
-            Fault::Pause { .. } => "pause",
-            Fault::Slow { .. } => "slow",
-            Fault::Block { .. } => "block",
-            Fault::Partition { .. } => "partition",
-            Fault::Loss { .. } => "loss",
-            Fault::RotateKey { .. } => "rotate-key",
-            Fault::EnableSealing { .. } => "enable-sealing",
-            Fault::Replay { .. } => "replay",
-            Fault::Degrade { .. } => "degrade",
-        }
-    }
-}
-
-mod secs {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let v = f64::deserialize(d)?;
-        Duration::try_from_secs_f64(v)
-            .map_err(|_| serde::de::Error::custom(format!("{} is not a duration in seconds", super::shown(v))))
-    }
-}
-
-mod opt_secs {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => s.serialize_some(&d.as_secs_f64()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        let v = Option::<f64>::deserialize(d)?;
-        v.map(|v| {
-            Duration::try_from_secs_f64(v)
-                .map_err(|_| serde::de::Error::custom(format!("{} is not a duration in seconds", super::shown(v))))
-        })
-        .transpose()
-    }
-}
-
 /// Which protocol preset the nodes run (unless the simulator is given a
 /// configuration of its own).
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{Protocol, Scenario};
+///
+/// let s = Scenario::from_toml("name = 'x'\nnodes = 5\nprotocol = 'classic'\n")?;
+/// assert_eq!(s.protocol, Protocol::Classic);
+/// # Ok::<(), vigil_sim::ScenarioError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -298,6 +92,17 @@ pub enum Protocol {
 /// and it is not degraded, and none of that has been otherwise within the
 /// last `grace` (a suspicion raised during a fault may still end after it).
 /// Outside the envelope a false death is a metric, not a violation.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::Scenario;
+///
+/// let s = Scenario::from_toml("name = 'x'\nnodes = 5\n[envelope]\ngrace = 30\n")?;
+/// assert_eq!((s.envelope.max_loss, s.envelope.grace), (0.1, Duration::from_secs(30)));
+/// # Ok::<(), vigil_sim::ScenarioError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -308,7 +113,7 @@ pub struct Envelope {
     pub max_loss: f64,
     /// How long after a disturbance ends before the envelope holds again.
     /// Default 60 s.
-    #[serde(with = "secs", default = "default_grace")]
+    #[serde(with = "crate::secs", default = "default_grace")]
     pub grace: Duration,
 }
 
@@ -326,6 +131,22 @@ impl Default for Envelope {
 }
 
 /// A simulation: the cluster, the network, the faults.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Fault, Scenario, Timed};
+///
+/// let from_file = Scenario::from_toml(
+///     "name = 'one crash'\nnodes = 20\nduration = 40\n[[faults]]\nkind = 'crash'\nnode = 3\nat = 15\n",
+/// )?;
+/// let mut in_code = Scenario::new("one crash", 20);
+/// in_code.duration = Duration::from_secs(40);
+/// in_code.faults.push(Timed::new(Duration::from_secs(15), Fault::Crash { node: 3 }));
+/// assert_eq!(from_file, in_code);
+/// # Ok::<(), vigil_sim::ScenarioError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -335,7 +156,7 @@ pub struct Scenario {
     /// Cluster size.
     pub nodes: usize,
     /// Virtual run time.
-    #[serde(with = "secs", default = "default_duration")]
+    #[serde(with = "crate::secs", default = "default_duration")]
     pub duration: Duration,
     /// Seed of every random choice.
     #[serde(default = "default_seed")]
@@ -346,17 +167,18 @@ pub struct Scenario {
     /// Network.
     #[serde(default)]
     pub network: Network,
-    /// Faults.
+    /// Faults and operations, each with its time (`[[faults]]` in TOML).
+    /// Reports and errors name them by index (`faults[2]`).
     #[serde(default)]
-    pub faults: Vec<Fault>,
+    pub faults: Vec<Timed>,
     /// Every crash must be detected by every survivor within this bound.
-    #[serde(with = "secs", default = "default_bound")]
+    #[serde(with = "crate::secs", default = "default_bound")]
     pub detection_bound: Duration,
     /// Every healed partition must converge within this bound: once it
     /// ends, with no other partition in force, every live node sees every
     /// other live node alive (with its current generation) within it.
     /// Default 60 s.
-    #[serde(with = "secs", default = "default_heal_bound")]
+    #[serde(with = "crate::secs", default = "default_heal_bound")]
     pub heal_bound: Duration,
     /// Whether the liveness checker applies.
     #[serde(default = "default_true")]
@@ -367,7 +189,7 @@ pub struct Scenario {
     /// From this time on, check every 500 ms whether every live node sees
     /// every other live node alive (with its current generation); the first
     /// time it holds is reported as `converged_ms`.
-    #[serde(with = "opt_secs", default)]
+    #[serde(with = "crate::secs::opt", default)]
     pub converge_after: Option<Duration>,
     /// Whether packets are sealed (vigil-membership's seal): `plaintext`
     /// (the default), `staged` or `sealed`. Sealed packets cost
@@ -377,6 +199,16 @@ pub struct Scenario {
 }
 
 /// How the simulated nodes seal their packets.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{Scenario, Sealing};
+///
+/// let s = Scenario::from_toml("name = 'x'\nnodes = 5\nsealing = 'staged'\n")?;
+/// assert_eq!(s.sealing, Sealing::Staged);
+/// # Ok::<(), vigil_sim::ScenarioError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -407,20 +239,68 @@ fn default_true() -> bool {
 }
 
 /// The largest cluster a scenario may ask for.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{MAX_NODES, Scenario};
+///
+/// assert!(Scenario::new("x", MAX_NODES + 1).validate().is_err());
+/// ```
 pub const MAX_NODES: usize = 100_000;
 
 /// The longest virtual run: 30 days.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{MAX_DURATION, Scenario};
+///
+/// let mut s = Scenario::new("x", 5);
+/// s.duration = MAX_DURATION * 2;
+/// assert_eq!(s.validate().unwrap_err().field, "duration");
+/// ```
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 
 /// The shortest run: one second, a protocol period of every preset (a
 /// shorter run measures nothing and would print a report of zeros).
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{MIN_DURATION, Scenario};
+///
+/// let mut s = Scenario::new("x", 5);
+/// s.duration = MIN_DURATION / 2;
+/// assert_eq!(s.validate().unwrap_err().field, "duration");
+/// ```
 pub const MIN_DURATION: Duration = Duration::from_secs(1);
 
 /// The longest latency, in ms: a day.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{MAX_LATENCY_MS, Scenario};
+///
+/// let mut s = Scenario::new("x", 5);
+/// s.network.base_ms = MAX_LATENCY_MS * 2.0;
+/// assert_eq!(s.validate().unwrap_err().field, "network.base_ms");
+/// ```
 pub const MAX_LATENCY_MS: f64 = 86_400_000.0;
 
 /// A scenario that cannot run. Names the field, as written in TOML
 /// (`faults[2].at`, `network.loss`), and what is wrong.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::Scenario;
+///
+/// let e = Scenario::from_toml("name = 'x'\nnodes = 5\n[network]\nloss = 2\n").unwrap_err();
+/// assert_eq!((e.field.as_str(), e.reason.as_str()), ("network.loss", "2 is outside [0, 1]"));
+/// assert_eq!(e.to_string(), "network.loss: 2 is outside [0, 1]");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioError {
     /// The field.
@@ -437,18 +317,23 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-/// A number as a reader takes it in: plain when short, in exponent form
-/// when it would run to many digits (`1e300`, not 301 of them).
-fn shown(v: f64) -> String {
-    if v == 0.0 || (v.is_finite() && (1e-4..1e9).contains(&v.abs())) { format!("{v}") } else { format!("{v:e}") }
-}
-
 fn err(field: impl Into<String>, reason: impl Into<String>) -> ScenarioError {
     ScenarioError { field: field.into(), reason: reason.into() }
 }
 
 impl Scenario {
     /// A fault-free scenario of `nodes` nodes, 60 s, seed 1, φ protocol.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{Protocol, Scenario};
+    ///
+    /// let s = Scenario::new("calm", 10);
+    /// assert_eq!((s.nodes, s.duration, s.seed, s.protocol), (10, Duration::from_secs(60), 1, Protocol::Phi));
+    /// assert!(s.faults.is_empty() && s.validate().is_ok());
+    /// ```
     pub fn new(name: &str, nodes: usize) -> Scenario {
         Scenario {
             name: name.into(),
@@ -473,6 +358,18 @@ impl Scenario {
     ///
     /// A [`ScenarioError`] for TOML that is not a scenario (unknown fields
     /// included), or one that [`Scenario::validate`] refuses.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use vigil_sim::Scenario;
+    ///
+    /// let s = Scenario::from_toml("name = 'small'\nnodes = 5\nduration = 30\nseed = 7\n")?;
+    /// assert_eq!((s.nodes, s.seed), (5, 7));
+    /// let e = Scenario::from_toml("name = 'small'\nnodes = 1\n").unwrap_err();
+    /// assert_eq!(e.to_string(), "nodes: 1 is outside 2 to 100000");
+    /// # Ok::<(), vigil_sim::ScenarioError>(())
+    /// ```
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
         let s: Scenario = toml::from_str(text).map_err(|e| err("", format!("not a valid simulation scenario: {e}")))?;
         s.validate()?;
@@ -484,6 +381,16 @@ impl Scenario {
     /// member and node, measured: 152 MB for 1,000 nodes, 13.3 GB for
     /// 10,000), so it grows as the square of the cluster size. Counted here
     /// as 160 bytes per pair, 64 KiB per node and 16 MiB for the rest.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use vigil_sim::Scenario;
+    ///
+    /// let thousand = Scenario::new("x", 1_000).estimated_memory_bytes();
+    /// let ten_thousand = Scenario::new("x", 10_000).estimated_memory_bytes();
+    /// assert!(ten_thousand > 50 * thousand);
+    /// ```
     pub fn estimated_memory_bytes(&self) -> u64 {
         let n = self.nodes as u64;
         16 * 1024 * 1024 + n.saturating_mul(n).saturating_mul(160) + n.saturating_mul(64 * 1024)
@@ -494,6 +401,19 @@ impl Scenario {
     /// # Errors
     ///
     /// A [`ScenarioError`] naming the first field that is out of range.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{Fault, Scenario, Timed};
+    ///
+    /// let mut s = Scenario::new("x", 10);
+    /// s.duration = Duration::from_secs(30);
+    /// s.faults.push(Timed::new(Duration::from_secs(40), Fault::Crash { node: 3 }));
+    /// let e = s.validate().unwrap_err();
+    /// assert_eq!(e.to_string(), "faults[0].at: 40 s is after the end of the run (30 s)");
+    /// ```
     pub fn validate(&self) -> Result<(), ScenarioError> {
         if !(2..=MAX_NODES).contains(&self.nodes) {
             return Err(err("nodes", format!("{} is outside 2 to {MAX_NODES}", self.nodes)));
@@ -529,17 +449,19 @@ impl Scenario {
             ));
         }
         let n = self.nodes;
-        for (i, f) in self.faults.iter().enumerate() {
+        for (i, t) in self.faults.iter().enumerate() {
             let field = |name: &str| format!("faults[{i}].{name}");
             let node = |name: &str, v: usize| {
                 if v < n { Ok(()) } else { Err(err(field(name), format!("node {v} is out of range (0 to {})", n - 1))) }
             };
-            match f {
-                Fault::Crash { node: v, .. }
-                | Fault::Restart { node: v, .. }
-                | Fault::Pause { node: v, .. }
-                | Fault::Slow { node: v, .. } => node("node", *v)?,
-                Fault::Block { from, to, .. } => {
+            match &t.action {
+                Action::Fault(
+                    Fault::Crash { node: v }
+                    | Fault::Restart { node: v }
+                    | Fault::Pause { node: v }
+                    | Fault::Slow { node: v, .. },
+                ) => node("node", *v)?,
+                Action::Fault(Fault::Block { from, to }) => {
                     node("from", *from)?;
                     node("to", *to)?;
                     if from == to {
@@ -549,17 +471,17 @@ impl Scenario {
                         ));
                     }
                 }
-                Fault::Partition { split, .. } => {
+                Action::Fault(Fault::Partition { split }) => {
                     if *split == 0 || *split >= n {
                         return Err(err(field("split"), format!("{split} is outside 1 to {}", n - 1)));
                     }
                 }
-                Fault::Loss { p, .. } => {
+                Action::Fault(Fault::Loss { p }) => {
                     if !(0.0..=1.0).contains(p) {
                         return Err(err(field("p"), format!("{} is outside [0, 1]", shown(*p))));
                     }
                 }
-                Fault::Degrade { base_ms, jitter_ms, .. } => {
+                Action::Fault(Fault::Degrade { base_ms, jitter_ms }) => {
                     for (name, v) in [("base_ms", *base_ms), ("jitter_ms", *jitter_ms)] {
                         if !(v.is_finite() && (0.0..=MAX_LATENCY_MS).contains(&v)) {
                             return Err(err(
@@ -569,7 +491,8 @@ impl Scenario {
                         }
                     }
                 }
-                Fault::RotateKey { .. } => {
+                Action::Fault(Fault::Replay) => {}
+                Action::Operation(Operation::RotateKey) => {
                     if self.sealing == Sealing::Plaintext {
                         return Err(err(
                             format!("faults[{i}]"),
@@ -577,7 +500,7 @@ impl Scenario {
                         ));
                     }
                 }
-                Fault::EnableSealing { .. } => {
+                Action::Operation(Operation::EnableSealing) => {
                     if self.sealing != Sealing::Plaintext {
                         return Err(err(
                             format!("faults[{i}]"),
@@ -585,24 +508,33 @@ impl Scenario {
                         ));
                     }
                 }
-                Fault::Replay { .. } => {}
             }
-            if f.at() > self.duration {
+            if t.at > self.duration {
                 return Err(err(
                     field("at"),
                     format!(
                         "{} s is after the end of the run ({} s)",
-                        shown(f.at().as_secs_f64()),
+                        shown(t.at.as_secs_f64()),
                         shown(self.duration.as_secs_f64())
                     ),
                 ));
             }
-            if let Some(d) = f.duration()
-                && (d.is_zero() || d > MAX_DURATION)
-            {
-                return Err(err(field("duration"), format!("{} s is outside (0, 30 days]", shown(d.as_secs_f64()))));
+            match (t.duration, t.action.lasts()) {
+                (Some(d), true) if d.is_zero() || d > MAX_DURATION => {
+                    return Err(err(
+                        field("duration"),
+                        format!("{} s is outside (0, 30 days]", shown(d.as_secs_f64())),
+                    ));
+                }
+                (None, true) => {
+                    return Err(err(field("duration"), format!("is missing: a {} lasts a while", t.kind())));
+                }
+                (Some(_), false) => {
+                    return Err(err(field("duration"), format!("is given, but a {} happens at once", t.kind())));
+                }
+                _ => {}
             }
-            if let Fault::Slow { delay, .. } = f
+            if let Action::Fault(Fault::Slow { delay, .. }) = &t.action
                 && (delay.is_zero() || *delay > MAX_DURATION)
             {
                 return Err(err(field("delay"), format!("{} s is outside (0, 30 days]", shown(delay.as_secs_f64()))));
@@ -620,6 +552,63 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const EVERY_KIND: &str = "name = 'x'\nnodes = 10\nduration = 100\nsealing = 'sealed'\n\
+        [[faults]]\nkind = 'crash'\nnode = 1\nat = 1\n\
+        [[faults]]\nkind = 'restart'\nnode = 1\nat = 2\n\
+        [[faults]]\nkind = 'pause'\nnode = 2\nat = 3\nduration = 4\n\
+        [[faults]]\nkind = 'slow'\nnode = 3\nat = 5\nduration = 6\ndelay = 0.25\n\
+        [[faults]]\nkind = 'block'\nfrom = 4\nto = 5\nat = 7\nduration = 8\n\
+        [[faults]]\nkind = 'partition'\nsplit = 5\nat = 9\nduration = 10\n\
+        [[faults]]\nkind = 'loss'\np = 0.5\nat = 11\nduration = 12\n\
+        [[faults]]\nkind = 'rotate-key'\nat = 13\nspread = 0.333333334\n\
+        [[faults]]\nkind = 'replay'\nat = 15\nduration = 16\n\
+        [[faults]]\nkind = 'degrade'\nbase_ms = 80\njitter_ms = 40\nat = 17\nduration = 18\n";
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    #[test]
+    fn every_kind_reads_as_its_action_with_its_time_once() {
+        let s = Scenario::from_toml(EVERY_KIND).unwrap();
+        let expected = [
+            Timed::new(secs(1.0), Fault::Crash { node: 1 }),
+            Timed::new(secs(2.0), Fault::Restart { node: 1 }),
+            Timed::new(secs(3.0), Fault::Pause { node: 2 }).lasting(secs(4.0)),
+            Timed::new(secs(5.0), Fault::Slow { node: 3, delay: secs(0.25) }).lasting(secs(6.0)),
+            Timed::new(secs(7.0), Fault::Block { from: 4, to: 5 }).lasting(secs(8.0)),
+            Timed::new(secs(9.0), Fault::Partition { split: 5 }).lasting(secs(10.0)),
+            Timed::new(secs(11.0), Fault::Loss { p: 0.5 }).lasting(secs(12.0)),
+            Timed::new(secs(13.0), Operation::RotateKey).lasting(Duration::from_nanos(1_000_000_002)),
+            Timed::new(secs(15.0), Fault::Replay).lasting(secs(16.0)),
+            Timed::new(secs(17.0), Fault::Degrade { base_ms: 80.0, jitter_ms: 40.0 }).lasting(secs(18.0)),
+        ];
+        assert_eq!(s.faults, expected);
+    }
+
+    #[test]
+    fn the_file_form_is_written_as_it_was_read() {
+        let s = Scenario::from_toml(EVERY_KIND).unwrap();
+        let written = toml::to_string(&s).unwrap();
+        assert!(written.contains("kind = \"rotate-key\"\nat = 13.0\nspread = 0.333333334\n"), "{written}");
+        assert_eq!(Scenario::from_toml(&written).unwrap(), s);
+        let rollout = "name = 'x'\nnodes = 5\n[[faults]]\nkind = 'enable-sealing'\nat = 2\nspread = 1.5\n";
+        let s = Scenario::from_toml(rollout).unwrap();
+        assert_eq!(s.faults, [Timed::new(secs(2.0), Operation::EnableSealing).lasting(secs(4.5))]);
+        assert!(toml::to_string(&s).unwrap().contains("kind = \"enable-sealing\"\nat = 2.0\nspread = 1.5\n"));
+    }
+
+    #[test]
+    fn a_duration_is_required_of_what_lasts_and_refused_of_what_does_not() {
+        let mut s = Scenario::new("x", 5);
+        s.faults.push(Timed::new(secs(1.0), Fault::Pause { node: 1 }));
+        let e = s.validate().unwrap_err();
+        assert_eq!(e.to_string(), "faults[0].duration: is missing: a pause lasts a while");
+        s.faults[0] = Timed::new(secs(1.0), Fault::Crash { node: 1 }).lasting(secs(2.0));
+        let e = s.validate().unwrap_err();
+        assert_eq!(e.to_string(), "faults[0].duration: is given, but a crash happens at once");
+    }
 
     #[test]
     fn the_memory_estimate_covers_what_runs_measured() {

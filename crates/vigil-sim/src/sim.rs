@@ -1,38 +1,38 @@
-//! The simulation loop: virtual time, the nodes, the event queue, and the
-//! bookkeeping that becomes the report.
+//! The simulation loop: virtual time and the queue of jobs. Each job is
+//! handed to the component it concerns (the machines, the links, the
+//! sealer, the recorder), and the jobs they return are queued.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::fmt;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::sync::Arc;
-use std::time::Duration;
 
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use vigil_detector::Instant;
-use vigil_membership::seal::Seal;
-use vigil_membership::wire::{MAX_DATAGRAM, MAX_STREAM};
-use vigil_membership::{Config, ConfigError, Event, Node, NodeId, Status};
+use vigil_membership::{Config, ConfigError, Node};
 
-use crate::checkers::{self, Violations};
-use crate::network::Links;
-use crate::record::{Log, Record, What};
-use crate::report::{CrashReport, FaultWindow, HealReport, Report, Stretch, Totals, median};
-use crate::scenario::{Fault, Protocol, Scenario, ScenarioError};
-use crate::sealing::{KeyStep, Sealer};
-
-/// The instant virtual time starts at.
-pub(crate) const START: Instant = Instant::from_secs(1);
-
-/// The cluster id of simulated nodes.
-pub const CLUSTER: u64 = 0x5eed;
-
-/// The window before and after a crash over which its extra traffic is
-/// measured (memberlist's measurement: 30 s).
-const TRAFFIC_WINDOW: Duration = Duration::from_secs(30);
+use crate::clock::{START, since_start};
+use crate::fault::{Action, Fault};
+use crate::job::Job;
+use crate::links::Links;
+use crate::machines::{Arrival, Machines};
+use crate::preset::preset;
+use crate::queue::Queue;
+use crate::record::What;
+use crate::recorder::Recorder;
+use crate::report::Report;
+use crate::scenario::{Scenario, ScenarioError};
+use crate::sealer::Sealer;
 
 /// A simulation that cannot start.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::{Scenario, Sim, SimError};
+///
+/// let Err(e) = Sim::new(&Scenario::new("alone", 1)) else { panic!("one node is no cluster") };
+/// assert!(matches!(e, SimError::Scenario(_)));
+/// assert_eq!(e.to_string(), "invalid scenario: nodes: 1 is outside 2 to 100000");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum SimError {
@@ -55,151 +55,36 @@ impl fmt::Display for SimError {
 /// as a source (a chain would print it twice).
 impl std::error::Error for SimError {}
 
-/// The protocol configuration a scenario's protocol stands for.
-pub fn preset(protocol: Protocol) -> Config {
-    match protocol {
-        Protocol::Phi => Config::lan(CLUSTER),
-        Protocol::PhiFast => Config::lan_fast(CLUSTER),
-        Protocol::Classic => Config::classic_lan(CLUSTER),
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum Job {
-    /// Deliver a message to a node: (to, from, bytes, stream).
-    Deliver(usize, usize, Vec<u8>, bool),
-    /// Process a message already delivered to a slow node.
-    Process(usize, usize, Vec<u8>, bool),
-    /// Wake a node if its timer generation still matches.
-    Wake(usize, u64),
-    /// Start fault number i.
-    FaultStart(usize),
-    /// End fault number i.
-    FaultEnd(usize),
-    /// A step of a key rotation at a node.
-    Key(usize, KeyStep),
-    /// An attacker's copy of a datagram, sent again: (to, from, bytes).
-    Replayed(usize, usize, Vec<u8>),
-    /// Check convergence.
-    Check,
-    /// Check whether the cluster converged after partition `k` ended, by
-    /// the deadline.
-    HealCheck(usize, Instant),
-    /// Take a snapshot of the totals.
-    Snapshot,
-}
-
-/// A job at a time; ties are broken by the order jobs were scheduled in.
-struct Scheduled {
-    at: Instant,
-    order: u64,
-    job: Job,
-}
-
-impl PartialEq for Scheduled {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.order) == (other.at, other.order)
-    }
-}
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Scheduled {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.at, self.order).cmp(&(other.at, other.order))
-    }
-}
-
-/// One simulated machine: the node it runs (if up) and what the faults do
-/// to it.
-pub(crate) struct SimNode {
-    pub(crate) node: Option<Node>,
-    pub(crate) name: String,
-    pub(crate) generation: u64,
-    pub(crate) addr: SocketAddr,
-    /// Generations of this machine that crashed.
-    pub(crate) crashed: Vec<u64>,
-    /// Down since, for each time it went down: (crash, restart).
-    pub(crate) downs: Vec<(Instant, Option<Instant>)>,
-    pub(crate) paused_until: Option<Instant>,
-    /// Messages that arrived during a pause: (from, bytes, stream).
-    pub(crate) inbox: Vec<(usize, Vec<u8>, bool)>,
-    pub(crate) slow: Duration,
-    /// Outside the liveness envelope until then (after a fault of its own).
-    pub(crate) disturbed_until: Instant,
-    timer_gen: u64,
-    scheduled: Option<Instant>,
-    pub(crate) epoch: (u64, u64),
-    /// The node's probe and accusation counters last seen.
-    pub(crate) seen: (u64, u64),
-    /// What it sends is sealed with this, and what it receives opened.
-    pub(crate) seal: Seal,
-}
-
-impl SimNode {
-    /// Whether the machine was up throughout `[from, to]`.
-    fn up_throughout(&self, from: Instant, to: Instant) -> bool {
-        self.downs.iter().all(|&(down, up)| down > to || up.is_some_and(|u| u <= from))
-    }
-
-    fn up_at(&self, t: Instant) -> bool {
-        self.up_throughout(t, t)
-    }
-}
-
-/// A crash that was applied.
-#[derive(Debug, Clone)]
-struct Crash {
-    node: usize,
-    generation: u64,
-    at: Instant,
-}
-
 /// The simulator. Build with [`Sim::new`] or [`Sim::with_config`], then
 /// [`Sim::run`].
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::{Fault, Scenario, Sim, Timed};
+///
+/// let mut s = Scenario::new("a pause", 10);
+/// s.duration = Duration::from_secs(30);
+/// s.faults.push(Timed::new(Duration::from_secs(10), Fault::Pause { node: 4 }).lasting(Duration::from_secs(2)));
+/// let mut done = 0.0;
+/// let report = Sim::new(&s)?.run(&mut |fraction| done = fraction);
+/// assert_eq!(done, 1.0);
+/// assert!(report.violations.is_empty(), "{:?}", report.violations);
+/// # Ok::<(), vigil_sim::SimError>(())
+/// ```
 pub struct Sim {
-    pub(crate) scenario: Scenario,
+    scenario: Scenario,
     /// The protocol configuration every node runs (restarted ones too).
-    pub(crate) config: Config,
-    pub(crate) now: Instant,
-    queue: BinaryHeap<Reverse<Scheduled>>,
-    order: u64,
-    pub(crate) nodes: Vec<SimNode>,
-    by_addr: HashMap<SocketAddr, usize>,
-    pub(crate) rng: ChaCha8Rng,
-    pub(crate) links: Links,
-    /// Outside the envelope for everyone until then (after a network fault).
-    pub(crate) network_disturbed_until: Instant,
-    /// Deaths seen: (dead name, generation) → declarer → time.
-    deaths: HashMap<(String, u64), BTreeMap<usize, Instant>>,
-    crashes: Vec<Crash>,
-    totals: Totals,
-    snapshots: BTreeMap<Instant, Totals>,
-    by_kind: BTreeMap<&'static str, u64>,
-    pub(crate) log: Log,
-    violations: Violations,
-    refuted: u64,
-    path_problems: u64,
-    false_deaths_outside: u64,
-    false_deaths_of: BTreeMap<String, u64>,
-    converged_ms: Option<f64>,
-    /// Partitions that ended, and how they converged.
-    heals: Vec<HealReport>,
-    pub(crate) ineffective_faults: Vec<usize>,
-    pub(crate) sealer: Sealer,
-}
-
-/// The seed node `i` joins through, as a cluster of agents is started.
-pub(crate) fn seed_of(i: usize) -> usize {
-    usize::from(i == 0)
-}
-
-pub(crate) fn addr_of(i: usize) -> SocketAddr {
-    let i = i as u32;
-    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, (i >> 16) as u8, (i >> 8) as u8, i as u8), 7946))
+    config: Config,
+    now: Instant,
+    queue: Queue,
+    /// The run's random stream: node seeds and the network's draws.
+    rng: ChaCha8Rng,
+    machines: Machines,
+    links: Links,
+    sealer: Sealer,
+    recorder: Recorder,
 }
 
 impl Sim {
@@ -208,6 +93,16 @@ impl Sim {
     /// # Errors
     ///
     /// [`SimError::Scenario`] if the scenario does not validate.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use vigil_sim::{Protocol, Scenario, Sim};
+    ///
+    /// let mut s = Scenario::new("classic", 5);
+    /// s.protocol = Protocol::Classic;
+    /// assert!(Sim::new(&s).is_ok());
+    /// ```
     pub fn new(scenario: &Scenario) -> Result<Sim, SimError> {
         Sim::with_config(scenario, preset(scenario.protocol))
     }
@@ -219,565 +114,343 @@ impl Sim {
     ///
     /// [`SimError::Scenario`] or [`SimError::Config`] if either does not
     /// validate.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{CLUSTER, Scenario, Sim, SimError};
+    /// use vigil_membership::Config;
+    ///
+    /// let mut s = Scenario::new("slower heartbeats", 5);
+    /// s.duration = Duration::from_secs(20);
+    /// let config = Config::lan(CLUSTER).with_heartbeat_interval(Duration::from_secs(2));
+    /// let report = Sim::with_config(&s, config)?.run(&mut |_| {});
+    /// assert_eq!(report.false_deaths, 0);
+    ///
+    /// let mut broken = Config::lan(CLUSTER);
+    /// broken.observers = 0;
+    /// assert!(matches!(Sim::with_config(&s, broken), Err(SimError::Config(_))));
+    /// # Ok::<(), SimError>(())
+    /// ```
     pub fn with_config(scenario: &Scenario, config: Config) -> Result<Sim, SimError> {
         scenario.validate().map_err(SimError::Scenario)?;
         config.validate().map_err(SimError::Config)?;
         let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
         let mut sealer = Sealer::new(scenario);
-        let n = scenario.nodes;
-        // One copy of each name, shared by every node's table.
-        let shared: Vec<(Arc<str>, u64, SocketAddr)> =
-            (0..n).map(|i| (Arc::from(format!("n{i}")), 1, addr_of(i))).collect();
-        let mut nodes = Vec::with_capacity(n);
-        for (name, generation, addr) in &shared {
-            let seed = rng.random::<u64>();
-            let id = NodeId::new(name.to_string(), *generation);
-            let mut node = Node::new(id, *addr, config.clone(), seed, START).map_err(SimError::Config)?;
-            node.bootstrap_shared(START, &shared);
-            // As a cluster of agents is started: every member joins through
-            // a seed (n0; n0 through n1), which it goes back to whenever it
-            // knows no live member.
-            node.set_seeds(START, &[addr_of(seed_of(nodes.len()))]);
-            nodes.push(SimNode {
-                node: Some(node),
-                name: name.to_string(),
-                generation: *generation,
-                addr: *addr,
-                crashed: Vec::new(),
-                downs: Vec::new(),
-                paused_until: None,
-                inbox: Vec::new(),
-                slow: Duration::ZERO,
-                disturbed_until: START,
-                timer_gen: 0,
-                scheduled: None,
-                epoch: (*generation, 0),
-                seen: (0, 0),
-                seal: sealer.seal_for_start(None, crate::sealing::EPOCH_SECS),
-            });
+        let machines = Machines::new(scenario.nodes, &config, &mut rng, &mut sealer).map_err(SimError::Config)?;
+        let mut queue = Queue::default();
+        queue.extend(Recorder::snapshot_jobs(scenario));
+        for (k, f) in scenario.faults.iter().enumerate() {
+            queue.push(START.saturating_add(f.at), Job::FaultStart(k));
         }
-        let by_addr = nodes.iter().enumerate().map(|(i, n)| (n.addr, i)).collect();
         let mut sim = Sim {
             scenario: scenario.clone(),
             config,
             now: START,
-            queue: BinaryHeap::new(),
-            order: 0,
-            nodes,
-            by_addr,
+            queue,
             rng,
+            machines,
             links: Links::new(scenario.seed, scenario.network.clone()),
-            network_disturbed_until: START,
-            deaths: HashMap::new(),
-            crashes: Vec::new(),
-            totals: Totals::default(),
-            snapshots: BTreeMap::new(),
-            by_kind: BTreeMap::new(),
-            log: Log::new(false),
-            violations: Violations::default(),
-            refuted: 0,
-            path_problems: 0,
-            false_deaths_outside: 0,
-            false_deaths_of: BTreeMap::new(),
-            converged_ms: None,
-            heals: Vec::new(),
-            ineffective_faults: Vec::new(),
             sealer,
+            recorder: Recorder::new(scenario),
         };
-        // Snapshots first, so that at equal times they see the totals from
-        // before whatever else happens then.
-        let end = START.saturating_add(scenario.duration);
-        let mut marks = BTreeSet::from([START, end]);
-        for f in &scenario.faults {
-            let at = START.saturating_add(f.at());
-            marks.insert(at);
-            if let Some(d) = f.duration() {
-                marks.insert(at.saturating_add(d).min(end));
-            }
-            if matches!(f, Fault::Crash { .. }) {
-                marks.insert(at.saturating_sub(TRAFFIC_WINDOW).max(START));
-                marks.insert(at.saturating_add(TRAFFIC_WINDOW).min(end));
-            }
-        }
-        for at in marks {
-            sim.push(at, Job::Snapshot);
-        }
-        for (i, f) in scenario.faults.iter().enumerate() {
-            sim.push(START.saturating_add(f.at()), Job::FaultStart(i));
-        }
-        for i in 0..n {
+        for i in 0..scenario.nodes {
             sim.schedule_wake(i);
         }
         if let Some(after) = scenario.converge_after {
-            sim.push(START.saturating_add(after), Job::Check);
+            sim.queue.push(START.saturating_add(after), Job::Check);
         }
         Ok(sim)
     }
 
     /// Keeps every record of the run in the report (for inspection and
     /// tests); they are always hashed.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{Fault, Scenario, Sim, Timed};
+    ///
+    /// let mut s = Scenario::new("a crash", 5);
+    /// s.duration = Duration::from_secs(20);
+    /// s.faults.push(Timed::new(Duration::from_secs(5), Fault::Crash { node: 1 }));
+    /// let kept = Sim::new(&s)?.keep_records(true).run(&mut |_| {});
+    /// let hashed = Sim::new(&s)?.run(&mut |_| {});
+    /// assert!(!kept.records.is_empty() && hashed.records.is_empty());
+    /// assert_eq!(kept.log_hash, hashed.log_hash);
+    /// # Ok::<(), vigil_sim::SimError>(())
+    /// ```
     pub fn keep_records(mut self, keep: bool) -> Sim {
-        self.log = Log::new(keep);
+        self.recorder.keep_records(keep);
         self
     }
 
-    pub(crate) fn push(&mut self, at: Instant, job: Job) {
-        self.order += 1;
-        self.queue.push(Reverse(Scheduled { at, order: self.order, job }));
-    }
-
-    pub(crate) fn schedule_wake(&mut self, i: usize) {
-        let slow = self.nodes[i].slow;
-        let Some(node) = self.nodes[i].node.as_ref() else { return };
-        let Some(t) = node.poll_timeout() else { return };
-        let at = t.max(self.now).saturating_add(slow);
-        if self.nodes[i].scheduled == Some(at) {
-            return;
-        }
-        self.nodes[i].scheduled = Some(at);
-        self.nodes[i].timer_gen += 1;
-        let g = self.nodes[i].timer_gen;
-        self.push(at, Job::Wake(i, g));
-    }
-
-    pub(crate) fn since_start(&self, t: Instant) -> Duration {
-        t.saturating_duration_since(START)
-    }
-
-    fn ms(&self, t: Instant) -> f64 {
-        self.since_start(t).as_secs_f64() * 1e3
-    }
-
-    pub(crate) fn record(&mut self, what: What) {
-        let at = self.since_start(self.now);
-        self.log.push(Record { at, what });
-    }
-
-    /// Sends everything node `i` has queued and takes its events.
-    pub(crate) fn flush(&mut self, i: usize) {
-        let mut out = Vec::new();
-        let mut events = Vec::new();
-        let Some(node) = self.nodes[i].node.as_mut() else { return };
-        while let Some(t) = node.poll_transmit() {
-            out.push(t);
-        }
-        while let Some(e) = node.poll_event() {
-            events.push(e);
-        }
-        let stats = node.stats();
-        let seen = (stats.probes, stats.suspicions_started);
-        let epoch = (node.id().generation, node.incarnation());
-        let sn = &mut self.nodes[i];
-        self.totals.probes += seen.0.saturating_sub(sn.seen.0);
-        self.totals.accusations += seen.1.saturating_sub(sn.seen.1);
-        sn.seen = seen;
-        for t in out {
-            // What goes on the wire: sealed, when the cluster seals.
-            let bytes = self.seal_out(i, &t.bytes);
-            self.totals.messages += 1;
-            self.totals.bytes += bytes.len() as u64;
-            if !t.stream {
-                self.totals.datagrams += 1;
-                self.totals.datagram_bytes += bytes.len() as u64;
-            }
-            *self.by_kind.entry(t.kind.name()).or_default() += 1;
-            let Some(&to) = self.by_addr.get(&t.to) else { continue };
-            if let Some(latency) = self.links.send(i, to, t.stream, &mut self.rng) {
-                let at = self.now.saturating_add(latency);
-                self.push(at, Job::Deliver(to, i, bytes, t.stream));
-            }
-        }
-        for e in events {
-            self.observe(i, e);
-        }
-        let before = self.nodes[i].epoch;
-        let name = self.nodes[i].name.clone();
-        let at = self.ms(self.now);
-        self.violations.add(at, checkers::EPOCHS_NEVER_DECREASE, checkers::epoch_never_decreases(&name, before, epoch));
-        self.nodes[i].epoch = epoch;
-        self.nodes[i].generation = epoch.0;
-    }
-
-    fn index_of(&self, name: &str) -> Option<usize> {
-        name.strip_prefix('n').and_then(|s| s.parse().ok()).filter(|&i: &usize| i < self.nodes.len())
-    }
-
-    /// Whether node `j` is inside the liveness envelope right now.
-    fn inside_envelope(&self, j: usize) -> bool {
-        let n = &self.nodes[j];
-        n.node.is_some()
-            && n.paused_until.is_none()
-            && n.slow.is_zero()
-            && self.now >= n.disturbed_until
-            && self.now >= self.network_disturbed_until
-            && !self.links.disturbed(self.scenario.envelope.max_loss)
-            && !self.links.blocks(j)
-    }
-
-    fn observe(&mut self, i: usize, e: Event) {
-        match &e {
-            Event::Suspected { id, .. }
-                if self.index_of(&id.name).is_some_and(|j| !self.nodes[j].crashed.contains(&id.generation)) =>
-            {
-                self.totals.false_suspicions += 1;
-            }
-            Event::Dead { id, .. } => {
-                if let Some(j) = self.index_of(&id.name) {
-                    if !self.nodes[j].crashed.contains(&id.generation) {
-                        self.totals.false_deaths += 1;
-                        *self.false_deaths_of.entry(id.name.clone()).or_default() += 1;
-                        let inside = self.scenario.check_liveness && self.inside_envelope(j);
-                        if !inside {
-                            self.false_deaths_outside += 1;
-                        }
-                        let at = self.ms(self.now);
-                        let declarer = self.nodes[i].name.clone();
-                        self.violations.add(
-                            at,
-                            checkers::NO_FALSE_DEATH_INSIDE_ENVELOPE,
-                            checkers::no_false_death_inside_envelope(&declarer, &id.to_string(), inside),
-                        );
-                    }
-                    let now = self.now;
-                    self.deaths.entry((id.name.clone(), id.generation)).or_default().entry(i).or_insert(now);
-                }
-            }
-            Event::Refuted { .. } => self.refuted += 1,
-            Event::PathProblem { .. } => self.path_problems += 1,
-            _ => {}
-        }
-        self.record(What::Membership { node: i, event: e });
-    }
-
-    /// A machine crashed: remember which generation, and since when it is
-    /// down.
-    pub(crate) fn note_crash(&mut self, node: usize, generation: u64) {
-        let now = self.now;
-        let sn = &mut self.nodes[node];
-        sn.crashed.push(generation);
-        sn.downs.push((now, None));
-        self.crashes.push(Crash { node, generation, at: now });
-    }
-
-    pub(crate) fn note_restart(&mut self, node: usize) {
-        let now = self.now;
-        if let Some(last) = self.nodes[node].downs.last_mut() {
-            last.1 = Some(now);
-        }
-    }
-
-    pub(crate) fn deliver(&mut self, to: usize, from: usize, bytes: &[u8], stream: bool) {
-        let now = self.now;
-        let from_addr = self.nodes[from].addr;
-        let sn = &mut self.nodes[to];
-        let Some(node) = sn.node.as_mut() else { return };
-        let max = if stream { MAX_STREAM } else { MAX_DATAGRAM };
-        // A packet that does not open (forged, replayed, of another key) is
-        // counted by the seal and never reaches the protocol.
-        sn.seal.tick(crate::sealing::EPOCH_SECS + now.saturating_duration_since(START).as_secs());
-        let Ok(plain) = sn.seal.open(bytes, max) else { return };
-        let _ = if stream {
-            node.handle_stream(now, from_addr, &plain)
-        } else {
-            node.handle_datagram(now, from_addr, &plain)
-        };
-        self.flush(to);
-        self.schedule_wake(to);
-    }
-
-    pub(crate) fn wake(&mut self, i: usize) {
-        let now = self.now;
-        if let Some(node) = self.nodes[i].node.as_mut() {
-            node.handle_timeout(now);
-            self.flush(i);
-            self.schedule_wake(i);
-        }
-    }
-
-    /// Pairs of live nodes (observer, member) where the observer does not
-    /// see the member alive with its current generation.
-    fn disagreements(&self) -> u64 {
-        self.count_disagreements(u64::MAX)
-    }
-
-    /// Whether every live node sees every other live node alive.
-    fn converged(&self) -> bool {
-        self.count_disagreements(1) == 0
-    }
-
-    /// As [`Sim::disagreements`], stopping at `enough`.
-    fn count_disagreements(&self, enough: u64) -> u64 {
-        let mut count = 0;
-        for (i, a) in self.nodes.iter().enumerate() {
-            let Some(node) = &a.node else { continue };
-            for (j, b) in self.nodes.iter().enumerate() {
-                if i == j || b.node.is_none() {
-                    continue;
-                }
-                let sees =
-                    node.member(&b.name).is_some_and(|m| m.id.generation == b.generation && m.status == Status::Alive);
-                count += u64::from(!sees);
-                if count >= enough {
-                    return count;
-                }
-            }
-        }
-        count
-    }
-
-    /// Partition `k` healed: check every 500 ms whether the cluster is one
-    /// again, until `deadline`.
-    pub(crate) fn start_heal_check(&mut self, k: usize) {
-        let healed_at = self.ms(self.now);
-        let lasted_ms = self.scenario.faults[k].duration().map_or(0.0, |d| d.as_secs_f64() * 1e3);
-        self.heals.push(HealReport { fault: k, healed_at_ms: healed_at, lasted_ms, converged_after_ms: None });
-        let deadline = self.now.saturating_add(self.scenario.heal_bound);
-        self.push(self.now.saturating_add(Duration::from_millis(500)), Job::HealCheck(k, deadline));
-    }
-
-    fn heal_check(&mut self, k: usize, deadline: Instant) {
-        // Another partition in force: the cluster cannot be one.
-        if self.links.partitioned() {
-            return;
-        }
-        let Some(h) = self.heals.iter().position(|h| h.fault == k) else { return };
-        if self.converged() {
-            let after = self.ms(self.now) - self.heals[h].healed_at_ms;
-            self.heals[h].converged_after_ms = Some(after);
-            return;
-        }
-        if self.now >= deadline {
-            let (lasted, bound) = (self.heals[h].lasted_ms, self.scenario.heal_bound.as_secs_f64() * 1e3);
-            let detail = checkers::healed_partition_converges_within_bound(k, lasted, bound, self.disagreements());
-            let at = self.ms(self.now);
-            self.violations.add(at, checkers::HEALED_PARTITIONS_CONVERGE_WITHIN_BOUND, detail);
-            return;
-        }
-        self.push(self.now.saturating_add(Duration::from_millis(500)), Job::HealCheck(k, deadline));
+    /// The node machine `i` runs: `None` if the machine is down or there
+    /// is no machine `i`. Everything a node knows (its members, their
+    /// states, its own incarnation) is read through it.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use vigil_sim::{Scenario, Sim};
+    ///
+    /// let sim = Sim::new(&Scenario::new("x", 5))?;
+    /// let n0 = sim.node(0).expect("every machine starts up");
+    /// assert_eq!(n0.id().name, "n0");
+    /// assert!(n0.member("n4").is_some());
+    /// assert!(sim.node(5).is_none());
+    /// # Ok::<(), vigil_sim::SimError>(())
+    /// ```
+    pub fn node(&self, i: usize) -> Option<&Node> {
+        self.machines.node(i)
     }
 
     /// Runs to the end of the scenario. `progress` is called with the
     /// fraction of virtual time done, about a hundred times.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{Scenario, Sim};
+    ///
+    /// let mut s = Scenario::new("x", 5);
+    /// s.duration = Duration::from_secs(20);
+    /// let mut calls = 0;
+    /// let report = Sim::new(&s)?.run(&mut |_| calls += 1);
+    /// assert!((90..=110).contains(&calls), "{calls}");
+    /// assert_eq!(report.virtual_secs, 20.0);
+    /// # Ok::<(), vigil_sim::SimError>(())
+    /// ```
     pub fn run(mut self, progress: &mut dyn FnMut(f64)) -> Report {
         let end = START.saturating_add(self.scenario.duration);
         let step = self.scenario.duration / 100;
         let mut next_progress = START.saturating_add(step);
-        while let Some(Reverse(Scheduled { at, job, .. })) = self.queue.pop() {
+        while let Some((at, job)) = self.queue.pop() {
             if at > end {
                 break;
             }
             self.now = at;
             if at >= next_progress {
-                progress((self.since_start(at).as_secs_f64() / self.scenario.duration.as_secs_f64()).min(1.0));
+                progress((since_start(at).as_secs_f64() / self.scenario.duration.as_secs_f64()).min(1.0));
                 next_progress = at.saturating_add(step);
             }
-            match job {
-                Job::Deliver(to, from, bytes, stream) => {
-                    // An attacker on the wire captures what arrives.
-                    if !stream && !self.sealer.replays.is_empty() {
-                        self.capture(to, from, &bytes);
-                    }
-                    if self.nodes[to].node.is_none() {
-                        continue;
-                    }
-                    if self.nodes[to].paused_until.is_some() {
-                        self.nodes[to].inbox.push((from, bytes, stream));
-                        continue;
-                    }
-                    let slow = self.nodes[to].slow;
-                    if !slow.is_zero() {
-                        // A starved node handles the message late.
-                        self.push(at.saturating_add(slow), Job::Process(to, from, bytes, stream));
-                        continue;
-                    }
-                    self.deliver(to, from, &bytes, stream);
-                }
-                Job::Replayed(to, from, bytes) => {
-                    if self.nodes[to].node.is_some() && self.nodes[to].paused_until.is_none() {
-                        self.deliver(to, from, &bytes, false);
-                    } else {
-                        self.sealer.undelivered += 1;
-                    }
-                }
-                Job::Key(i, step) => self.key_step(i, step),
-                Job::Process(to, from, bytes, stream) => {
-                    if self.nodes[to].paused_until.is_some() {
-                        self.nodes[to].inbox.push((from, bytes, stream));
-                    } else {
-                        self.deliver(to, from, &bytes, stream);
-                    }
-                }
-                Job::Wake(i, g) => {
-                    if g != self.nodes[i].timer_gen || self.nodes[i].paused_until.is_some() {
-                        continue;
-                    }
-                    self.nodes[i].scheduled = None;
-                    self.wake(i);
-                }
-                Job::FaultStart(k) => self.fault_start(k),
-                Job::FaultEnd(k) => self.fault_end(k),
-                Job::Check => {
-                    if self.converged_ms.is_none() {
-                        if self.disagreements() == 0 {
-                            self.converged_ms = Some(self.ms(at));
-                            self.record(What::Converged);
-                        } else {
-                            self.push(at.saturating_add(Duration::from_millis(500)), Job::Check);
-                        }
-                    }
-                }
-                Job::HealCheck(k, deadline) => self.heal_check(k, deadline),
-                Job::Snapshot => {
-                    self.snapshots.insert(at, self.totals);
-                }
-            }
+            self.handle(job);
         }
         self.now = end;
-        self.snapshots.insert(end, self.totals);
+        self.recorder.snapshot(end);
         progress(1.0);
-        self.finish()
+        let sealing = self.sealer.report(self.machines.seals());
+        self.recorder.finish(&self.scenario, end, &self.machines, sealing)
     }
 
-    /// Nodes up at `t`.
-    fn running_at(&self, t: Instant) -> usize {
-        self.nodes.iter().filter(|n| n.up_at(t)).count()
-    }
-
-    /// Figures over `[from, to]` from the snapshots (which exist at every
-    /// instant this is called with).
-    fn stretch(&self, from: Instant, to: Instant) -> Stretch {
-        let at = |t: Instant| self.snapshots.range(..=t).next_back().map(|(_, s)| *s).unwrap_or_default();
-        let totals = at(to).since(&at(from));
-        let secs = to.saturating_duration_since(from).as_secs_f64();
-        let members = self.running_at(from).max(1) as f64;
-        let rate = |v: u64| if secs > 0.0 { v as f64 / members / secs } else { 0.0 };
-        Stretch {
-            from_ms: self.ms(from),
-            to_ms: self.ms(to),
-            totals,
-            messages_per_member_second: rate(totals.messages),
-            bytes_per_member_second: rate(totals.bytes),
-            datagrams_per_member_second: rate(totals.datagrams),
-            datagram_bytes_per_member_second: rate(totals.datagram_bytes),
-        }
-    }
-
-    /// The crash's report, and how many survivors declared it within the
-    /// bound if that is fewer than all and the bound can be checked.
-    fn crash_report(&self, c: &Crash, end: Instant) -> (CrashReport, Option<usize>) {
-        let bound = self.scenario.detection_bound;
-        let horizon = c.at.saturating_add(bound).min(end);
-        let survivors: Vec<usize> =
-            (0..self.nodes.len()).filter(|&j| j != c.node && self.nodes[j].up_throughout(c.at, horizon)).collect();
-        let declared = self.deaths.get(&(self.nodes[c.node].name.clone(), c.generation));
-        let mut times: Vec<f64> = survivors
-            .iter()
-            .filter_map(|j| declared.and_then(|d| d.get(j)))
-            .map(|t| t.saturating_duration_since(c.at).as_secs_f64() * 1e3)
-            .collect();
-        times.sort_by(f64::total_cmp);
-        // Extra traffic: the 30 s after the crash against the steady rate of
-        // the 30 s before.
-        let before = c.at.saturating_sub(TRAFFIC_WINDOW).max(START);
-        let after = c.at.saturating_add(TRAFFIC_WINDOW).min(end);
-        let base = self.stretch(before, c.at);
-        let post = self.stretch(c.at, after);
-        let post_secs = after.saturating_duration_since(c.at).as_secs_f64();
-        let running_after = self.running_at(c.at).max(1) as f64;
-        let extra = |post_total: u64, base_rate: f64| {
-            (before < c.at).then(|| post_total as f64 / running_after - base_rate * post_secs)
-        };
-        let report = CrashReport {
-            node: c.node,
-            generation: c.generation,
-            at_ms: self.ms(c.at),
-            survivors: survivors.len(),
-            detected_by: times.len(),
-            first_ms: times.first().copied().unwrap_or(f64::NAN),
-            median_ms: median(&times),
-            max_ms: times.last().copied().unwrap_or(f64::NAN),
-            detection_times_ms: times.clone(),
-            extra_messages_per_member: extra(post.totals.datagrams, base.datagrams_per_member_second),
-            extra_bytes_per_member: extra(post.totals.datagram_bytes, base.datagram_bytes_per_member_second),
-        };
-        // A restart within the bound supersedes the old generation: not
-        // declaring it dead is then correct. A bound past the end of the run
-        // cannot be checked.
-        let restarted =
-            self.nodes[c.node].downs.iter().any(|&(down, up)| down == c.at && up.is_some_and(|u| u <= horizon));
-        let checkable = !restarted && c.at.saturating_add(bound) <= end;
-        let bound_ms = bound.as_secs_f64() * 1e3;
-        let in_time = times.iter().filter(|&&t| t <= bound_ms).count();
-        (report, (checkable && in_time < survivors.len()).then_some(in_time))
-    }
-
-    fn finish(mut self) -> Report {
-        let end = self.now;
-        let secs = self.scenario.duration.as_secs_f64();
-        let n = self.nodes.len() as f64;
-        let member_hours = n * secs / 3600.0;
-        let mut crashes = Vec::new();
-        for c in self.crashes.clone() {
-            let (report, missed) = self.crash_report(&c, end);
-            if let Some(in_time) = missed {
-                let bound_ms = self.scenario.detection_bound.as_secs_f64() * 1e3;
-                let detail = checkers::every_crash_detected_within_bound(
-                    &format!("n{}#{}", c.node, c.generation),
-                    report.survivors,
-                    in_time,
-                    bound_ms,
-                );
-                self.violations.add(self.ms(c.at), checkers::EVERY_CRASH_DETECTED_WITHIN_BOUND, detail);
+    /// Does one job, at the current time.
+    fn handle(&mut self, job: Job) {
+        let now = self.now;
+        match job {
+            Job::Deliver { to, from, bytes, stream } => {
+                // An attacker on the wire captures what arrives.
+                if !stream {
+                    let copies = self.sealer.capture(now, to, from, &bytes);
+                    self.queue.extend(copies);
+                }
+                let arrival = self.machines.arrive(to, from, bytes, stream, now);
+                self.after(to, arrival);
             }
-            crashes.push(report);
+            Job::Process { to, from, bytes, stream } => {
+                let arrival = self.machines.process(to, from, bytes, stream, now);
+                self.after(to, arrival);
+            }
+            Job::Replayed { to, from, bytes } => {
+                if self.machines.listening(to) {
+                    self.deliver(to, from, &bytes, false);
+                } else {
+                    self.sealer.copy_undelivered();
+                }
+            }
+            Job::Wake { machine, generation } => {
+                if self.machines.timer_due(machine, generation) {
+                    self.wake(machine);
+                }
+            }
+            Job::Key(i, step) => self.sealer.step(self.machines.seal_mut(i), step),
+            Job::FaultStart(k) => self.start(k),
+            Job::FaultEnd(k) => self.end(k),
+            Job::Check => {
+                let next = self.recorder.converge_check(now, &self.machines);
+                self.queue.extend(next);
+            }
+            Job::HealCheck(k, deadline) => {
+                let next = self.recorder.heal_check(k, deadline, now, &self.machines, &self.links);
+                self.queue.extend(next);
+            }
+            Job::Snapshot => self.recorder.snapshot(now),
         }
-        let first_fault = self.scenario.faults.iter().map(|f| START.saturating_add(f.at())).min().unwrap_or(end);
-        let steady = self.stretch(START, first_fault);
-        let fault_windows = self
-            .scenario
-            .faults
-            .iter()
-            .enumerate()
-            .filter_map(|(k, f)| {
-                let start = START.saturating_add(f.at());
-                let stop = start.saturating_add(f.duration()?).min(end);
-                Some(FaultWindow {
-                    fault: k,
-                    kind: f.kind(),
-                    during: self.stretch(start, stop),
-                    after: self.stretch(stop, end),
-                })
-            })
-            .collect();
-        let totals = self.totals;
-        Report {
-            scenario: self.scenario.name.clone(),
-            nodes: self.nodes.len(),
-            seed: self.scenario.seed,
-            virtual_secs: secs,
-            crashes,
-            totals,
-            false_suspicions: totals.false_suspicions,
-            false_deaths: totals.false_deaths,
-            false_deaths_outside_envelope: self.false_deaths_outside,
-            false_deaths_of: std::mem::take(&mut self.false_deaths_of),
-            refuted: self.refuted,
-            path_problems: self.path_problems,
-            false_suspicions_per_member_hour: totals.false_suspicions as f64 / member_hours,
-            false_deaths_per_member_hour: totals.false_deaths as f64 / member_hours,
-            messages_per_member_second: totals.messages as f64 / n / secs,
-            bytes_per_member_second: totals.bytes as f64 / n / secs,
-            messages_by_kind: std::mem::take(&mut self.by_kind),
-            steady,
-            fault_windows,
-            heals: std::mem::take(&mut self.heals),
-            violations: std::mem::take(&mut self.violations),
-            converged_ms: self.converged_ms,
-            ineffective_faults: std::mem::take(&mut self.ineffective_faults),
-            sealing: self.seal_report(),
-            final_disagreements: self.disagreements(),
-            log_hash: self.log.hash(),
-            records: self.log.into_records(),
+    }
+
+    /// Scenario entry `k` starts: applied to the component it concerns,
+    /// and recorded if it changed anything.
+    fn start(&mut self, k: usize) {
+        let t = self.scenario.faults[k].clone();
+        let now = self.now;
+        let end = t.duration.map(|d| now.saturating_add(d));
+        // Validation gave whatever lasts a duration.
+        let lasting = t.duration.unwrap_or_default();
+        let applied = match &t.action {
+            Action::Fault(Fault::Crash { node }) => {
+                let crashed = self.machines.crash(*node, now);
+                if let Some(generation) = crashed {
+                    self.recorder.crashed(*node, generation, now);
+                }
+                crashed.is_some()
+            }
+            Action::Fault(Fault::Restart { node }) => {
+                let restarted = self.machines.restart(*node, now, &self.config, &mut self.rng, &mut self.sealer);
+                if restarted {
+                    self.settle(*node);
+                }
+                restarted
+            }
+            Action::Fault(Fault::Pause { node }) => self.machines.pause(*node, end),
+            Action::Fault(Fault::Slow { node, delay }) => {
+                self.machines.slow(*node, *delay);
+                true
+            }
+            Action::Fault(Fault::Block { from, to }) => {
+                self.links.block(*from, *to);
+                true
+            }
+            Action::Fault(Fault::Partition { split }) => {
+                self.links.partition(*split);
+                true
+            }
+            Action::Fault(Fault::Loss { p }) => {
+                self.links.add_loss(*p);
+                true
+            }
+            Action::Fault(Fault::Degrade { base_ms, jitter_ms }) => {
+                self.links.degrade(*base_ms, *jitter_ms);
+                true
+            }
+            Action::Fault(Fault::Replay) => {
+                self.sealer.start_replay(now, lasting);
+                true
+            }
+            Action::Operation(operation) => {
+                let steps = self.sealer.start(operation, now, lasting, self.machines.len());
+                self.queue.extend(steps);
+                true
+            }
+        };
+        if applied {
+            self.recorder.record(now, What::FaultStarted { fault: k });
+            if let Some(end) = end {
+                self.queue.push(end, Job::FaultEnd(k));
+            }
+        } else {
+            self.recorder.ineffective(k);
+        }
+    }
+
+    /// Scenario entry `k` ends: undone, and what it touched stays outside
+    /// the liveness envelope for the grace period.
+    fn end(&mut self, k: usize) {
+        let t = self.scenario.faults[k].clone();
+        let now = self.now;
+        let calm = now.saturating_add(self.scenario.envelope.grace);
+        self.recorder.record(now, What::FaultEnded { fault: k });
+        // An operation queued all its steps when it started: nothing to undo.
+        let Action::Fault(fault) = &t.action else { return };
+        match *fault {
+            Fault::Pause { node } => {
+                for (from, bytes, stream) in self.machines.resume(node, calm) {
+                    self.deliver(node, from, &bytes, stream);
+                }
+                self.wake(node);
+            }
+            Fault::Slow { node, .. } => self.machines.unslow(node, calm),
+            Fault::Block { from, to } => {
+                self.links.unblock(from, to);
+                self.machines.disturbed_until(from, calm);
+                self.machines.disturbed_until(to, calm);
+            }
+            Fault::Partition { split } => {
+                self.links.heal(split);
+                self.links.disturbed_until(calm);
+                let (at, check) = self.recorder.healed(k, t.duration.unwrap_or_default(), now);
+                self.queue.push(at, check);
+            }
+            Fault::Loss { p } => {
+                self.links.remove_loss(p);
+                if p > self.scenario.envelope.max_loss {
+                    self.links.disturbed_until(calm);
+                }
+            }
+            Fault::Degrade { base_ms, jitter_ms } => {
+                self.links.restore(base_ms, jitter_ms);
+                self.links.disturbed_until(calm);
+            }
+            // Nothing to undo: a crash or a restart is over at once, and a
+            // replay stops capturing by itself.
+            Fault::Crash { .. } | Fault::Restart { .. } | Fault::Replay => {}
+        }
+    }
+
+    /// A message reaches machine `to` now, straight to its node.
+    fn deliver(&mut self, to: usize, from: usize, bytes: &[u8], stream: bool) {
+        let arrival = self.machines.handle(to, from, bytes, stream, self.now);
+        self.after(to, arrival);
+    }
+
+    /// Machine `i`'s timer fires now.
+    fn wake(&mut self, i: usize) {
+        if self.machines.tick(i, self.now) {
+            self.settle(i);
+        }
+    }
+
+    /// What follows a message's arrival at machine `i`.
+    fn after(&mut self, i: usize, arrival: Arrival) {
+        match arrival {
+            Arrival::Handled => self.settle(i),
+            Arrival::Late(at, job) => self.queue.push(at, job),
+            Arrival::Dropped | Arrival::Held => {}
+        }
+    }
+
+    /// Machine `i`'s node handled something (a message, a timer, its
+    /// start): what it queued is sent and its timer set again.
+    fn settle(&mut self, i: usize) {
+        self.flush(i);
+        self.schedule_wake(i);
+    }
+
+    /// Sends everything machine `i`'s node queued and records its events.
+    fn flush(&mut self, i: usize) {
+        let now = self.now;
+        let Some(out) = self.machines.drain(i, now) else { return };
+        self.recorder.started(out.probes, out.accusations);
+        for sent in out.sent {
+            self.recorder.sent(sent.kind, sent.bytes.len(), sent.stream);
+            let Some(to) = sent.to else { continue };
+            if let Some(latency) = self.links.send(i, to, sent.stream, &mut self.rng) {
+                let job = Job::Deliver { to, from: i, bytes: sent.bytes, stream: sent.stream };
+                self.queue.push(now.saturating_add(latency), job);
+            }
+        }
+        for event in out.events {
+            self.recorder.observe(i, event, now, &self.machines, &self.links);
+        }
+        let (before, after) = out.epochs;
+        self.recorder.epoch(self.machines.name(i), before, after, now);
+    }
+
+    /// Sets machine `i`'s timer to what its node asks for.
+    fn schedule_wake(&mut self, i: usize) {
+        if let Some((at, job)) = self.machines.next_wake(i, self.now) {
+            self.queue.push(at, job);
         }
     }
 }

@@ -8,13 +8,13 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use vigil_membership::Event;
-use vigil_sim::{Fault, Protocol, Report, Scenario, Sim};
+use vigil_sim::{Fault, Protocol, Report, Scenario, Sim, Timed};
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
 }
 
-fn scenario(name: &str, protocol: Protocol, duration: u64, faults: Vec<Fault>) -> Scenario {
+fn scenario(name: &str, protocol: Protocol, duration: u64, faults: Vec<Timed>) -> Scenario {
     let mut s = Scenario::new(name, 10);
     s.protocol = protocol;
     s.duration = secs(duration);
@@ -46,7 +46,7 @@ const BOTH: [Protocol; 2] = [Protocol::Phi, Protocol::Classic];
 #[test]
 fn a_member_that_crashes_before_its_first_heartbeat_is_declared_dead_by_everyone() {
     for protocol in BOTH {
-        let r = run(&scenario("crash at 0", protocol, 60, vec![Fault::Crash { node: 3, at: secs(0) }]));
+        let r = run(&scenario("crash at 0", protocol, 60, vec![Timed::new(secs(0), Fault::Crash { node: 3 })]));
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         assert_eq!((r.crashes[0].detected_by, r.crashes[0].survivors), (9, 9));
         assert!(r.crashes[0].max_ms < 15_000.0, "{:?}", r.crashes[0]);
@@ -76,7 +76,7 @@ fn a_partition_from_the_start_splits_the_cluster_in_two() {
             "partition at 0",
             protocol,
             300,
-            vec![Fault::Partition { split: 5, at: secs(0), duration: secs(300) }],
+            vec![Timed::new(secs(0), Fault::Partition { split: 5 }).lasting(secs(300))],
         ));
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         let d = declared(&r);
@@ -97,7 +97,7 @@ fn a_member_paused_from_the_start_is_declared_dead_and_comes_back() {
             "pause at 0",
             protocol,
             120,
-            vec![Fault::Pause { node: 3, at: secs(0), duration: secs(60) }],
+            vec![Timed::new(secs(0), Fault::Pause { node: 3 }).lasting(secs(60))],
         ));
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         let d = declared(&r);
@@ -116,7 +116,7 @@ fn a_link_blocked_from_the_start_is_reported_as_a_path_problem_and_kills_nobody(
             "block at 0",
             protocol,
             120,
-            vec![Fault::Block { from: 0, to: 3, at: secs(0), duration: secs(100) }],
+            vec![Timed::new(secs(0), Fault::Block { from: 0, to: 3 }).lasting(secs(100))],
         ));
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         assert_eq!(r.false_deaths, 0);
@@ -138,7 +138,7 @@ fn a_link_blocked_from_the_start_is_reported_as_a_path_problem_and_kills_nobody(
 #[test]
 fn a_mass_failure_is_declared_in_full() {
     for protocol in BOTH {
-        let faults = (0..9).map(|node| Fault::Crash { node, at: secs(5) }).collect();
+        let faults = (0..9).map(|node| Timed::new(secs(5), Fault::Crash { node })).collect();
         let mut s = scenario("9 of 10 crash", protocol, 200, faults);
         s.detection_bound = secs(120);
         let r = run(&s);

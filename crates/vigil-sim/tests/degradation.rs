@@ -6,18 +6,15 @@
 
 use std::time::Duration;
 
-use vigil_sim::{Fault, Protocol, Report, Scenario, Sim};
+use vigil_sim::{Fault, Protocol, Report, Scenario, Sim, Timed};
 
 fn degraded(protocol: Protocol, base_ms: f64, jitter_ms: f64) -> Report {
     let mut s = Scenario::new(&format!("degrade {base_ms},{jitter_ms}"), 100);
     s.protocol = protocol;
     s.duration = Duration::from_secs(200);
-    s.faults.push(Fault::Degrade {
-        base_ms,
-        jitter_ms,
-        at: Duration::from_secs(100),
-        duration: Duration::from_secs(30),
-    });
+    s.faults.push(
+        Timed::new(Duration::from_secs(100), Fault::Degrade { base_ms, jitter_ms }).lasting(Duration::from_secs(30)),
+    );
     let r = Sim::new(&s).unwrap().run(&mut |_| {});
     let w = &r.fault_windows[0];
     println!(

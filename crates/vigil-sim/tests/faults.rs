@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use vigil_membership::{Config, Event, Mode};
-use vigil_sim::{CLUSTER, Fault, Protocol, Report, Scenario, Sim, What};
+use vigil_sim::{CLUSTER, Fault, Protocol, Report, Scenario, Sim, Timed, What};
 
 const N: usize = 100;
 
@@ -62,7 +62,7 @@ fn one_crash_is_detected_by_every_survivor_within_5_s_median_and_twice_as_fast_a
         let mut s = Scenario::new("crash", N);
         s.protocol = protocol;
         s.duration = secs(150);
-        s.faults.push(Fault::Crash { node: 42, at: secs(120) });
+        s.faults.push(Timed::new(secs(120), Fault::Crash { node: 42 }));
         let r = run(&s);
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         let c = &r.crashes[0];
@@ -82,7 +82,7 @@ fn one_crash_is_detected_by_every_survivor_within_5_s_median_and_twice_as_fast_a
 fn the_lan_preset_stays_within_memberlists_budget_steady_and_after_a_crash() {
     let mut s = Scenario::new("budget", N);
     s.duration = secs(400);
-    s.faults.push(Fault::Crash { node: 17, at: secs(300) });
+    s.faults.push(Timed::new(secs(300), Fault::Crash { node: 17 }));
     let r = run(&s);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     let steady = &r.steady;
@@ -105,7 +105,7 @@ fn a_three_second_pause_is_suspected_refuted_and_never_declared_dead() {
             s.protocol = protocol;
             s.seed = seed;
             s.duration = secs(80);
-            s.faults.push(Fault::Pause { node, at: secs(50), duration: secs(3) });
+            s.faults.push(Timed::new(secs(50), Fault::Pause { node }).lasting(secs(3)));
             let r = run(&s);
             assert!(r.violations.is_empty(), "{:?}", r.violations);
             assert_eq!(r.false_deaths, 0, "never declared dead");
@@ -124,7 +124,7 @@ fn a_three_second_pause_is_suspected_refuted_and_never_declared_dead() {
 fn ten_percent_loss_on_every_link_for_ten_minutes_kills_nobody() {
     let mut s = Scenario::new("10% loss, 10 min", N);
     s.duration = secs(630);
-    s.faults.push(Fault::Loss { p: 0.10, at: secs(15), duration: secs(600) });
+    s.faults.push(Timed::new(secs(15), Fault::Loss { p: 0.10 }).lasting(secs(600)));
     let r = run(&s);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     assert_eq!(r.false_deaths, 0);
@@ -136,7 +136,7 @@ fn ten_percent_loss_on_every_link_for_ten_minutes_kills_nobody() {
 fn a_slowed_observer_kills_nobody_else() {
     let mut s = Scenario::new("slow observer", N);
     s.duration = secs(90);
-    s.faults.push(Fault::Slow { node: 30, at: secs(15), duration: secs(60), delay: secs(2) });
+    s.faults.push(Timed::new(secs(15), Fault::Slow { node: 30, delay: secs(2) }).lasting(secs(60)));
     let r = run(&s);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     // Deaths of others: the slow node itself may be suspected, nobody else
@@ -152,7 +152,7 @@ fn an_asymmetric_link_does_not_kill_either_end() {
     for (from, to) in [(1, 2), (2, 1)] {
         let mut s = Scenario::new("asymmetric link", N);
         s.duration = secs(90);
-        s.faults.push(Fault::Block { from, to, at: secs(15), duration: secs(60) });
+        s.faults.push(Timed::new(secs(15), Fault::Block { from, to }).lasting(secs(60)));
         let r = run(&s);
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         assert_eq!(r.false_deaths, 0);
@@ -165,7 +165,7 @@ fn a_healed_partition_reconverges_within_30_s() {
         let mut s = Scenario::new("partition 60 s", N);
         s.protocol = protocol;
         s.duration = secs(140);
-        s.faults.push(Fault::Partition { split: N / 2, at: secs(20), duration: secs(60) });
+        s.faults.push(Timed::new(secs(20), Fault::Partition { split: N / 2 }).lasting(secs(60)));
         s.converge_after = Some(secs(80));
         let r = run(&s);
         assert!(r.violations.is_empty(), "{:?}", r.violations);
@@ -182,8 +182,8 @@ fn a_restart_with_a_new_generation_beats_old_accusations() {
     let mut s = Scenario::new("restart", N);
     s.duration = secs(60);
     // Restarted before the old generation's death has spread.
-    s.faults.push(Fault::Crash { node: 9, at: secs(20) });
-    s.faults.push(Fault::Restart { node: 9, at: secs(22) });
+    s.faults.push(Timed::new(secs(20), Fault::Crash { node: 9 }));
+    s.faults.push(Timed::new(secs(22), Fault::Restart { node: 9 }));
     s.converge_after = Some(secs(22));
     let r = run_kept(&s);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
@@ -206,13 +206,13 @@ fn crash_accounting_follows_what_actually_crashed() {
     s.duration = secs(80);
     // A restart of a running node does nothing; the crash after it is of
     // generation 1. A second crash of a node that is down does nothing.
-    s.faults.push(Fault::Restart { node: 3, at: secs(2) });
-    s.faults.push(Fault::Crash { node: 3, at: secs(5) });
-    s.faults.push(Fault::Crash { node: 3, at: secs(20) });
+    s.faults.push(Timed::new(secs(2), Fault::Restart { node: 3 }));
+    s.faults.push(Timed::new(secs(5), Fault::Crash { node: 3 }));
+    s.faults.push(Timed::new(secs(20), Fault::Crash { node: 3 }));
     // A crash, a restart, and a crash of the new generation.
-    s.faults.push(Fault::Crash { node: 5, at: secs(5) });
-    s.faults.push(Fault::Restart { node: 5, at: secs(30) });
-    s.faults.push(Fault::Crash { node: 5, at: secs(45) });
+    s.faults.push(Timed::new(secs(5), Fault::Crash { node: 5 }));
+    s.faults.push(Timed::new(secs(30), Fault::Restart { node: 5 }));
+    s.faults.push(Timed::new(secs(45), Fault::Crash { node: 5 }));
     let r = run_kept(&s);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     let crashes: Vec<(usize, u64, f64)> = r.crashes.iter().map(|c| (c.node, c.generation, c.at_ms)).collect();
@@ -234,8 +234,8 @@ fn the_same_seed_gives_the_same_records() {
     let mut s = Scenario::new("determinism", 40);
     s.duration = secs(40);
     s.network.loss = 0.05;
-    s.faults.push(Fault::Crash { node: 3, at: secs(10) });
-    s.faults.push(Fault::Pause { node: 4, at: secs(12), duration: secs(3) });
+    s.faults.push(Timed::new(secs(10), Fault::Crash { node: 3 }));
+    s.faults.push(Timed::new(secs(12), Fault::Pause { node: 4 }).lasting(secs(3)));
     let a = Sim::new(&s).unwrap().keep_records(true).run(&mut |_| {});
     let b = Sim::new(&s).unwrap().keep_records(true).run(&mut |_| {});
     assert!(!a.records.is_empty());
@@ -265,7 +265,7 @@ fn classic_swim_first_detection_takes_e_over_e_minus_1_periods() {
         s.duration = secs(30);
         s.check_liveness = false;
         // Just before a round starts (rounds start at whole seconds).
-        s.faults.push(Fault::Crash { node: 7, at: Duration::from_millis(9_999) });
+        s.faults.push(Timed::new(Duration::from_millis(9_999), Fault::Crash { node: 7 }));
         let mut config = Config::classic_lan(CLUSTER);
         config.random_probe_targets = true;
         config.stagger_timers = false;
@@ -293,7 +293,7 @@ fn a_death_reaches_everyone_within_the_retransmit_bound() {
     // rounds after the first.
     let mut s = Scenario::new("dissemination", N);
     s.duration = secs(40);
-    s.faults.push(Fault::Crash { node: 11, at: secs(15) });
+    s.faults.push(Timed::new(secs(15), Fault::Crash { node: 11 }));
     let r = run(&s);
     let c = &r.crashes[0];
     assert_eq!(c.detected_by, N - 1);
@@ -332,7 +332,7 @@ fn any_detector_model_runs_in_the_protocol() {
         let mut s = Scenario::new(name, 50);
         s.duration = secs(150);
         s.network.loss = 0.05;
-        s.faults.push(Fault::Crash { node: 7, at: secs(100) });
+        s.faults.push(Timed::new(secs(100), Fault::Crash { node: 7 }));
         let mut config = Config::lan(CLUSTER);
         config.detector = detector;
         config.suspect_level = level;
@@ -353,7 +353,7 @@ fn the_fast_preset_is_about_twice_as_fast_for_about_twice_the_messages() {
     let mut s = Scenario::new("fast", N);
     s.protocol = Protocol::PhiFast;
     s.duration = secs(150);
-    s.faults.push(Fault::Crash { node: 42, at: secs(120) });
+    s.faults.push(Timed::new(secs(120), Fault::Crash { node: 42 }));
     let r = run(&s);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     assert!(r.steady.messages_per_member_second <= 4.0, "{}", r.steady.messages_per_member_second);
@@ -364,7 +364,8 @@ fn the_fast_preset_is_about_twice_as_fast_for_about_twice_the_messages() {
         s.protocol = Protocol::PhiFast;
         s.seed = seed;
         s.duration = secs(80);
-        s.faults.push(Fault::Pause { node: 20 + seed as usize, at: secs(50), duration: Duration::from_millis(1500) });
+        s.faults
+            .push(Timed::new(secs(50), Fault::Pause { node: 20 + seed as usize }).lasting(Duration::from_millis(1500)));
         let r = run(&s);
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         assert!(r.refuted > 0);

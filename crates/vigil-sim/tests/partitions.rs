@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use vigil_membership::{Config, Event, Status};
-use vigil_sim::{CLUSTER, Fault, Protocol, Report, Scenario, Sim, checkers};
+use vigil_sim::{CLUSTER, Fault, Protocol, Report, Scenario, Sim, Timed, checkers};
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
@@ -19,7 +19,7 @@ fn partition(nodes: usize, split: usize, lasting: u64, protocol: Protocol, seed:
     s.protocol = protocol;
     s.seed = seed;
     s.duration = secs(30 + lasting + 120);
-    s.faults.push(Fault::Partition { split, at: secs(30), duration: secs(lasting) });
+    s.faults.push(Timed::new(secs(30), Fault::Partition { split }).lasting(secs(lasting)));
     s
 }
 

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use vigil_membership::seal::OVERHEAD;
-use vigil_sim::{Fault, Report, Scenario, Sealing, Sim};
+use vigil_sim::{Fault, Operation, Report, Scenario, Sealing, Sim, Timed};
 
 const N: usize = 100;
 
@@ -46,7 +46,7 @@ fn scenario(name: &str, sealing: Sealing, duration: u64) -> Scenario {
 fn a_key_rotation_on_a_live_cluster_costs_no_suspicion() {
     // Each step rolled out over 20 s, as an operator's tooling would.
     let mut s = scenario("rotation", Sealing::Sealed, 200);
-    s.faults.push(Fault::RotateKey { at: secs(40), spread: secs(20) });
+    s.faults.push(Timed::new(secs(40), Operation::RotateKey).lasting(secs(20) * Operation::STEPS));
     let r = run(&s);
     assert_eq!(r.false_suspicions, 0, "no member was suspected while keys changed");
     assert_eq!(r.false_deaths, 0);
@@ -65,7 +65,7 @@ fn encryption_is_turned_on_in_a_running_cluster_without_a_suspicion() {
     // plaintext → staged on every node → sealed on every node (the
     // rollout consul#5590's users could not do without a partition).
     let mut s = scenario("rollout", Sealing::Plaintext, 200);
-    s.faults.push(Fault::EnableSealing { at: secs(40), spread: secs(30) });
+    s.faults.push(Timed::new(secs(40), Operation::EnableSealing).lasting(secs(30) * Operation::STEPS));
     let r = run(&s);
     assert_eq!(r.false_suspicions, 0);
     assert_eq!(r.false_deaths, 0);
@@ -82,9 +82,9 @@ fn replays_to_a_receiver_that_restarted_are_refused_as_stale() {
     // process with empty replay windows. What was sealed before it started
     // is refused for that, whatever the windows remember.
     let mut s = scenario("replay-after-restart", Sealing::Sealed, 150);
-    s.faults.push(Fault::Replay { at: secs(30), duration: secs(30) });
-    s.faults.push(Fault::Crash { node: 5, at: secs(40) });
-    s.faults.push(Fault::Restart { node: 5, at: secs(70) });
+    s.faults.push(Timed::new(secs(30), Fault::Replay).lasting(secs(30)));
+    s.faults.push(Timed::new(secs(40), Fault::Crash { node: 5 }));
+    s.faults.push(Timed::new(secs(70), Fault::Restart { node: 5 }));
     let r = run(&s);
     let refused = |why: &str| r.sealing.rejected.get(why).copied().unwrap_or(0);
     assert!(r.sealing.replays_injected > 1_000, "the attacker replayed {}", r.sealing.replays_injected);
@@ -101,7 +101,7 @@ fn replayed_datagrams_are_refused_and_counted() {
     // For 30 s an attacker captures every datagram and sends each again
     // 30 s later.
     let mut sealed = scenario("replay-sealed", Sealing::Sealed, 120);
-    sealed.faults.push(Fault::Replay { at: secs(30), duration: secs(30) });
+    sealed.faults.push(Timed::new(secs(30), Fault::Replay).lasting(secs(30)));
     let r = run(&sealed);
     let refused = r.sealing.rejected.get("replayed").copied().unwrap_or(0)
         + r.sealing.rejected.get("too-old").copied().unwrap_or(0);
@@ -112,7 +112,7 @@ fn replayed_datagrams_are_refused_and_counted() {
     // Without sealing, the same replays are taken as new packets: what the
     // window is for.
     let mut plain = scenario("replay-plaintext", Sealing::Plaintext, 120);
-    plain.faults.push(Fault::Replay { at: secs(30), duration: secs(30) });
+    plain.faults.push(Timed::new(secs(30), Fault::Replay).lasting(secs(30)));
     let p = run(&plain);
     assert!(p.sealing.rejected.is_empty());
     assert_eq!(p.sealing.plaintext_accepted, p.totals.messages + p.sealing.replays_injected);

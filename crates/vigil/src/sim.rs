@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use vigil_lab::millis::quoted;
 use vigil_lab::report::svg::{Chart, Scale, Series, Style};
 use vigil_lab::report::table::{Table, format_table};
-use vigil_sim::{Fault, Protocol, Report, Scenario, Sealing, Sim, frontier};
+use vigil_sim::{Action, Fault, Operation, Protocol, Report, Scenario, Sealing, Sim, Timed, frontier};
 
 use crate::input::{MAX_SCENARIO_BYTES, read_text, shown};
 use crate::limits::{check_memory, fixed, memory_budget, number};
@@ -293,22 +293,22 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
     }
     for c in &a.crash {
         let (n, at, _) = at_for("--crash", c, false)?;
-        s.faults.push(Fault::Crash { node: index("--crash", &n)?, at });
+        s.faults.push(Timed::new(at, Fault::Crash { node: index("--crash", &n)? }));
         fault_flags.push(format!("--crash {c}"));
     }
     for c in &a.restart {
         let (n, at, _) = at_for("--restart", c, false)?;
-        s.faults.push(Fault::Restart { node: index("--restart", &n)?, at });
+        s.faults.push(Timed::new(at, Fault::Restart { node: index("--restart", &n)? }));
         fault_flags.push(format!("--restart {c}"));
     }
     for c in &a.pause {
         let (n, at, duration) = at_for("--pause", c, true)?;
-        s.faults.push(Fault::Pause { node: index("--pause", &n)?, at, duration });
+        s.faults.push(Timed::new(at, Fault::Pause { node: index("--pause", &n)? }).lasting(duration));
         fault_flags.push(format!("--pause {c}"));
     }
     for c in &a.partition {
         let (n, at, duration) = at_for("--partition", c, true)?;
-        s.faults.push(Fault::Partition { split: index("--partition", &n)?, at, duration });
+        s.faults.push(Timed::new(at, Fault::Partition { split: index("--partition", &n)? }).lasting(duration));
         s.check_liveness = false;
         fault_flags.push(format!("--partition {c}"));
     }
@@ -316,7 +316,8 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
         let (pair, at, duration) = at_for("--block", c, true)?;
         let (from, to) =
             pair.split_once('>').ok_or_else(|| UsageError(format!("--block: expected A>B@SECS+DUR, got '{c}'")))?;
-        s.faults.push(Fault::Block { from: index("--block", from)?, to: index("--block", to)?, at, duration });
+        let block = Fault::Block { from: index("--block", from)?, to: index("--block", to)? };
+        s.faults.push(Timed::new(at, block).lasting(duration));
         fault_flags.push(format!("--block {c}"));
     }
     for c in &a.degrade {
@@ -328,7 +329,7 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
                 .parse::<f64>()
                 .map_err(|_| UsageError(format!("--degrade: {} is not a number of milliseconds", quoted(v))).into())
         };
-        s.faults.push(Fault::Degrade { base_ms: ms(base)?, jitter_ms: ms(jitter)?, at, duration });
+        s.faults.push(Timed::new(at, Fault::Degrade { base_ms: ms(base)?, jitter_ms: ms(jitter)? }).lasting(duration));
         fault_flags.push(format!("--degrade {c}"));
     }
     if let Some(m) = a.sealing {
@@ -336,17 +337,17 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
     }
     for c in &a.rotate_key {
         let (at, spread) = span("--rotate-key", c)?;
-        s.faults.push(Fault::RotateKey { at, spread });
+        s.faults.push(Timed::new(at, Operation::RotateKey).lasting(spread.saturating_mul(Operation::STEPS)));
         fault_flags.push(format!("--rotate-key {c}"));
     }
     for c in &a.enable_sealing {
         let (at, spread) = span("--enable-sealing", c)?;
-        s.faults.push(Fault::EnableSealing { at, spread });
+        s.faults.push(Timed::new(at, Operation::EnableSealing).lasting(spread.saturating_mul(Operation::STEPS)));
         fault_flags.push(format!("--enable-sealing {c}"));
     }
     for c in &a.replay {
         let (at, duration) = span("--replay", c)?;
-        s.faults.push(Fault::Replay { at, duration });
+        s.faults.push(Timed::new(at, Fault::Replay).lasting(duration));
         fault_flags.push(format!("--replay {c}"));
     }
     s.validate().map_err(|e| UsageError(name_the_input(&e, a, from_file, &fault_flags)))?;
@@ -462,14 +463,14 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
     // A fault that found nothing to act on is said, not silently dropped.
     for &k in &r.ineffective_faults {
         if let Some(f) = s.faults.get(k) {
-            let (what, why) = match f {
-                Fault::Restart { node, .. } => (format!("restart of node {node}"), "it was up"),
-                Fault::Crash { node, .. } | Fault::Pause { node, .. } => {
+            let (what, why) = match &f.action {
+                Action::Fault(Fault::Restart { node }) => (format!("restart of node {node}"), "it was up"),
+                Action::Fault(Fault::Crash { node } | Fault::Pause { node }) => {
                     (format!("{} of node {node}", f.kind()), "it was already down")
                 }
                 _ => (f.kind().to_owned(), "there was nothing to act on"),
             };
-            say!("note: faults[{k}] ({what} at {} s) changed nothing: {why}", number(f.at().as_secs_f64()));
+            say!("note: faults[{k}] ({what} at {} s) changed nothing: {why}", number(f.at.as_secs_f64()));
         }
     }
     let printed = print_run(&s, &r, a.json, out);
@@ -627,7 +628,7 @@ fn scale_cmd(a: &ScaleArgs, out: &mut dyn Write) -> Result<()> {
         s.seed = a.seed;
         s.duration = Duration::from_secs_f64(a.duration);
         s.protocol = a.protocol.into();
-        s.faults.push(Fault::Crash { node: n / 2, at: Duration::from_secs(30) });
+        s.faults.push(Timed::new(Duration::from_secs(30), Fault::Crash { node: n / 2 }));
         s.validate().map_err(|e| UsageError(format!("--sizes {n}: {e}")))?;
         check_sim_memory(&s, budget, "--sizes")?;
         scenarios.push(s);

@@ -1,12 +1,15 @@
 //! The modelled network: latency per directed link, loss, blocks,
-//! partitions and degradations, as they stand at the current virtual time.
+//! partitions and degradations, as they stand at the current virtual time,
+//! and how lately it was disturbed.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
+use vigil_detector::Instant;
 
+use crate::clock::START;
 use crate::scenario::Network;
 
 /// A uniform number in [0, 1) fixed for the directed link `a → b` and the
@@ -22,7 +25,8 @@ fn link_uniform(seed: u64, a: usize, b: usize) -> f64 {
 /// Attempts to deliver a stream message over a lossy link.
 pub(crate) const STREAM_ATTEMPTS: u32 = 5;
 
-/// The network's state.
+/// The network's state: the links between machines and the faults in
+/// force on them.
 #[derive(Debug, Clone)]
 pub(crate) struct Links {
     seed: u64,
@@ -35,6 +39,9 @@ pub(crate) struct Links {
     extra_loss: Vec<f64>,
     /// Active degradations (base, jitter in ms); the latest one applies.
     degrades: Vec<(f64, f64)>,
+    /// Outside the liveness envelope for everyone until then (after a
+    /// network-wide fault ended).
+    disturbed_until: Instant,
 }
 
 impl Links {
@@ -46,6 +53,7 @@ impl Links {
             partitions: Vec::new(),
             extra_loss: Vec::new(),
             degrades: Vec::new(),
+            disturbed_until: START,
         }
     }
 
@@ -69,8 +77,22 @@ impl Links {
 
     /// Whether the network is degraded, partitioned, or loses more than
     /// `max_loss`.
-    pub(crate) fn disturbed(&self, max_loss: f64) -> bool {
+    fn disturbed(&self, max_loss: f64) -> bool {
         !self.degrades.is_empty() || !self.partitions.is_empty() || self.loss() > max_loss
+    }
+
+    /// Whether, at `now`, the network leaves machine `i` inside the
+    /// liveness envelope: no block touches it, the network is neither
+    /// partitioned, degraded nor losing more than `max_loss`, and was none
+    /// of that lately.
+    pub(crate) fn calm_for(&self, i: usize, now: Instant, max_loss: f64) -> bool {
+        now >= self.disturbed_until && !self.disturbed(max_loss) && !self.blocks(i)
+    }
+
+    /// Keeps everyone outside the liveness envelope until `until`: a
+    /// suspicion raised during a network fault may end after it.
+    pub(crate) fn disturbed_until(&mut self, until: Instant) {
+        self.disturbed_until = until;
     }
 
     /// Whether a partition is in force.
@@ -79,7 +101,7 @@ impl Links {
     }
 
     /// Whether any block touches node `i`.
-    pub(crate) fn blocks(&self, i: usize) -> bool {
+    fn blocks(&self, i: usize) -> bool {
         self.blocked.iter().any(|(&(a, b), c)| *c > 0 && (a == i || b == i))
     }
 

@@ -1,0 +1,400 @@
+//! The recorder: everything the report is made of, as it happens. It keeps
+//! the log of records, the traffic totals and their snapshots, the crashes
+//! and who declared them dead, the false suspicions and deaths, and the
+//! heals; it feeds the checkers and, at the end, writes the report.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use vigil_detector::Instant;
+use vigil_membership::Event;
+
+use crate::checkers::{self, Violations};
+use crate::clock::{START, ms, since_start};
+use crate::fault::{Action, Fault};
+use crate::job::Job;
+use crate::links::Links;
+use crate::machines::Machines;
+use crate::record::{Log, Record, What};
+use crate::report::{CrashReport, FaultWindow, HealReport, Report, SealReport, Stretch, Totals, median};
+use crate::scenario::Scenario;
+
+/// The window before and after a crash over which its extra traffic is
+/// measured (memberlist's measurement: 30 s).
+const TRAFFIC_WINDOW: Duration = Duration::from_secs(30);
+
+/// How often convergence is checked while it is awaited.
+const CHECK_EVERY: Duration = Duration::from_millis(500);
+
+/// A crash that was applied.
+#[derive(Debug, Clone)]
+struct Crash {
+    node: usize,
+    generation: u64,
+    at: Instant,
+}
+
+/// What a run measured so far.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    log: Log,
+    totals: Totals,
+    snapshots: BTreeMap<Instant, Totals>,
+    by_kind: BTreeMap<&'static str, u64>,
+    /// Deaths seen: (dead name, generation) → declarer → time.
+    deaths: HashMap<(String, u64), BTreeMap<usize, Instant>>,
+    crashes: Vec<Crash>,
+    violations: Violations,
+    refuted: u64,
+    path_problems: u64,
+    false_deaths_outside: u64,
+    false_deaths_of: BTreeMap<String, u64>,
+    converged_ms: Option<f64>,
+    /// Partitions that ended, and how they converged.
+    heals: Vec<HealReport>,
+    ineffective_faults: Vec<usize>,
+    /// Whether the liveness checker applies.
+    check_liveness: bool,
+    /// The most loss inside the liveness envelope.
+    max_loss: f64,
+    /// How soon a healed partition must converge.
+    heal_bound: Duration,
+}
+
+impl Recorder {
+    /// A recorder for a run of `scenario` that hashes its records.
+    pub(crate) fn new(scenario: &Scenario) -> Recorder {
+        Recorder {
+            log: Log::new(false),
+            totals: Totals::default(),
+            snapshots: BTreeMap::new(),
+            by_kind: BTreeMap::new(),
+            deaths: HashMap::new(),
+            crashes: Vec::new(),
+            violations: Violations::default(),
+            refuted: 0,
+            path_problems: 0,
+            false_deaths_outside: 0,
+            false_deaths_of: BTreeMap::new(),
+            converged_ms: None,
+            heals: Vec::new(),
+            ineffective_faults: Vec::new(),
+            check_liveness: scenario.check_liveness,
+            max_loss: scenario.envelope.max_loss,
+            heal_bound: scenario.heal_bound,
+        }
+    }
+
+    /// Keeps every record (or not), from the first on; they are always
+    /// hashed.
+    pub(crate) fn keep_records(&mut self, keep: bool) {
+        self.log = Log::new(keep);
+    }
+
+    /// The snapshots the report of `scenario` needs: at the start and the
+    /// end, at every fault's boundaries, and a traffic window either side
+    /// of every crash. They are to be queued before anything else, so that
+    /// at equal times they see the totals from before whatever else happens
+    /// then.
+    pub(crate) fn snapshot_jobs(scenario: &Scenario) -> Vec<(Instant, Job)> {
+        let end = START.saturating_add(scenario.duration);
+        let mut marks = BTreeSet::from([START, end]);
+        for f in &scenario.faults {
+            let at = START.saturating_add(f.at);
+            marks.insert(at);
+            if let Some(d) = f.duration {
+                marks.insert(at.saturating_add(d).min(end));
+            }
+            if matches!(f.action, Action::Fault(Fault::Crash { .. })) {
+                marks.insert(at.saturating_sub(TRAFFIC_WINDOW).max(START));
+                marks.insert(at.saturating_add(TRAFFIC_WINDOW).min(end));
+            }
+        }
+        marks.into_iter().map(|at| (at, Job::Snapshot)).collect()
+    }
+
+    /// Notes what happened at `now`.
+    pub(crate) fn record(&mut self, now: Instant, what: What) {
+        self.log.push(Record { at: since_start(now), what });
+    }
+
+    /// Takes a snapshot of the totals at `at`.
+    pub(crate) fn snapshot(&mut self, at: Instant) {
+        self.snapshots.insert(at, self.totals);
+    }
+
+    /// A node started `probes` probes and `accusations` suspicions.
+    pub(crate) fn started(&mut self, probes: u64, accusations: u64) {
+        self.totals.probes += probes;
+        self.totals.accusations += accusations;
+    }
+
+    /// A message of `kind` and `len` bytes went on the wire.
+    pub(crate) fn sent(&mut self, kind: &'static str, len: usize, stream: bool) {
+        self.totals.messages += 1;
+        self.totals.bytes += len as u64;
+        if !stream {
+            self.totals.datagrams += 1;
+            self.totals.datagram_bytes += len as u64;
+        }
+        *self.by_kind.entry(kind).or_default() += 1;
+    }
+
+    /// Machine `i`'s node reported `event` at `now`: counted, checked
+    /// against what really happened to its subject, and recorded.
+    pub(crate) fn observe(&mut self, i: usize, event: Event, now: Instant, machines: &Machines, links: &Links) {
+        match &event {
+            Event::Suspected { id, .. }
+                if machines.index_of(&id.name).is_some_and(|j| !machines.crashed(j, id.generation)) =>
+            {
+                self.totals.false_suspicions += 1;
+            }
+            Event::Dead { id, .. } => {
+                if let Some(j) = machines.index_of(&id.name) {
+                    if !machines.crashed(j, id.generation) {
+                        self.totals.false_deaths += 1;
+                        *self.false_deaths_of.entry(id.name.clone()).or_default() += 1;
+                        let inside =
+                            self.check_liveness && machines.calm(j, now) && links.calm_for(j, now, self.max_loss);
+                        if !inside {
+                            self.false_deaths_outside += 1;
+                        }
+                        self.violations.add(
+                            ms(now),
+                            checkers::NO_FALSE_DEATH_INSIDE_ENVELOPE,
+                            checkers::no_false_death_inside_envelope(machines.name(i), &id.to_string(), inside),
+                        );
+                    }
+                    self.deaths.entry((id.name.clone(), id.generation)).or_default().entry(i).or_insert(now);
+                }
+            }
+            Event::Refuted { .. } => self.refuted += 1,
+            Event::PathProblem { .. } => self.path_problems += 1,
+            _ => {}
+        }
+        self.record(now, What::Membership { node: i, event });
+    }
+
+    /// Node `name`'s (generation, incarnation) went from `before` to
+    /// `after` at `now`.
+    pub(crate) fn epoch(&mut self, name: &str, before: (u64, u64), after: (u64, u64), now: Instant) {
+        self.violations.add(
+            ms(now),
+            checkers::EPOCHS_NEVER_DECREASE,
+            checkers::epoch_never_decreases(name, before, after),
+        );
+    }
+
+    /// Generation `generation` of machine `node` crashed at `now`.
+    pub(crate) fn crashed(&mut self, node: usize, generation: u64, now: Instant) {
+        self.crashes.push(Crash { node, generation, at: now });
+    }
+
+    /// Scenario entry `k` found nothing to act on.
+    pub(crate) fn ineffective(&mut self, k: usize) {
+        self.ineffective_faults.push(k);
+    }
+
+    /// Whether every live node sees every other live node alive at `now`:
+    /// the first time it does is the run's convergence; until then, the
+    /// next check.
+    pub(crate) fn converge_check(&mut self, now: Instant, machines: &Machines) -> Option<(Instant, Job)> {
+        if self.converged_ms.is_some() {
+            return None;
+        }
+        if machines.converged() {
+            self.converged_ms = Some(ms(now));
+            self.record(now, What::Converged);
+            return None;
+        }
+        Some((now.saturating_add(CHECK_EVERY), Job::Check))
+    }
+
+    /// Partition `k`, which lasted `lasted`, healed at `now`: the first
+    /// check of whether the cluster is one again, which is to be within the
+    /// heal bound.
+    pub(crate) fn healed(&mut self, k: usize, lasted: Duration, now: Instant) -> (Instant, Job) {
+        let lasted_ms = lasted.as_secs_f64() * 1e3;
+        self.heals.push(HealReport { fault: k, healed_at_ms: ms(now), lasted_ms, converged_after_ms: None });
+        let deadline = now.saturating_add(self.heal_bound);
+        (now.saturating_add(CHECK_EVERY), Job::HealCheck(k, deadline))
+    }
+
+    /// Whether the cluster is one again at `now` after partition `k`: if
+    /// so, how long it took; if not by `deadline`, a violation; else the
+    /// next check.
+    pub(crate) fn heal_check(
+        &mut self,
+        k: usize,
+        deadline: Instant,
+        now: Instant,
+        machines: &Machines,
+        links: &Links,
+    ) -> Option<(Instant, Job)> {
+        // Another partition in force: the cluster cannot be one.
+        if links.partitioned() {
+            return None;
+        }
+        let h = self.heals.iter().position(|h| h.fault == k)?;
+        if machines.converged() {
+            self.heals[h].converged_after_ms = Some(ms(now) - self.heals[h].healed_at_ms);
+            return None;
+        }
+        if now >= deadline {
+            let (lasted, bound) = (self.heals[h].lasted_ms, self.heal_bound.as_secs_f64() * 1e3);
+            let detail =
+                checkers::healed_partition_converges_within_bound(k, lasted, bound, machines.disagreements(u64::MAX));
+            self.violations.add(ms(now), checkers::HEALED_PARTITIONS_CONVERGE_WITHIN_BOUND, detail);
+            return None;
+        }
+        Some((now.saturating_add(CHECK_EVERY), Job::HealCheck(k, deadline)))
+    }
+
+    /// Figures over `[from, to]` from the snapshots (which exist at every
+    /// instant this is called with).
+    fn stretch(&self, from: Instant, to: Instant, machines: &Machines) -> Stretch {
+        let at = |t: Instant| self.snapshots.range(..=t).next_back().map(|(_, s)| *s).unwrap_or_default();
+        let totals = at(to).since(&at(from));
+        let secs = to.saturating_duration_since(from).as_secs_f64();
+        let members = machines.running_at(from).max(1) as f64;
+        let rate = |v: u64| if secs > 0.0 { v as f64 / members / secs } else { 0.0 };
+        Stretch {
+            from_ms: ms(from),
+            to_ms: ms(to),
+            totals,
+            messages_per_member_second: rate(totals.messages),
+            bytes_per_member_second: rate(totals.bytes),
+            datagrams_per_member_second: rate(totals.datagrams),
+            datagram_bytes_per_member_second: rate(totals.datagram_bytes),
+        }
+    }
+
+    /// The crash's report, and how many survivors declared it within
+    /// `bound` if that is fewer than all and the bound can be checked.
+    fn crash_report(
+        &self,
+        c: &Crash,
+        bound: Duration,
+        end: Instant,
+        machines: &Machines,
+    ) -> (CrashReport, Option<usize>) {
+        let horizon = c.at.saturating_add(bound).min(end);
+        let survivors: Vec<usize> =
+            (0..machines.len()).filter(|&j| j != c.node && machines.up_throughout(j, c.at, horizon)).collect();
+        let declared = self.deaths.get(&(machines.name(c.node).to_owned(), c.generation));
+        let mut times: Vec<f64> = survivors
+            .iter()
+            .filter_map(|j| declared.and_then(|d| d.get(j)))
+            .map(|t| t.saturating_duration_since(c.at).as_secs_f64() * 1e3)
+            .collect();
+        times.sort_by(f64::total_cmp);
+        // Extra traffic: the 30 s after the crash against the steady rate of
+        // the 30 s before.
+        let before = c.at.saturating_sub(TRAFFIC_WINDOW).max(START);
+        let after = c.at.saturating_add(TRAFFIC_WINDOW).min(end);
+        let base = self.stretch(before, c.at, machines);
+        let post = self.stretch(c.at, after, machines);
+        let post_secs = after.saturating_duration_since(c.at).as_secs_f64();
+        let running_after = machines.running_at(c.at).max(1) as f64;
+        let extra = |post_total: u64, base_rate: f64| {
+            (before < c.at).then(|| post_total as f64 / running_after - base_rate * post_secs)
+        };
+        let report = CrashReport {
+            node: c.node,
+            generation: c.generation,
+            at_ms: ms(c.at),
+            survivors: survivors.len(),
+            detected_by: times.len(),
+            first_ms: times.first().copied().unwrap_or(f64::NAN),
+            median_ms: median(&times),
+            max_ms: times.last().copied().unwrap_or(f64::NAN),
+            detection_times_ms: times.clone(),
+            extra_messages_per_member: extra(post.totals.datagrams, base.datagrams_per_member_second),
+            extra_bytes_per_member: extra(post.totals.datagram_bytes, base.datagram_bytes_per_member_second),
+        };
+        // A restart within the bound supersedes the old generation: not
+        // declaring it dead is then correct. A bound past the end of the run
+        // cannot be checked.
+        let restarted = machines.restarted(c.node, c.at, horizon);
+        let checkable = !restarted && c.at.saturating_add(bound) <= end;
+        let bound_ms = bound.as_secs_f64() * 1e3;
+        let in_time = times.iter().filter(|&&t| t <= bound_ms).count();
+        (report, (checkable && in_time < survivors.len()).then_some(in_time))
+    }
+
+    /// The report of a run of `scenario` that ended at `end`, with the
+    /// seals' figures.
+    pub(crate) fn finish(
+        mut self,
+        scenario: &Scenario,
+        end: Instant,
+        machines: &Machines,
+        sealing: SealReport,
+    ) -> Report {
+        let secs = scenario.duration.as_secs_f64();
+        let n = machines.len() as f64;
+        let member_hours = n * secs / 3600.0;
+        let mut crashes = Vec::new();
+        for c in std::mem::take(&mut self.crashes) {
+            let (report, missed) = self.crash_report(&c, scenario.detection_bound, end, machines);
+            if let Some(in_time) = missed {
+                let bound_ms = scenario.detection_bound.as_secs_f64() * 1e3;
+                let detail = checkers::every_crash_detected_within_bound(
+                    &format!("n{}#{}", c.node, c.generation),
+                    report.survivors,
+                    in_time,
+                    bound_ms,
+                );
+                self.violations.add(ms(c.at), checkers::EVERY_CRASH_DETECTED_WITHIN_BOUND, detail);
+            }
+            crashes.push(report);
+        }
+        let first_fault = scenario.faults.iter().map(|f| START.saturating_add(f.at)).min().unwrap_or(end);
+        let steady = self.stretch(START, first_fault, machines);
+        let fault_windows = scenario
+            .faults
+            .iter()
+            .enumerate()
+            .filter_map(|(k, f)| {
+                let start = START.saturating_add(f.at);
+                let stop = start.saturating_add(f.duration?).min(end);
+                Some(FaultWindow {
+                    fault: k,
+                    kind: f.kind(),
+                    during: self.stretch(start, stop, machines),
+                    after: self.stretch(stop, end, machines),
+                })
+            })
+            .collect();
+        let totals = self.totals;
+        Report {
+            scenario: scenario.name.clone(),
+            nodes: machines.len(),
+            seed: scenario.seed,
+            virtual_secs: secs,
+            crashes,
+            totals,
+            false_suspicions: totals.false_suspicions,
+            false_deaths: totals.false_deaths,
+            false_deaths_outside_envelope: self.false_deaths_outside,
+            false_deaths_of: self.false_deaths_of,
+            refuted: self.refuted,
+            path_problems: self.path_problems,
+            false_suspicions_per_member_hour: totals.false_suspicions as f64 / member_hours,
+            false_deaths_per_member_hour: totals.false_deaths as f64 / member_hours,
+            messages_per_member_second: totals.messages as f64 / n / secs,
+            bytes_per_member_second: totals.bytes as f64 / n / secs,
+            messages_by_kind: self.by_kind,
+            steady,
+            fault_windows,
+            heals: self.heals,
+            violations: self.violations,
+            converged_ms: self.converged_ms,
+            ineffective_faults: self.ineffective_faults,
+            sealing,
+            final_disagreements: machines.disagreements(u64::MAX),
+            log_hash: self.log.hash(),
+            records: self.log.into_records(),
+        }
+    }
+}
