@@ -118,9 +118,12 @@ mod error;
 pub mod fnv;
 pub mod health;
 mod math;
+pub mod millis;
 mod models;
 pub mod outlier;
 mod registry;
+pub mod spec;
+pub mod text;
 mod time;
 mod window;
 
