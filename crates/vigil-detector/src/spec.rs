@@ -273,13 +273,13 @@ impl<'a> Params<'a> {
         match e.field().and_then(parameter_of) {
             Some(param) => {
                 let typed = self.text(param).map(str::to_owned);
-                self.fail(param, SpecErrorKind::Invalid { error: e.clone(), typed })
+                self.fail(param, SpecErrorKind::Invalid { error: Box::new(e.clone()), typed })
             }
             None => SpecError {
                 spec: None,
                 param: None,
                 prefix: self.prefix,
-                kind: SpecErrorKind::Model { model: self.model, error: e.clone() },
+                kind: SpecErrorKind::Model { model: self.model, error: Box::new(e.clone()) },
             },
         }
     }
@@ -400,7 +400,7 @@ pub enum SpecErrorKind {
     /// The model refused the value the parameter set.
     Invalid {
         /// The model's error.
-        error: ConfigError,
+        error: Box<ConfigError>,
         /// The value as written; `None` when the model's default is at fault.
         typed: Option<String>,
     },
@@ -409,7 +409,7 @@ pub enum SpecErrorKind {
         /// The model.
         model: Model,
         /// Its error.
-        error: ConfigError,
+        error: Box<ConfigError>,
     },
 }
 
@@ -476,7 +476,7 @@ impl fmt::Display for SpecError {
                         let sep = if p.is_empty() { "=" } else { " " };
                         write!(f, "{param}{sep}{}: {rest}", quoted(typed).trim_matches('\''))?;
                         // A value above zero that rounds to 0 ns says so.
-                        let rounds = matches!(error, ConfigError::ZeroDuration { .. })
+                        let rounds = matches!(**error, ConfigError::ZeroDuration { .. })
                             && typed.parse::<f64>().is_ok_and(|v| v > 0.0);
                         if rounds {
                             f.write_str(" (it rounds to 0 ns; the smallest is 0.000001 ms)")?;
