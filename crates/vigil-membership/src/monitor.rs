@@ -1,11 +1,15 @@
 //! Monitoring: whom this node watches, their detectors, and when a silent
-//! one is due for a probe.
+//! one is due for a probe; and the application's graded policies over them.
 //!
 //! In φ mode each member heartbeats the `K` members after it on the ring, so
 //! each node watches the `K` members before it; the application may watch
-//! more. Every watched member has a detector in a `vigil_detector`
-//! [`Registry`], under one policy at the protocol's suspect level. The
-//! registry supplies the three things monitoring needs:
+//! more. Every watched member has a detector in one `vigil_detector`
+//! [`Health`], the judge the lab measures: its first policy is the
+//! protocol's own, `probe`, at the suspect level (φ only, not destructive),
+//! and the application's policies follow ([`Config::policies`]). Outlier
+//! detection in the same `Health` follows every live member once the
+//! application records outcomes (`outcomes.rs`). The registry inside
+//! supplies the three things monitoring needs:
 //!
 //! - the exact instant the level will cross, so the node arms one timer
 //!   instead of polling;
@@ -15,25 +19,29 @@
 //! - the local-pause guard: after this node itself stalled, no silence is
 //!   acted on until it has measured afresh.
 //!
-//! What the registry calls a suspicion is only "silent" here: it leads to a
-//! probe, and only a failed probe leads to an accusation. Lifeguard's local
-//! health raises the bar: with awareness `a`, a member is probed only once
-//! its level reaches `(1 + a) ×` the suspect level.
+//! What `probe` calls firing is only "silent" here: it leads to a probe,
+//! and only a failed probe leads to an accusation. Lifeguard's local health
+//! raises the bar: with awareness `a`, a member is probed only once its
+//! level reaches `(1 + a) ×` the suspect level. The application's policies
+//! are reported ([`Notice`]) for the members it watches.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use vigil_detector::{
-    AnyDetector, Cause, Detector, Event as RegistryEvent, Instant, PauseGuard, Policy, Registry, RegistryConfig,
-    UnknownPeers,
-};
+use vigil_detector::health::{Health, HealthConfig, HealthEvent, HealthPolicy, Signal, Verdict as HealthVerdict};
+use vigil_detector::outlier::{EjectReason, HostReport, Outcome, OutlierEvent};
+use vigil_detector::{AnyDetector, Detector, Instant, PauseGuard, PolicyState, RegistryConfig, UnknownPeers};
 
 use crate::arrivals::{ArrivalLog, Arrivals};
 use crate::config::{Config, ConfigError};
 use crate::members::MemberTable;
 use crate::message::MAX_MEMBERS;
+use crate::outcomes::RequestOutcomes;
 use crate::watch_report::{PolicyOutlook, WatchReport};
+
+/// The protocol's own policy: its firing makes a watched member silent.
+pub(crate) const PROBE: &str = "probe";
 
 /// One watched member.
 #[derive(Debug, Clone)]
@@ -43,7 +51,7 @@ struct Watch {
     on_ring: bool,
     /// Watched because the application asked.
     by_app: bool,
-    /// The registry's policy fired: the member is silent.
+    /// `probe` fired: the member is silent.
     silent: bool,
     /// Silent without ever having been heard.
     never_heard: bool,
@@ -65,22 +73,33 @@ pub(crate) struct Silent {
     pub(crate) level: Option<f64>,
 }
 
-/// An application policy's verdict about a watched member.
+/// How an application policy's verdict about a watched member changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change {
+    Fired,
+    Withheld,
+    Cleared,
+}
+
+/// What the judge has to tell the application, in the order it happened.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Verdict {
-    pub(crate) name: Arc<str>,
-    pub(crate) generation: u64,
-    pub(crate) policy: String,
-    pub(crate) fired: bool,
-    pub(crate) level: Option<f64>,
+pub(crate) enum Notice {
+    /// An application policy moved for a member the application watches.
+    Policy { name: Arc<str>, generation: u64, policy: String, change: Change, signal: Signal },
+    /// Outlier detection ejected a live member.
+    Ejected { name: Arc<str>, reason: EjectReason, until: Instant },
+    /// An ejected member is back in service.
+    Returned { name: Arc<str> },
 }
 
 /// Monitoring state. See the module documentation.
 #[derive(Debug, Clone)]
 pub(crate) struct Monitor {
-    /// Application policies' verdicts, waiting to become events.
-    verdicts: Vec<Verdict>,
-    registry: Registry<Arc<str>, AnyDetector>,
+    /// Verdicts, ejections and returns, waiting to become events.
+    notices: Vec<Notice>,
+    health: Health<Arc<str>, AnyDetector>,
+    /// Whether outlier detection follows the membership yet.
+    outcomes: RequestOutcomes,
     watched: HashMap<Arc<str>, Watch>,
     checks: BTreeSet<(Instant, Arc<str>)>,
     suspect_level: f64,
@@ -91,30 +110,32 @@ pub(crate) struct Monitor {
 
 impl Monitor {
     pub(crate) fn new(config: &Config) -> Result<Monitor, ConfigError> {
-        let policy = Policy::new("probe", config.suspect_level);
         // The application's graded policies judge the same detectors; only
         // members it watches report them.
-        let mut policies = vec![policy];
+        let mut policies = vec![HealthPolicy::new(PROBE).phi(config.suspect_level)];
         policies.extend(config.policies.iter().cloned());
-        let registry_config = RegistryConfig {
+        let registry = RegistryConfig {
             unknown_peers: UnknownPeers::Reject,
             max_peers: MAX_MEMBERS,
             first_heartbeat_timeout: Some(config.first_heartbeat_timeout),
-            // The brake doubts mass failures before destructive verdicts;
-            // here a crossing only starts a probe, and the protocol's
-            // verdicts come from failed probes and suspicion timeouts.
+            // The registry's brake doubts mass φ crossings; here a crossing
+            // of `probe` only starts a probe, the protocol's verdicts come
+            // from failed probes and suspicion timeouts, and the
+            // application's destructive policies are braked by `Health`.
             brake: None,
             pause_guard: Some(PauseGuard {
                 max_lateness: config.local_stall.max(Duration::from_millis(1)),
                 quiet: config.probe_timeout,
             }),
-            ..RegistryConfig::new(policies)
+            ..RegistryConfig::new(Vec::new())
         };
+        let health_config = HealthConfig { registry, ..HealthConfig::new(policies, config.outliers.clone()) };
         let prototype = config.detector.build().map_err(ConfigError::Detector)?;
-        let registry = Registry::new(prototype, registry_config).map_err(ConfigError::Detector)?;
+        let health = Health::with_detector(prototype, health_config).map_err(ConfigError::Detector)?;
         Ok(Monitor {
-            verdicts: Vec::new(),
-            registry,
+            notices: Vec::new(),
+            health,
+            outcomes: RequestOutcomes::default(),
             watched: HashMap::new(),
             checks: BTreeSet::new(),
             suspect_level: config.suspect_level,
@@ -203,10 +224,10 @@ impl Monitor {
                     self.checks.remove(&(at, name.clone()));
                 }
                 w.arrivals.restart(now);
-                self.registry.reset(&name, now);
+                self.health.reset(&name, now);
             }
             None => {
-                if self.registry.register(name.clone(), now).is_err() {
+                if self.health.watch(name.clone(), now).is_err() {
                     return;
                 }
                 let w = Watch {
@@ -236,9 +257,9 @@ impl Monitor {
     fn drop_watch(&mut self, name: &str, now: Instant) {
         if let Some((key, w)) = self.watched.remove_entry(name) {
             if let Some(at) = w.check_at {
-                self.checks.remove(&(at, key));
+                self.checks.remove(&(at, key.clone()));
             }
-            self.registry.remove(&Arc::from(name), now);
+            self.health.unwatch(&key, now);
         }
     }
 
@@ -249,7 +270,7 @@ impl Monitor {
             return false;
         }
         let key = key.clone();
-        let taken = self.registry.heartbeat(key, now).is_ok();
+        let taken = self.health.heartbeat(key, now).is_ok();
         if taken && let Some(w) = self.watched.get_mut(name) {
             w.arrivals.push(now);
         }
@@ -259,25 +280,40 @@ impl Monitor {
     /// What monitoring knows about `name` at `now`, if it is watched.
     pub(crate) fn report(&self, name: &str, now: Instant) -> Option<WatchReport> {
         let (key, w) = self.watched.get_key_value(name)?;
-        let r = self.registry.report(key, now)?;
-        let model = self.registry.detector(key)?.model().name();
-        let policies = r
-            .policies
+        let health = self.health.report(key, now)?;
+        let r = health.phi?;
+        let model = self.health.detector(key)?.model().name();
+        let policies = self
+            .health
+            .policies()
             .iter()
-            .map(|p| {
-                let policy = self.registry.policy(p.policy);
-                let time_to_threshold = match p.state {
-                    vigil_detector::PolicyState::Trusted => {
-                        p.reaches_threshold_at.filter(|&t| t != Instant::MAX).map(|t| t - now)
+            .zip(health.verdicts)
+            .zip(health.since)
+            .map(|((policy, (name, verdict)), since)| {
+                let phi =
+                    policy.phi.as_ref().zip(self.health.phi_policy(&name).and_then(|id| r.policies.get(id.index())));
+                let (threshold, phi_state, time_to_threshold) = match phi {
+                    Some((p, outlook)) => {
+                        let time = match outlook.state {
+                            PolicyState::Trusted => {
+                                outlook.reaches_threshold_at.filter(|&t| t != Instant::MAX).map(|t| t - now)
+                            }
+                            _ => Some(Duration::ZERO),
+                        };
+                        (Some(p.threshold), outlook.state, time)
                     }
-                    _ => Some(Duration::ZERO),
+                    None => (None, PolicyState::Trusted, None),
                 };
-                PolicyOutlook {
-                    name: policy.name.clone(),
-                    threshold: policy.threshold,
-                    state: p.state,
-                    time_to_threshold,
-                }
+                // The verdict is the judge's, on either signal and after the
+                // brake; φ's own standing shows while it is clear.
+                let state = match (verdict, phi_state) {
+                    (HealthVerdict::Fired(_), s @ PolicyState::Suspected { .. }) => s,
+                    (HealthVerdict::Fired(_), _) => PolicyState::Suspected { since },
+                    (HealthVerdict::Withheld(_), s @ PolicyState::Withheld { .. }) => s,
+                    (HealthVerdict::Withheld(_), _) => PolicyState::Withheld { since },
+                    (HealthVerdict::Clear, s) => s,
+                };
+                PolicyOutlook { name, threshold, state, time_to_threshold, verdict }
             })
             .collect();
         Some(WatchReport {
@@ -304,45 +340,15 @@ impl Monitor {
 
     /// When `name`'s last heartbeat arrived.
     pub(crate) fn last_heartbeat(&self, name: &str) -> Option<Instant> {
-        self.registry.detector(&Arc::from(name))?.last_heartbeat()
+        self.health.detector(&Arc::from(name))?.last_heartbeat()
     }
 
     /// Takes the decisions due by `now` and returns the silent members due
     /// for a probe. `multiplier` is `1 + awareness`.
     pub(crate) fn poll(&mut self, now: Instant, multiplier: u32) -> Vec<Silent> {
-        for event in self.registry.poll(now) {
-            match event {
-                RegistryEvent::Suspected { peer, policy, cause, .. } if policy.0 > 0 => {
-                    let level = match cause {
-                        Cause::Level(l) => Some(l),
-                        _ => None,
-                    };
-                    self.verdict(&peer, policy.0, true, level);
-                }
-                RegistryEvent::Recovered { peer, policy, level, .. } if policy.0 > 0 => {
-                    self.verdict(&peer, policy.0, false, Some(level));
-                }
-                RegistryEvent::Suspected { peer, at, cause, .. } => {
-                    if let Some(w) = self.watched.get_mut(&peer) {
-                        w.silent = true;
-                        w.never_heard = matches!(cause, Cause::NeverHeard { .. });
-                    }
-                    self.check(&peer, at);
-                }
-                RegistryEvent::Recovered { peer, .. } => {
-                    if let Some(w) = self.watched.get_mut(&peer) {
-                        w.silent = false;
-                        w.never_heard = false;
-                        w.answered = 0;
-                        if let Some(at) = w.check_at.take() {
-                            self.checks.remove(&(at, peer));
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        let quiet = self.registry.quiet_until();
+        let events = self.health.poll(now);
+        self.absorb(events);
+        let quiet = self.health.quiet_until();
         let required = self.suspect_level * f64::from(multiplier);
         let mut out = Vec::new();
         while let Some((at, name)) = self.checks.first().cloned() {
@@ -364,10 +370,10 @@ impl Monitor {
                 out.push(Silent { name, level: None });
                 continue;
             }
-            let level = self.registry.level(&name, now).unwrap_or(0.0);
+            let level = self.health.level(&name, now).unwrap_or(0.0);
             if level >= required {
                 out.push(Silent { name, level: Some(level) });
-            } else if let Some(at) = self.registry.detector(&name).and_then(|d| d.crossing(required)) {
+            } else if let Some(at) = self.health.detector(&name).and_then(|d| d.crossing(required)) {
                 // Local health raised the bar: look again when it is reached.
                 self.check(&name, at.max(now));
             }
@@ -375,17 +381,90 @@ impl Monitor {
         out
     }
 
-    /// Records an application policy's verdict, for members the application
-    /// watches.
-    fn verdict(&mut self, peer: &Arc<str>, policy: u16, fired: bool, level: Option<f64>) {
-        let Some(w) = self.watched.get(peer).filter(|w| w.by_app) else { return };
-        let name = self.registry.policy(vigil_detector::PolicyId(policy)).name.clone();
-        self.verdicts.push(Verdict { name: peer.clone(), generation: w.generation, policy: name, fired, level });
+    /// Takes the judge's events: `probe` makes members silent or not; the
+    /// application's policies, ejections and returns become notices.
+    fn absorb(&mut self, events: Vec<HealthEvent<Arc<str>>>) {
+        for event in events {
+            match event {
+                HealthEvent::Fired { peer, policy, signal, at } if policy == PROBE => {
+                    if let Some(w) = self.watched.get_mut(&peer) {
+                        w.silent = true;
+                        w.never_heard = matches!(signal, Signal::Phi { level: None });
+                    }
+                    self.check(&peer, at);
+                }
+                HealthEvent::Cleared { peer, policy, .. } if policy == PROBE => {
+                    if let Some(w) = self.watched.get_mut(&peer) {
+                        w.silent = false;
+                        w.never_heard = false;
+                        w.answered = 0;
+                        if let Some(at) = w.check_at.take() {
+                            self.checks.remove(&(at, peer));
+                        }
+                    }
+                }
+                HealthEvent::Fired { peer, policy, signal, .. } => self.verdict(peer, policy, Change::Fired, signal),
+                HealthEvent::Withheld { peer, policy, signal, .. } => {
+                    self.verdict(peer, policy, Change::Withheld, signal);
+                }
+                HealthEvent::Cleared { peer, policy, signal, .. } => {
+                    self.verdict(peer, policy, Change::Cleared, signal);
+                }
+                HealthEvent::Outlier(OutlierEvent::Ejected { host, reason, until, .. }) => {
+                    self.notices.push(Notice::Ejected { name: host, reason, until });
+                }
+                HealthEvent::Outlier(OutlierEvent::Returned { host, .. }) => {
+                    self.notices.push(Notice::Returned { name: host });
+                }
+                HealthEvent::Outlier(_) => {}
+            }
+        }
     }
 
-    /// The application policies' verdicts since the last call.
-    pub(crate) fn take_verdicts(&mut self) -> Vec<Verdict> {
-        std::mem::take(&mut self.verdicts)
+    /// Records an application policy's verdict, for members the application
+    /// watches.
+    fn verdict(&mut self, name: Arc<str>, policy: String, change: Change, signal: Signal) {
+        let Some(w) = self.watched.get(&name).filter(|w| w.by_app) else { return };
+        let generation = w.generation;
+        self.notices.push(Notice::Policy { name, generation, policy, change, signal });
+    }
+
+    /// The verdicts, ejections and returns since the last call.
+    pub(crate) fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.notices)
+    }
+
+    /// Records an outcome of a request to the live member `name` (`live`
+    /// lists every live member, for the first call); an ejection it causes
+    /// is a notice at once. Returns whether it was taken.
+    pub(crate) fn record_outcome(
+        &mut self,
+        now: Instant,
+        name: Arc<str>,
+        outcome: Outcome,
+        latency: Option<Duration>,
+        live: impl FnOnce() -> Vec<Arc<str>>,
+    ) -> bool {
+        let taken = self.outcomes.record(&mut self.health, now, name, outcome, latency, live);
+        let events = self.health.take_events();
+        self.absorb(events);
+        taken
+    }
+
+    /// A member is up (new, a new process, or back from the dead): outlier
+    /// detection starts it afresh.
+    pub(crate) fn member_up(&mut self, name: Arc<str>, now: Instant) {
+        self.outcomes.member_up(&mut self.health, name, now);
+    }
+
+    /// A member died or left: outlier detection forgets it.
+    pub(crate) fn member_gone(&mut self, name: &str, now: Instant) {
+        self.outcomes.member_gone(&mut self.health, name, now);
+    }
+
+    /// What outlier detection knows of `name` (once outcomes are recorded).
+    pub(crate) fn outlier_report(&self, name: &str) -> Option<HostReport> {
+        self.health.outliers().report(&Arc::from(name))
     }
 
     /// Looks at `name` again at `at` if it is still silent then (after a
@@ -426,18 +505,19 @@ impl Monitor {
     /// This node stalled for `late`: no silence is acted on for as long
     /// again (at least a probe timeout).
     pub(crate) fn note_stall(&mut self, now: Instant, late: Duration) {
-        self.registry.note_local_pause(now, late);
+        self.health.note_local_pause(now, late);
     }
 
     /// The end of the quiet period after this node's last stall.
     pub(crate) fn quiet_until(&self) -> Instant {
-        self.registry.quiet_until()
+        self.health.quiet_until()
     }
 
-    /// When [`Monitor::poll`] next has something to do.
+    /// When [`Monitor::poll`] next has something to do: a decision of
+    /// either signal, or a look at a silent member.
     pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
         let check = self.checks.first().map(|(at, _)| *at);
-        match (self.registry.next_deadline(), check) {
+        match (self.health.next_deadline(), check) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -450,11 +530,11 @@ impl Monitor {
 
     /// `name`'s level at `now`, if it is watched.
     pub(crate) fn level(&self, name: &str, now: Instant) -> Option<f64> {
-        self.registry.level(&Arc::from(name), now)
+        self.health.level(&Arc::from(name), now)
     }
 
     /// When `name`'s level will reach the suspect level if nothing arrives.
     pub(crate) fn crossing(&self, name: &str) -> Option<Instant> {
-        self.registry.detector(&Arc::from(name))?.crossing(self.suspect_level)
+        self.health.detector(&Arc::from(name))?.crossing(self.suspect_level)
     }
 }

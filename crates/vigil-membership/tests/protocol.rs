@@ -360,11 +360,8 @@ fn graded_policies_on_a_watched_member_fire_in_order_and_recover() {
     // Seed 004's task queue: stop assigning at φ 2, reassign at 5, remove
     // at 8 after 2 s there.
     let mut config = Config::lan(CLUSTER);
-    config.policies = vec![
-        vigil_detector::Policy::new("stop-assigning", 2.0),
-        vigil_detector::Policy::new("reassign", 5.0),
-        vigil_detector::Policy::new("remove", 8.0).dwell(Duration::from_secs(2)),
-    ];
+    config.policies =
+        vec!["stop-assigning=2".parse().unwrap(), "reassign=5".parse().unwrap(), "remove=8,dwell=2s".parse().unwrap()];
     let mut nodes = cluster(8, config);
     let t0 = Instant::from_secs(1);
     let ring: Vec<String> = nodes[0].watching().map(str::to_string).collect();
@@ -381,7 +378,7 @@ fn graded_policies_on_a_watched_member_fire_in_order_and_recover() {
     let fired: Vec<(String, Option<f64>)> = events(&mut nodes[0])
         .into_iter()
         .filter_map(|e| match e {
-            Event::Policy { id, policy, fired: true, level } if id.name == off => Some((policy, level)),
+            Event::Policy { id, policy, fired: true, level, .. } if id.name == off => Some((policy, level)),
             _ => None,
         })
         .collect();

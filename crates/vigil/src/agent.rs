@@ -250,26 +250,26 @@ fn tags(flags: &[String], file: &std::collections::BTreeMap<String, String>, pat
     })
 }
 
-/// The graded policies: the file's `[policies]`, then each `--policy
-/// NAME=THRESHOLD` over them.
+/// The graded policies: the file's `[policies]` (name = threshold), then
+/// each `--policy NAME=THRESHOLD[,dwell=..][,rearm=..][,recovery=N][,ejection][,destructive]`
+/// or `--policy NAME=ejection` over them.
 fn policies(
     flags: &[String],
     file: &std::collections::BTreeMap<String, f64>,
     path: Option<&Path>,
-) -> Result<Vec<vigil_detector::Policy>> {
-    let mut all = file.clone();
+) -> Result<Vec<vigil_detector::health::HealthPolicy>> {
+    use vigil_detector::health::HealthPolicy;
+    let mut all: std::collections::BTreeMap<String, HealthPolicy> =
+        file.iter().map(|(name, &threshold)| (name.clone(), HealthPolicy::new(name.as_str()).phi(threshold))).collect();
     for p in flags {
-        let (name, threshold) = p
-            .split_once('=')
-            .and_then(|(n, t)| Some((n.trim(), t.trim().parse::<f64>().ok()?)))
-            .ok_or_else(|| UsageError(format!("--policy {}: expected NAME=THRESHOLD", vigil_lab::millis::quoted(p))))?;
-        all.insert(name.to_owned(), threshold);
+        let policy: HealthPolicy = p.parse().map_err(|e| UsageError(format!("--policy: {e}")))?;
+        all.insert(policy.name.clone(), policy);
     }
     if all.len() > 16 {
         let from = if flags.is_empty() { origin(false, "policies", path) } else { "--policy".to_owned() };
         return Err(UsageError(format!("{from}: {} policies, at most 16", all.len())).into());
     }
-    Ok(all.into_iter().map(|(name, threshold)| vigil_detector::Policy::new(name, threshold)).collect())
+    Ok(all.into_values().collect())
 }
 
 /// The log line of an event: verdicts and warnings about this member itself.

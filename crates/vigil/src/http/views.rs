@@ -181,12 +181,18 @@ pub(crate) fn event_json(node: &str, unix_ms: u64, e: &Event) -> Option<Value> {
         Event::TagsUpdated { id, tags } => {
             json!({"event": "tags", "member": id.name, "generation": id.generation, "tags": tags_json(tags)})
         }
-        Event::Policy { id, policy, fired, level } => json!({
+        Event::Policy { id, policy, fired, level, signal, withheld } => json!({
             "event": "policy",
             "member": id.name,
             "generation": id.generation,
             "policy": policy,
             "fired": fired,
+            "withheld": withheld,
+            "signal": if matches!(signal, vigil_membership::Signal::Phi { .. }) { "phi" } else { "ejection" },
+            "reason": match signal {
+                vigil_membership::Signal::Ejected { reason } => Some(reason.name()),
+                _ => None,
+            },
             "phi": level.map(finite),
         }),
         Event::Suspected { id, by, level } => json!({
