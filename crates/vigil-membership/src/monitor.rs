@@ -538,3 +538,342 @@ impl Monitor {
         self.health.detector(&Arc::from(name))?.crossing(self.suspect_level)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+
+    use vigil_detector::outlier::Outcome;
+
+    use super::*;
+    use crate::message::{NodeId, Status};
+
+    const ME: &str = "me";
+
+    fn ms(t: u64) -> Instant {
+        Instant::from_millis(t)
+    }
+
+    fn addr(i: usize) -> SocketAddr {
+        SocketAddr::from(([10, 0, 0, i as u8 + 1], 7946))
+    }
+
+    /// A table of `n` live members `m0`.. of generation 1 (this node, `me`,
+    /// is not in its own table).
+    fn table(n: usize) -> MemberTable {
+        let mut t = MemberTable::new();
+        for i in 0..n {
+            assert!(t.insert(&NodeId::new(format!("m{i}"), 1), addr(i), 0, Status::Alive, ms(0)));
+        }
+        t
+    }
+
+    fn monitor(config: &Config) -> Monitor {
+        Monitor::new(config).unwrap()
+    }
+
+    fn watched(m: &Monitor) -> Vec<String> {
+        let mut v: Vec<String> = m.watched().map(|n| n.to_string()).collect();
+        v.sort();
+        v
+    }
+
+    fn sorted(names: Vec<Arc<str>>) -> Vec<String> {
+        let mut v: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        v.sort();
+        v
+    }
+
+    /// Heartbeats from `name` every 1.05 s (the LAN preset's period) from
+    /// `from` to `to` (ms), polled after each: what the node does.
+    fn beat(m: &mut Monitor, name: &str, from: u64, to: u64) -> Vec<Silent> {
+        let mut silent = Vec::new();
+        let mut t = from;
+        while t < to {
+            m.heartbeat(name, 1, ms(t));
+            silent.extend(m.poll(ms(t), 1));
+            t += 1050;
+        }
+        silent
+    }
+
+    /// Polls every 10 ms from `from` to `to`; the first silent member and
+    /// when it was due.
+    fn first_silent(m: &mut Monitor, from: u64, to: u64, multiplier: u32) -> Option<(u64, Silent)> {
+        (from..=to).step_by(10).find_map(|t| m.poll(ms(t), multiplier).into_iter().next().map(|s| (t, s)))
+    }
+
+    #[test]
+    fn the_watch_list_follows_the_ring() {
+        let config = Config::lan(1);
+        let mut m = monitor(&config);
+        let mut t = table(6);
+        m.sync(&t, ME, ms(0));
+        let ring = sorted(t.predecessors(ME, 2));
+        assert_eq!(watched(&m), ring);
+        assert!(ring.iter().all(|n| m.on_ring(n)));
+        // The application also watches a member off the ring.
+        let off = (0..6).map(|i| format!("m{i}")).find(|n| !ring.contains(n)).unwrap();
+        m.watch(t.get(&off).unwrap().name.clone(), 1, ms(0));
+        assert_eq!(m.app_only().len(), 1);
+        // One of the ring's dies: its successor on the ring takes its place,
+        // and the application's watch stays.
+        let gone = ring[0].clone();
+        t.set(&gone, 0, Status::Dead, addr(0), ms(10));
+        m.sync(&t, ME, ms(10));
+        let now_ring = sorted(t.predecessors(ME, 2));
+        assert!(!now_ring.contains(&gone));
+        let mut expected = now_ring.clone();
+        if !expected.contains(&off) {
+            expected.push(off.clone());
+        }
+        expected.sort();
+        assert_eq!(watched(&m), expected);
+        assert!(m.level(&gone, ms(10)).is_none(), "its detector is dropped");
+        // Unwatching the application's member leaves the ring's alone.
+        m.unwatch(&off, ms(20));
+        assert_eq!(watched(&m), now_ring);
+        // Classic mode watches nobody on its own.
+        let mut classic = monitor(&Config::classic_lan(1));
+        classic.sync(&t, ME, ms(0));
+        assert!(watched(&classic).is_empty());
+    }
+
+    #[test]
+    fn a_new_generation_restarts_the_detector() {
+        let config = Config::lan(1);
+        let mut m = monitor(&config);
+        let mut t = table(3);
+        m.sync(&t, ME, ms(0));
+        let name = t.predecessors(ME, 1)[0].to_string();
+        beat(&mut m, &name, 0, 10_000);
+        let before = m.report(&name, ms(10_000)).unwrap();
+        assert!(before.heard && before.heartbeats > 5);
+        assert_eq!(before.generation, 1);
+        // The member restarts: generation 2, in the same place on the ring.
+        t.remove(&name);
+        assert!(t.insert(&NodeId::new(name.as_str(), 2), addr(0), 0, Status::Alive, ms(10_000)));
+        m.sync(&t, ME, ms(10_000));
+        let after = m.report(&name, ms(10_000)).unwrap();
+        assert_eq!((after.generation, after.heard, after.mean), (2, false, None));
+        // The old process's heartbeats are not the new one's.
+        assert!(!m.heartbeat(&name, 1, ms(10_100)));
+        assert!(m.heartbeat(&name, 2, ms(10_100)));
+        assert!(m.report(&name, ms(10_100)).unwrap().heard);
+    }
+
+    #[test]
+    fn a_silent_member_is_due_for_a_probe_at_the_suspect_level() {
+        let config = Config::lan(1);
+        let mut m = monitor(&config);
+        let t = table(3);
+        m.sync(&t, ME, ms(0));
+        let ring: Vec<String> = sorted(t.predecessors(ME, 2));
+        let (heard, never) = (&ring[0], &ring[1]);
+        // One member heartbeats for 2.9 s; the other is never heard from.
+        assert!(beat(&mut m, heard, 0, 2_900).is_empty());
+        // The one never heard from is due at the first-heartbeat timeout.
+        let (at, silent) = first_silent(&mut m, 2_900, 3_500, 1).unwrap();
+        assert_eq!((at, &*silent.name, silent.level), (3_000, never.as_str(), None));
+        // The other, once its level reaches 8: not a moment before.
+        let crossing = m.crossing(heard).unwrap();
+        let (at, silent) = first_silent(&mut m, 3_010, 10_000, 1).unwrap();
+        assert_eq!(&*silent.name, heard.as_str());
+        assert!(ms(at) >= crossing && ms(at) < crossing + Duration::from_millis(10), "{at} vs {crossing:?}");
+        assert!(silent.level.unwrap() >= config.suspect_level);
+        // Once due, it is not due again until it is looked at again.
+        assert!(m.poll(ms(at + 500), 1).is_empty());
+        m.recheck(heard, ms(at + 1_000));
+        assert_eq!(m.poll(ms(at + 1_000), 1).len(), 1);
+        // A heartbeat ends the silence: nothing is due after it.
+        m.heartbeat(heard, 1, ms(at + 1_100));
+        m.recheck(heard, ms(at + 1_200));
+        assert!(m.poll(ms(at + 1_200), 1).iter().all(|s| &*s.name != heard.as_str()));
+    }
+
+    #[test]
+    fn local_health_raises_the_bar_for_a_probe() {
+        let config = Config::lan(1);
+        let mut m = monitor(&config);
+        let t = table(1);
+        m.sync(&t, ME, ms(0));
+        let name = "m0";
+        beat(&mut m, name, 0, 20_000);
+        let last = m.last_heartbeat(name).unwrap();
+        // With awareness 1 (multiplier 2), the member is due at level 16.
+        let at_8 = m.crossing(name).unwrap();
+        let at_16 = m.health.detector(&Arc::from(name)).unwrap().crossing(16.0).unwrap();
+        assert!(at_16 > at_8);
+        let from = (last.as_nanos() / 1_000_000) + 10;
+        let (at, silent) = first_silent(&mut m, from, 60_000, 2).unwrap();
+        assert!(ms(at) >= at_16 && ms(at) < at_16 + Duration::from_millis(10), "{at} vs {at_16:?}");
+        assert!(silent.level.unwrap() >= 16.0);
+    }
+
+    #[test]
+    fn after_this_nodes_own_stall_no_silence_is_acted_on_for_a_while() {
+        let config = Config::lan(1);
+        let mut m = monitor(&config);
+        let t = table(1);
+        m.sync(&t, ME, ms(0));
+        beat(&mut m, "m0", 0, 10_000);
+        let crossing = m.crossing("m0").unwrap();
+        // This node stalled for 4 s just before the member's level crossed:
+        // nothing is acted on before as long again has passed.
+        let stalled_at = crossing - Duration::from_millis(100);
+        m.note_stall(stalled_at, Duration::from_secs(4));
+        assert_eq!(m.quiet_until(), stalled_at + Duration::from_secs(4));
+        let from = crossing.as_nanos() / 1_000_000;
+        let (at, _) = first_silent(&mut m, from, 30_000, 1).unwrap();
+        assert!(ms(at) >= m.quiet_until(), "probed at {at} ms, quiet until {:?}", m.quiet_until());
+    }
+
+    fn policies(m: &mut Monitor) -> Vec<(String, Change, Signal)> {
+        m.take_notices()
+            .into_iter()
+            .filter_map(|n| match n {
+                Notice::Policy { policy, change, signal, .. } => Some((policy, change, signal)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn application_policies_fire_after_their_dwell_for_application_watches_only() {
+        let mut config = Config::lan(1);
+        config.policies = vec!["slow=2,dwell=1s".parse().unwrap()];
+        let mut m = monitor(&config);
+        let t = table(2);
+        m.sync(&t, ME, ms(0));
+        // Both members are on the ring; the application watches m0 too.
+        m.watch(t.get("m0").unwrap().name.clone(), 1, ms(0));
+        for s in 0..10u64 {
+            for name in ["m0", "m1"] {
+                m.heartbeat(name, 1, ms(s * 1050));
+            }
+            m.poll(ms(s * 1050), 1);
+        }
+        assert!(policies(&mut m).is_empty(), "no verdict while they heartbeat");
+        let crossing = m.health.detector(&Arc::from("m0")).unwrap().crossing(2.0).unwrap();
+        let at = |t: Instant| t.as_nanos() / 1_000_000;
+        // Silent, but not for the dwell yet (polled as often as a runtime
+        // would: a late poll is this node's own stall).
+        for t in (9_460..at(crossing) + 990).step_by(10) {
+            m.poll(ms(t), 1);
+        }
+        m.poll(crossing + Duration::from_millis(990), 1);
+        let dwelling = policies(&mut m);
+        assert!(dwelling.is_empty(), "dwelling: {dwelling:?}");
+        m.poll(crossing + Duration::from_millis(1_000), 1);
+        let fired = policies(&mut m);
+        assert!(
+            matches!(&fired[..], [(p, Change::Fired, Signal::Phi { level: Some(l) })] if p == "slow" && *l >= 2.0),
+            "{fired:?} at {}",
+            at(crossing)
+        );
+        // m1, silent as long, has fired too, but only on the ring: no notice.
+        let m1 = m.report("m1", crossing + Duration::from_secs(1)).unwrap();
+        assert!(matches!(m1.policies[1].state, PolicyState::Suspected { .. }));
+        // Its standing in the report: fired, nothing left to wait.
+        let report = m.report("m0", crossing + Duration::from_secs(1)).unwrap();
+        let slow = &report.policies[1];
+        assert_eq!((slow.name.as_str(), slow.threshold), ("slow", Some(2.0)));
+        assert!(matches!(slow.state, PolicyState::Suspected { .. }));
+        assert_eq!(slow.time_to_threshold, Some(Duration::ZERO));
+        // A heartbeat recovers it, with the level just after.
+        m.heartbeat("m0", 1, crossing + Duration::from_secs(2));
+        m.poll(crossing + Duration::from_secs(2), 1);
+        let recovered = policies(&mut m);
+        assert!(matches!(&recovered[..], [(_, Change::Cleared, Signal::Phi { level: Some(l) })] if *l < 2.0));
+    }
+
+    #[test]
+    fn an_ejection_fires_the_policies_that_listen_to_it() {
+        let mut config = Config::lan(1);
+        config.policies = vec!["route=2,ejection".parse().unwrap(), "drain=ejection".parse().unwrap()];
+        let mut m = monitor(&config);
+        let t = table(6);
+        m.sync(&t, ME, ms(0));
+        let live: Vec<Arc<str>> = t.iter().map(|m| m.name.clone()).collect();
+        m.watch(t.get("m0").unwrap().name.clone(), 1, ms(0));
+        m.heartbeat("m0", 1, ms(0));
+        // Nothing is spent before the first outcome.
+        assert!(live.iter().all(|n| m.outlier_report(n).is_none()));
+        let name = t.get("m0").unwrap().name.clone();
+        for _ in 0..5 {
+            let live = live.clone();
+            assert!(m.record_outcome(ms(100), name.clone(), Outcome::Response(500), None, || live));
+        }
+        // Then every live member is followed, traffic or not.
+        assert!(live.iter().all(|n| m.outlier_report(n).is_some()));
+        let notices = m.take_notices();
+        let reason = EjectReason::Consecutive5xx;
+        assert!(matches!(&notices[0], Notice::Ejected { name, reason: r, .. } if &**name == "m0" && *r == reason));
+        let fired: Vec<(&str, Change, Signal)> = notices[1..]
+            .iter()
+            .filter_map(|n| match n {
+                Notice::Policy { policy, change, signal, .. } => Some((policy.as_str(), *change, *signal)),
+                _ => None,
+            })
+            .collect();
+        let ejected = Signal::Ejected { reason };
+        assert_eq!(fired, [("route", Change::Fired, ejected), ("drain", Change::Fired, ejected)]);
+        // The ejection-only policy has no threshold; both say they fired.
+        let report = m.report("m0", ms(200)).unwrap();
+        let (route, drain) = (&report.policies[1], &report.policies[2]);
+        assert_eq!((route.threshold, drain.threshold, drain.time_to_threshold), (Some(2.0), None, None));
+        assert!(matches!(route.state, PolicyState::Suspected { .. }) && route.time_to_threshold.is_some());
+        assert_eq!(drain.state, PolicyState::Suspected { since: ms(100) });
+        assert_eq!(drain.verdict, HealthVerdict::Fired(ejected));
+        // A member the application does not watch is ejected without a verdict.
+        let other = t.get("m3").unwrap().name.clone();
+        for _ in 0..5 {
+            let live = live.clone();
+            m.record_outcome(ms(300), other.clone(), Outcome::Response(500), None, || live);
+        }
+        let notices = m.take_notices();
+        assert!(notices.iter().all(|n| !matches!(n, Notice::Policy { .. })), "{notices:?}");
+        // A member that dies is forgotten by outlier detection, and one that
+        // restarts starts afresh: its ejection ends without a return.
+        m.member_gone("m3", ms(400));
+        assert!(m.outlier_report("m3").is_none());
+        m.member_up(name.clone(), ms(400));
+        assert!(m.outlier_report("m0").unwrap().ejected.is_none());
+        assert!(m.take_notices().is_empty());
+        assert_eq!(m.report("m0", ms(400)).unwrap().policies[2].verdict, HealthVerdict::Clear);
+    }
+
+    #[test]
+    fn a_destructive_policy_is_withheld_beyond_the_brakes_share() {
+        let mut config = Config::lan(1);
+        config.policies = vec!["evict=2,destructive".parse().unwrap()];
+        let mut m = monitor(&config);
+        let t = table(10);
+        m.sync(&t, ME, ms(0));
+        for i in 0..10 {
+            m.watch(t.get(&format!("m{i}")).unwrap().name.clone(), 1, ms(0));
+        }
+        for s in 0..10u64 {
+            for i in 0..10 {
+                m.heartbeat(&format!("m{i}"), 1, ms(s * 1050));
+            }
+            m.poll(ms(s * 1050), 1);
+        }
+        // Four go silent at once: 30 % of ten may be evicted, the fourth
+        // waits.
+        for s in 10..20u64 {
+            for i in 4..10 {
+                m.heartbeat(&format!("m{i}"), 1, ms(s * 1050));
+            }
+            m.poll(ms(s * 1050), 1);
+        }
+        let evict = policies(&mut m);
+        let count = |c: Change| evict.iter().filter(|(_, change, _)| *change == c).count();
+        assert_eq!((count(Change::Fired), count(Change::Withheld)), (3, 1), "{evict:?}");
+        let withheld = (0..4).filter_map(|i| m.report(&format!("m{i}"), ms(21_000))).filter(|r| {
+            matches!(r.policies[1].state, PolicyState::Withheld { .. })
+                && matches!(r.policies[1].verdict, HealthVerdict::Withheld(_))
+        });
+        assert_eq!(withheld.count(), 1);
+    }
+}
