@@ -59,6 +59,8 @@ use crate::wire::{self, MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
 mod dissemination;
 mod probing;
 mod rules;
+#[cfg(test)]
+mod tests;
 
 /// Transmits and events queued at most; more are counted and dropped.
 const MAX_QUEUE: usize = 100_000;
