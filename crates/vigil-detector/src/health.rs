@@ -437,6 +437,29 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
     /// toward the ejection cap from then on, traffic or not). Returns whether
     /// it was not tracked yet.
     ///
+    /// ```
+    /// use vigil_detector::health::{Health, HealthConfig, HealthEvent, Verdict};
+    /// use vigil_detector::outlier::{OutlierConfig, Outcome};
+    /// use vigil_detector::{Instant, Model, ModelConfig};
+    ///
+    /// let config = HealthConfig::new(vec!["route=2,ejection".parse()?], OutlierConfig::vigil());
+    /// let mut health = Health::new(&ModelConfig::default_for(Model::Akka), config)?;
+    /// let t = Instant::from_secs(1);
+    /// for peer in ["a", "b", "c"] {
+    ///     health.track(peer, t)?;
+    /// }
+    /// for _ in 0..5 {
+    ///     health.record("b", Outcome::Response(500), None, t)?;
+    /// }
+    /// assert!(health.take_events().iter().any(|e| matches!(e, HealthEvent::Fired { peer: "b", .. })));
+    /// // "b" is replaced by a new process: its ejection ends, quietly.
+    /// health.forget(&"b", t);
+    /// health.track("b", t)?;
+    /// assert_eq!(health.verdict(&"b", "route"), Some(Verdict::Clear));
+    /// assert!(health.take_events().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// Outlier detection is full.
