@@ -37,7 +37,7 @@ use vigil_detector::Instant;
 use crate::arrivals::Arrivals;
 use crate::broadcast::Broadcasts;
 use crate::config::{Config, ConfigError, Mode};
-use crate::event::Event;
+use crate::event::{Event, Signal};
 use crate::health::LocalHealth;
 use crate::introductions::{Candidate, Introductions, Refusal};
 use crate::members::{Member, MemberTable};
@@ -327,8 +327,8 @@ impl Node {
                 Notice::Policy { name, generation, policy, change, signal } => {
                     let id = NodeId::new(&*name, generation);
                     let level = match signal {
-                        vigil_detector::health::Signal::Phi { level } => level,
-                        vigil_detector::health::Signal::Ejected { .. } => None,
+                        Signal::Phi { level } => level,
+                        Signal::Ejected { .. } => None,
                     };
                     let (fired, withheld) = (change == Change::Fired, change == Change::Withheld);
                     self.emit(Event::Policy { id, policy, fired, level, signal, withheld });
