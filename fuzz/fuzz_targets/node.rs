@@ -2,7 +2,8 @@
 //! fuzzer's bytes: datagrams and stream messages (raw, and behind a valid
 //! header so the body decoder and the protocol's state rules are reached),
 //! timeouts with time moving forwards and backwards, joins, leaves,
-//! bootstraps and watches, in either mode.
+//! bootstraps, watches and request outcomes, in either mode, with or without
+//! the application's graded policies (on φ, on ejection, destructive).
 //!
 //! Checks: no panic; what the node sends always decodes, fits its transport
 //! and says its kind; the node's epoch (generation, incarnation) never goes
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use vigil_detector::Instant;
+use vigil_detector::outlier::Outcome;
 use vigil_membership::wire::{self, MAX_DATAGRAM, MAX_STREAM};
 use vigil_membership::{Config, Node, NodeId};
 
@@ -44,8 +46,12 @@ impl Input<'_> {
 
 fuzz_target!(|data: &[u8]| {
     let mut input = Input(data);
-    let classic = input.byte().is_some_and(|b| b & 1 == 1);
-    let config = if classic { Config::classic_lan(CLUSTER) } else { Config::lan(CLUSTER) };
+    let first = input.byte().unwrap_or(0);
+    let mut config = if first & 1 == 1 { Config::classic_lan(CLUSTER) } else { Config::lan(CLUSTER) };
+    if first & 2 == 2 {
+        let policies = ["route=2,ejection", "drain=ejection", "evict=8,dwell=1s,destructive"];
+        config.policies = policies.iter().map(|p| p.parse().expect("valid")).collect();
+    }
     let t0 = Instant::from_secs(10);
     let mut node = Node::new(NodeId::new("a", 1), addr(1), config, 7, t0).unwrap();
     let others: Vec<(NodeId, SocketAddr)> = (2..8).map(|i| (NodeId::new(format!("n{i}"), 1), addr(i))).collect();
@@ -109,6 +115,19 @@ fuzz_target!(|data: &[u8]| {
                 match op & 3 {
                     0 => node.watch(now, &name),
                     1 => node.unwatch(now, &name),
+                    // An outcome of a request to the member: a status (any
+                    // number), or a local-origin failure, with a latency.
+                    2 => {
+                        let b = input.byte().unwrap_or(0);
+                        let outcome = match b % 4 {
+                            0 => Outcome::Response(u16::from(b) * 4),
+                            1 => Outcome::Timeout,
+                            2 => Outcome::ConnectFailed,
+                            _ => Outcome::Response(503),
+                        };
+                        let latency = (b > 200).then(|| Duration::from_millis(u64::from(b) << 4));
+                        let _ = node.record_outcome(now, &name, outcome, latency);
+                    }
                     // Tags from the input: a key, then a value of its bytes
                     // (lossily UTF-8), whatever fits the limits.
                     _ => {

@@ -12,7 +12,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use vigil_membership::keyring::Keyring;
-use vigil_membership::seal::{Mode, OpenError, Seal};
+use vigil_membership::seal::{OpenError, Seal, SealMode as Mode};
 
 const MAX: usize = 1400;
 

@@ -408,7 +408,7 @@ impl Metrics {
             What::Reaped { .. } => {
                 self.reaped.inc();
             }
-            What::Policy { policy, fired: true, phi: Some(l), .. } => {
+            What::Policy { policy, fired: true, withheld: false, phi: Some(l), .. } => {
                 self.phi_at_verdict.get_or_create(&VerdictLabel { verdict: format!("policy:{policy}") }).observe(*l);
             }
             What::Up { .. } | What::Tags { .. } | What::Policy { .. } | What::Renewed { .. } | What::Missed { .. } => {}

@@ -34,14 +34,17 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use vigil_net::{ClusterEvent, Event, Status, Tags};
+use vigil_net::{ClusterEvent, Event, Signal, Status, Tags};
 
 /// The version of the event records' format: raised when a field changes
 /// meaning or goes away, not when one is added. Served in `/v1/self` and
 /// the API's description.
 ///
 /// Version 2: the `missed` event of `/v1/events` carries `count` and `sink`
-/// like the standard output's (it was `{"missed": N}`).
+/// like the standard output's (it was `{"missed": N}`); `policy` events
+/// say which signal moved them (`signal`, `reason`) and whether the brake
+/// withholds them (`withheld`), and their `phi` is `null` when ejection
+/// moved them.
 pub const FORMAT_VERSION: u32 = 2;
 
 /// One event as the agent passes it on. See the module documentation.
@@ -159,7 +162,15 @@ pub enum What {
         policy: String,
         /// Whether it fired (`true`) or the member recovered (`false`).
         fired: bool,
-        /// The member's level then; `null` for a member never heard from.
+        /// Whether the brake withholds it (a destructive policy, with too
+        /// many members fired at once): do not act yet.
+        withheld: bool,
+        /// Which signal moved it.
+        signal: PolicySignal,
+        /// Why outlier detection ejected the member, when that moved it.
+        reason: Option<String>,
+        /// The member's level, when φ moved it; `null` for a member never
+        /// heard from.
         phi: Option<f64>,
     },
     /// Outlier detection ejected a member, from the outcomes of requests to
@@ -207,6 +218,16 @@ pub enum What {
         /// Where they went missing.
         sink: Sink,
     },
+}
+
+/// Which signal moved a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicySignal {
+    /// φ from heartbeats reached the threshold, or came back under it.
+    Phi,
+    /// Outlier detection ejected the member, or returned it to service.
+    Ejection,
 }
 
 /// What a reaped member was.
@@ -332,9 +353,22 @@ impl What {
                 let (member, generation) = id(i);
                 What::Tags { member, generation, tags: tag_map(tags) }
             }
-            Event::Policy { id: i, policy, fired, level } => {
+            Event::Policy { id: i, policy, fired, level, signal, withheld } => {
                 let (member, generation) = id(i);
-                What::Policy { member, generation, policy: policy.clone(), fired: *fired, phi: finite(*level) }
+                let (signal, reason) = match signal {
+                    Signal::Phi { .. } => (PolicySignal::Phi, None),
+                    Signal::Ejected { reason } => (PolicySignal::Ejection, Some(reason.name().to_owned())),
+                };
+                What::Policy {
+                    member,
+                    generation,
+                    policy: policy.clone(),
+                    fired: *fired,
+                    withheld: *withheld,
+                    signal,
+                    reason,
+                    phi: finite(*level),
+                }
             }
             Event::Ejected { id: i, reason, .. } => {
                 let (member, generation) = id(i);
@@ -432,9 +466,17 @@ impl fmt::Display for EventRecord {
                 let pairs: Vec<String> = tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 write!(f, "{member} has new tags: {}", pairs.join(", "))
             }
-            What::Policy { member, policy, fired, phi: l, .. } => {
-                let what = if *fired { "fired" } else { "recovered" };
-                write!(f, "{member}: policy {policy} {what}{}", phi(l))
+            What::Policy { member, policy, fired, withheld, signal, reason, phi: l, .. } => {
+                let what = match (fired, withheld) {
+                    (true, false) => "fired",
+                    (true, true) => "would fire, withheld by the brake",
+                    (false, _) => "recovered",
+                };
+                match (signal, reason) {
+                    (PolicySignal::Ejection, Some(r)) => write!(f, "{member}: policy {policy} {what} (ejected: {r})"),
+                    (PolicySignal::Ejection, None) => write!(f, "{member}: policy {policy} {what} (returned)"),
+                    (PolicySignal::Phi, _) => write!(f, "{member}: policy {policy} {what}{}", phi(l)),
+                }
             }
             What::Ejected { member, reason, .. } => write!(f, "{member} is ejected ({reason})"),
             What::Returned { member, .. } => write!(f, "{member} is back in service"),

@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use vigil_detector::health::{HealthPolicy, PolicyError};
 use vigil_lab::millis::quoted;
 use vigil_membership::keyring::Keyring;
 use vigil_membership::seal::SealMode;
@@ -188,11 +189,13 @@ pub struct Flags {
     /// sends) or trace.
     #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub log_level: Option<LogLevel>,
-    /// A graded policy on the members this one watches: `NAME=THRESHOLD`
-    /// (repeatable), e.g. `--policy route=2 --policy remove=8`. Each reports
-    /// `policy` events for members given with `--watch`, and its time to
-    /// threshold for every watched member in the API.
-    #[cfg_attr(feature = "clap", arg(long = "policy", value_name = "NAME=THRESHOLD"))]
+    /// A graded policy on the members this one watches (repeatable):
+    /// `NAME=THRESHOLD[,dwell=DURATION][,rearm=LEVEL][,recovery=N][,ejection][,destructive]`,
+    /// or `NAME=ejection` for outlier ejection only; e.g. `--policy
+    /// route=2,dwell=500ms,ejection --policy remove=8,dwell=5s,destructive`.
+    /// Each reports `policy` events for members given with `--watch`, and
+    /// its time to threshold for every watched member in the API.
+    #[cfg_attr(feature = "clap", arg(long = "policy", value_name = "NAME=THRESHOLD[,...]"))]
     pub policies: Vec<String>,
     /// Watch this member for the application too (repeatable): its policies'
     /// verdicts become `policy` events (its heartbeats are asked for if it
@@ -283,9 +286,9 @@ pub struct FileSettings {
     /// `[tags]`.
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
-    /// `[policies]`: name = threshold.
+    /// `[policies]`: name = threshold, or name = the rest of a `--policy`.
     #[serde(default)]
-    pub policies: BTreeMap<String, f64>,
+    pub policies: BTreeMap<String, FilePolicy>,
     /// `reconnect_interval`.
     pub reconnect_interval: Option<String>,
     /// `reconnect_timeout`.
@@ -397,6 +400,8 @@ pub enum Problem {
     Input(InputError),
     /// A key or token file that cannot be used.
     Secret(SecretError),
+    /// A graded policy that does not read.
+    Policy(PolicyError),
     /// The settings file is not TOML, or holds a key it should not.
     Toml(String),
     /// Sealing asked for without keys.
@@ -416,6 +421,7 @@ impl fmt::Display for Problem {
             Problem::Tags(e) => e.fmt(f),
             Problem::Input(e) => e.fmt(f),
             Problem::Secret(e) => e.fmt(f),
+            Problem::Policy(e) => e.fmt(f),
             Problem::Toml(e) => f.write_str(e.trim_end()),
             Problem::NoKeys => f.write_str("sealing needs keys (--key-file)"),
             Problem::Reachable(bind) => write!(
@@ -575,27 +581,47 @@ fn tags(flags: &[String], file: &BTreeMap<String, String>, path: Option<&Path>) 
     Tags::new(all).map_err(|e| SettingsError::new(origin(!flags.is_empty(), "tags", "--tag", path), Problem::Tags(e)))
 }
 
-/// The graded policies: the file's `[policies]`, then each `--policy
-/// NAME=THRESHOLD` over them.
+/// A policy as the settings file gives it: `name = THRESHOLD`, or `name =
+/// "THRESHOLD,dwell=500ms,..."` in the grammar of `--policy` (without the
+/// name).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum FilePolicy {
+    /// A threshold.
+    Threshold(f64),
+    /// The rest of a `--policy` after `NAME=`.
+    Spec(String),
+}
+
+/// The graded policies: the file's `[policies]`, then each `--policy` over
+/// them (`NAME=THRESHOLD[,dwell=D][,rearm=L][,recovery=N][,ejection][,destructive]`
+/// or `NAME=ejection`).
 fn policies(
     flags: &[String],
-    file: &BTreeMap<String, f64>,
+    file: &BTreeMap<String, FilePolicy>,
     path: Option<&Path>,
-) -> Result<Vec<vigil_detector::Policy>, SettingsError> {
-    let mut all = file.clone();
+) -> Result<Vec<HealthPolicy>, SettingsError> {
+    let mut all: BTreeMap<String, HealthPolicy> = BTreeMap::new();
+    for (name, p) in file {
+        let text = match p {
+            FilePolicy::Threshold(t) => format!("{name}={t}"),
+            FilePolicy::Spec(rest) => format!("{name}={rest}"),
+        };
+        let at = Origin::File { path: path.map(Path::to_path_buf).unwrap_or_default(), key: Some("policies") };
+        let policy: HealthPolicy = text.parse().map_err(|e: PolicyError| SettingsError::new(at, Problem::Policy(e)))?;
+        all.insert(policy.name.clone(), policy);
+    }
     for p in flags {
-        let (name, threshold) = p
-            .split_once('=')
-            .and_then(|(n, t)| Some((n.trim(), t.trim().parse::<f64>().ok()?)))
-            .ok_or_else(|| invalid(Origin::Flag("--policy"), p, "a policy (NAME=THRESHOLD)"))?;
-        all.insert(name.to_owned(), threshold);
+        let policy: HealthPolicy =
+            p.parse().map_err(|e: PolicyError| SettingsError::new(Origin::Flag("--policy"), Problem::Policy(e)))?;
+        all.insert(policy.name.clone(), policy);
     }
     if all.len() > defaults::MAX_POLICIES {
         let at = origin(!flags.is_empty(), "policies", "--policy", path);
         let range = format!("at most {} policies", defaults::MAX_POLICIES);
         return Err(SettingsError::new(at, Problem::OutOfRange { value: all.len().to_string(), range }));
     }
-    Ok(all.into_iter().map(|(name, threshold)| vigil_detector::Policy::new(name, threshold)).collect())
+    Ok(all.into_values().collect())
 }
 
 /// A duration with its unit: `250ms`, `30s`, `5min`, `72h`, `1d`.
@@ -870,6 +896,12 @@ mod tests {
         f.policies = (0..17).map(|i| format!("p{i}=2")).collect();
         assert_eq!(error(f), "--policy: 17 is out of range (at most 16 policies)");
         let mut f = flags("x");
+        f.policies = vec!["route=2,dwel=1s".into()];
+        assert_eq!(
+            error(f),
+            "--policy: policy 'route=2,dwel=1s': dwel: not a setting (dwell, rearm, recovery, ejection, destructive)"
+        );
+        let mut f = flags("x");
         f.tags = vec!["zone".into()];
         assert_eq!(error(f), "--tag: 'zone' is not a tag (KEY=VALUE)");
     }
@@ -889,6 +921,17 @@ mod tests {
         assert_eq!((c.event_history, c.tags.get("zone"), c.tags.get("role")), (5, Some("a"), Some("db")));
         let f = Flags { config: Some(path.clone()), event_history: Some(7), ..Flags::default() };
         assert_eq!(f.resolve().unwrap().event_history, 7, "a flag overrides the file");
+        std::fs::write(
+            &path,
+            "name = \"x\"\nbind = \"127.0.0.1:1\"\n[policies]\nroute = 2\nremove = \"8,dwell=5s,destructive\"\n",
+        )
+        .unwrap();
+        let f = Flags { config: Some(path.clone()), policies: vec!["route=3,ejection".into()], ..Flags::default() };
+        let shown: Vec<String> = f.resolve().unwrap().protocol.policies.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["remove=8,dwell=5s,destructive", "route=3,ejection"], "a flag replaces the file's policy");
+        std::fs::write(&path, "name = \"x\"\nbind = \"127.0.0.1:1\"\n[policies]\nroute = \"2,dwell=5\"\n").unwrap();
+        let e = error(Flags { config: Some(path.clone()), ..Flags::default() });
+        assert!(e.starts_with(&format!("{}: policies: policy 'route=2,dwell=5'", path.display())), "{e}");
         std::fs::write(&path, "name = \"x\"\nbindd = \"127.0.0.1:1\"\n").unwrap();
         let e = error(Flags { config: Some(path.clone()), ..Flags::default() });
         assert!(e.starts_with(&format!("{}: ", path.display())) && e.contains("bindd"), "{e}");

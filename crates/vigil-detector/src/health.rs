@@ -48,8 +48,23 @@
 //! until others clear, whichever signal asked for it. (The registry's own
 //! brake doubts mass φ crossings as before; outlier detection caps its
 //! ejections.)
+//!
+//! **Each signal follows its own peers.** A runtime may judge only some
+//! peers by φ (those whose heartbeats it receives) while outlier detection
+//! follows every peer requests go to (its ejection cap is a share of them):
+//! [`Health::watch`] and [`Health::unwatch`] add and remove a peer for φ,
+//! [`Health::track`] and [`Health::forget`] for outcomes, and
+//! [`Health::insert`] and [`Health::remove`] do both. A peer known to
+//! neither is forgotten. When a signal is withdrawn from a peer (unwatched,
+//! forgotten, or its φ history [reset](Health::reset) after a restart), the
+//! verdicts that only it asked for end without an event, as the registry's
+//! own reset does.
+//!
+//! A policy's text form (`route=2,ejection`, `remove=8,dwell=30s,destructive`,
+//! `drain=ejection`) is [`HealthPolicy`]'s `FromStr` and `Display`.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::hash::Hash;
 use std::time::Duration;
 
@@ -57,55 +72,12 @@ use crate::any::{AnyDetector, ModelConfig};
 use crate::detector::Detector;
 use crate::error::ConfigError;
 use crate::outlier::{EjectReason, HostReport, Outcome, OutlierConfig, OutlierError, OutlierEvent, Outliers};
-use crate::registry::{Event as RegistryEvent, HeartbeatError, Policy, PolicyId, Registry, RegistryConfig};
+use crate::registry::{Cause, Event as RegistryEvent, HeartbeatError, PeerReport, PolicyId, Registry, RegistryConfig};
 use crate::time::Instant;
 
-/// A graded policy over both signals.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HealthPolicy {
-    /// Its name, unique.
-    pub name: String,
-    /// The φ part, if any: a registry policy (threshold, dwell,
-    /// hysteresis).
-    pub phi: Option<Policy>,
-    /// Whether an ejection by outlier detection fires it.
-    pub on_ejection: bool,
-    /// Whether acting on it is destructive (the brake applies).
-    pub destructive: bool,
-}
+mod policy;
 
-impl HealthPolicy {
-    /// A policy that listens to nothing yet.
-    pub fn new(name: impl Into<String>) -> HealthPolicy {
-        HealthPolicy { name: name.into(), phi: None, on_ejection: false, destructive: false }
-    }
-
-    /// Fires when φ reaches `threshold`.
-    pub fn phi(self, threshold: f64) -> HealthPolicy {
-        let name = self.name.clone();
-        self.phi_policy(Policy::new(name, threshold))
-    }
-
-    /// Fires when this registry policy fires (its name is replaced by the
-    /// health policy's).
-    pub fn phi_policy(mut self, mut policy: Policy) -> HealthPolicy {
-        policy.name.clone_from(&self.name);
-        self.phi = Some(policy);
-        self
-    }
-
-    /// Fires when the peer is ejected.
-    pub fn on_ejection(mut self) -> HealthPolicy {
-        self.on_ejection = true;
-        self
-    }
-
-    /// Marks it destructive.
-    pub fn destructive(mut self) -> HealthPolicy {
-        self.destructive = true;
-        self
-    }
-}
+pub use policy::{HealthPolicy, MAX_POLICY_NAME, PolicyError, PolicyErrorKind};
 
 /// The composition's settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,17 +113,37 @@ impl HealthConfig {
 /// Which signal moved a policy.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Signal {
-    /// φ reached the policy's threshold (the level, when it was a level;
+    /// φ reached the policy's threshold, or came back under it (the level:
+    /// when it fired, or just after the heartbeat that recovered the peer;
     /// `None` for a peer never heard from).
     Phi {
         /// The level.
         level: Option<f64>,
     },
-    /// Outlier detection ejected the peer.
+    /// Outlier detection ejected the peer, or returned it to service.
     Ejected {
-        /// Why.
+        /// Why it was ejected.
         reason: EjectReason,
     },
+}
+
+/// `φ 2.31`, `φ (never heard from)` or `ejection (consecutive-5xx)`.
+///
+/// ```
+/// use vigil_detector::health::Signal;
+/// use vigil_detector::outlier::EjectReason;
+///
+/// assert_eq!(Signal::Phi { level: Some(2.314) }.to_string(), "φ 2.31");
+/// assert_eq!(Signal::Ejected { reason: EjectReason::Latency }.to_string(), "ejection (latency)");
+/// ```
+impl fmt::Display for Signal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Signal::Phi { level: Some(l) } => write!(f, "φ {l:.2}"),
+            Signal::Phi { level: None } => f.write_str("φ (never heard from)"),
+            Signal::Ejected { reason } => write!(f, "ejection ({})", reason.name()),
+        }
+    }
 }
 
 /// A policy's verdict on a peer.
@@ -185,6 +177,10 @@ pub enum HealthEvent<K> {
         peer: K,
         /// The policy.
         policy: String,
+        /// The signal whose change cleared it: φ recovered (with the level
+        /// just after the heartbeat that recovered the peer), or the peer
+        /// returned from its ejection.
+        signal: Signal,
         /// When.
         at: Instant,
     },
@@ -199,7 +195,8 @@ pub enum HealthEvent<K> {
         /// When.
         at: Instant,
     },
-    /// Outlier detection's own events (ejections, returns, overflows).
+    /// Outlier detection's own events (ejections, returns, overflows). An
+    /// ejection or a return comes before the verdicts it moves.
     Outlier(OutlierEvent<K>),
 }
 
@@ -207,12 +204,18 @@ pub enum HealthEvent<K> {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct PeerHealth {
-    /// φ now (`None` if not registered with the registry).
+    /// φ now (`None` if not watched by φ).
     pub level: Option<f64>,
-    /// Outlier detection's view.
+    /// The registry's view: statistics and each φ part's standing (`None`
+    /// if not watched by φ).
+    pub phi: Option<PeerReport>,
+    /// Outlier detection's view (`None` if not tracked).
     pub outlier: Option<HostReport>,
     /// Each policy's verdict, in [`HealthConfig::policies`] order.
     pub verdicts: Vec<(String, Verdict)>,
+    /// When each verdict took its present value (when the peer became known,
+    /// for one that never changed), in the same order.
+    pub since: Vec<Instant>,
 }
 
 #[derive(Debug, Clone)]
@@ -222,8 +225,14 @@ struct PeerState {
     /// The ejection in force.
     ejected: Option<EjectReason>,
     verdicts: Vec<Verdict>,
+    /// When each verdict took its present value.
+    since: Vec<Instant>,
     /// Order of arrival, for deterministic brake releases.
     seq: u64,
+    /// Judged by φ (in the registry).
+    watched: bool,
+    /// Judged by its outcomes (in outlier detection).
+    tracked: bool,
 }
 
 /// The composition. See the module documentation.
@@ -279,12 +288,21 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                     reason: format!("health policy names must be distinct and not empty: {:?}", p.name),
                 });
             }
+            p.validate()?;
             names.push(&p.name);
         }
         if policies.len() > usize::from(u16::MAX) {
             return Err(ConfigError::Inconsistent { reason: "too many health policies (at most 65535)".into() });
         }
-        registry.policies = policies.iter().filter_map(|p| p.phi.clone()).collect();
+        // A φ part answers to its health policy's name.
+        registry.policies = policies
+            .iter()
+            .filter_map(|p| {
+                let mut phi = p.phi.clone()?;
+                phi.name.clone_from(&p.name);
+                Some(phi)
+            })
+            .collect();
         if registry.policies.is_empty() {
             return Err(ConfigError::Inconsistent { reason: "at least one health policy must listen to φ".into() });
         }
@@ -327,33 +345,177 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
         &self.outliers
     }
 
-    fn state(&mut self, peer: &K) -> &mut PeerState {
+    /// The policies, in [`HealthConfig::policies`] order.
+    pub fn policies(&self) -> &[HealthPolicy] {
+        &self.policies
+    }
+
+    fn state(&mut self, peer: &K, now: Instant) -> &mut PeerState {
         let n = self.policies.len();
         if !self.peers.contains_key(peer) {
             self.seq += 1;
-            let s = PeerState { phi: vec![None; n], ejected: None, verdicts: vec![Verdict::Clear; n], seq: self.seq };
+            let s = PeerState {
+                phi: vec![None; n],
+                ejected: None,
+                verdicts: vec![Verdict::Clear; n],
+                since: vec![now; n],
+                seq: self.seq,
+                watched: false,
+                tracked: false,
+            };
             self.peers.insert(peer.clone(), s);
         }
         self.peers.get_mut(peer).expect("just inserted")
     }
 
-    /// Tracks `peer` with both signals from `now` (its first heartbeat is
-    /// expected from then on). Returns whether it is new.
+    /// Judges `peer` by both signals from `now` (its first heartbeat is
+    /// expected from then on): [`Health::watch`] and [`Health::track`].
+    /// Returns whether it is new to either.
     ///
     /// # Errors
     ///
     /// Either signal is full.
     pub fn insert(&mut self, peer: K, now: Instant) -> Result<bool, HealthError> {
-        let new = self.registry.register(peer.clone(), now).map_err(HealthError::Heartbeat)?;
-        self.outliers.insert(peer.clone(), now).map_err(HealthError::Outlier)?;
-        self.state(&peer);
-        Ok(new)
+        let watched = self.watch(peer.clone(), now)?;
+        let tracked = self.track(peer, now)?;
+        Ok(watched || tracked)
     }
 
-    /// Forgets `peer` (it left).
+    /// Forgets `peer` (it left): both signals.
     pub fn remove(&mut self, peer: &K, now: Instant) {
         self.registry.remove(peer, now);
         self.outliers.remove(peer);
+        self.drop_peer(peer);
+        self.release(now);
+    }
+
+    /// Judges `peer` by φ from `now`: its first heartbeat is expected from
+    /// then on (the registry's first-heartbeat rule). Returns whether it was
+    /// not watched yet.
+    ///
+    /// ```
+    /// use vigil_detector::health::{Health, HealthConfig, HealthPolicy};
+    /// use vigil_detector::outlier::OutlierConfig;
+    /// use vigil_detector::{Instant, Model, ModelConfig};
+    ///
+    /// let config = HealthConfig::new(vec![HealthPolicy::new("route").phi(2.0)], OutlierConfig::vigil());
+    /// let mut health = Health::new(&ModelConfig::default_for(Model::Akka), config)?;
+    /// assert!(health.watch("a", Instant::ZERO)?);
+    /// assert!(health.is_watched(&"a") && !health.is_tracked(&"a"));
+    /// assert!(health.level(&"a", Instant::ZERO).is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The registry is full.
+    pub fn watch(&mut self, peer: K, now: Instant) -> Result<bool, HealthError> {
+        let new = self.registry.register(peer.clone(), now).map_err(HealthError::Heartbeat)?;
+        self.state(&peer, now).watched = true;
+        Ok(new)
+    }
+
+    /// Stops judging `peer` by φ: its detector is dropped, and verdicts only
+    /// φ asked for end without an event. A peer not tracked either is
+    /// forgotten. Returns whether it was watched.
+    pub fn unwatch(&mut self, peer: &K, now: Instant) -> bool {
+        let known = self.registry.remove(peer, now);
+        if let Some(s) = self.peers.get_mut(peer) {
+            s.watched = false;
+            s.phi.iter_mut().for_each(|p| *p = None);
+            if s.tracked {
+                self.settle_quietly(peer, now);
+            } else {
+                self.drop_peer(peer);
+            }
+        }
+        self.release(now);
+        known
+    }
+
+    /// Judges `peer` by the outcomes of requests to it from `now` (it counts
+    /// toward the ejection cap from then on, traffic or not). Returns whether
+    /// it was not tracked yet.
+    ///
+    /// ```
+    /// use vigil_detector::health::{Health, HealthConfig, HealthEvent, Verdict};
+    /// use vigil_detector::outlier::{OutlierConfig, Outcome};
+    /// use vigil_detector::{Instant, Model, ModelConfig};
+    ///
+    /// let config = HealthConfig::new(vec!["route=2,ejection".parse()?], OutlierConfig::vigil());
+    /// let mut health = Health::new(&ModelConfig::default_for(Model::Akka), config)?;
+    /// let t = Instant::from_secs(1);
+    /// for peer in ["a", "b", "c"] {
+    ///     health.track(peer, t)?;
+    /// }
+    /// for _ in 0..5 {
+    ///     health.record("b", Outcome::Response(500), None, t)?;
+    /// }
+    /// assert!(health.take_events().iter().any(|e| matches!(e, HealthEvent::Fired { peer: "b", .. })));
+    /// // "b" is replaced by a new process: its ejection ends, quietly.
+    /// health.forget(&"b", t);
+    /// health.track("b", t)?;
+    /// assert_eq!(health.verdict(&"b", "route"), Some(Verdict::Clear));
+    /// assert!(health.take_events().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Outlier detection is full.
+    pub fn track(&mut self, peer: K, now: Instant) -> Result<bool, HealthError> {
+        let new = self.outliers.insert(peer.clone(), now).map_err(HealthError::Outlier)?;
+        self.state(&peer, now).tracked = true;
+        Ok(new)
+    }
+
+    /// Stops judging `peer` by its outcomes: an ejection in force ends
+    /// without a return, and verdicts only it asked for end without an
+    /// event. A peer not watched either is forgotten. Returns whether it was
+    /// tracked.
+    pub fn forget(&mut self, peer: &K, now: Instant) -> bool {
+        let known = self.outliers.remove(peer);
+        if let Some(s) = self.peers.get_mut(peer) {
+            s.tracked = false;
+            s.ejected = None;
+            if s.watched {
+                self.settle_quietly(peer, now);
+            } else {
+                self.drop_peer(peer);
+            }
+        }
+        self.release(now);
+        known
+    }
+
+    /// Whether `peer` is judged by φ.
+    pub fn is_watched(&self, peer: &K) -> bool {
+        self.peers.get(peer).is_some_and(|s| s.watched)
+    }
+
+    /// Whether `peer` is judged by its outcomes.
+    pub fn is_tracked(&self, peer: &K) -> bool {
+        self.peers.get(peer).is_some_and(|s| s.tracked)
+    }
+
+    /// Forgets `peer`'s φ history (as after a restart with a new identity)
+    /// and restarts its first-heartbeat clock at `now`: verdicts only φ
+    /// asked for end without an event, as the registry's own
+    /// [`reset`](Registry::reset) does. Returns whether it is watched.
+    pub fn reset(&mut self, peer: &K, now: Instant) -> bool {
+        if !self.registry.reset(peer, now) {
+            return false;
+        }
+        if let Some(s) = self.peers.get_mut(peer) {
+            s.phi.iter_mut().for_each(|p| *p = None);
+            self.settle_quietly(peer, now);
+        }
+        self.release(now);
+        true
+    }
+
+    /// Forgets `peer`'s state and the verdicts counted for it.
+    fn drop_peer(&mut self, peer: &K) {
         if let Some(s) = self.peers.remove(peer) {
             for (i, v) in s.verdicts.iter().enumerate() {
                 if matches!(v, Verdict::Fired(_)) {
@@ -361,7 +523,24 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                 }
             }
         }
-        self.release(now);
+    }
+
+    /// Re-judges every policy of `peer` after a signal was withdrawn without
+    /// news of its own: a verdict nothing asks for any more clears without
+    /// an event, and one the other signal still asks for stands on it.
+    fn settle_quietly(&mut self, peer: &K, now: Instant) {
+        for i in 0..self.policies.len() {
+            let Some(s) = self.peers.get(peer) else { return };
+            let next = match (self.wanted(s, i, Signal::Phi { level: None }), s.verdicts[i]) {
+                (None, Verdict::Fired(_) | Verdict::Withheld(_)) => Verdict::Clear,
+                (Some(signal), Verdict::Fired(_)) => Verdict::Fired(signal),
+                (Some(signal), Verdict::Withheld(_)) => Verdict::Withheld(signal),
+                (_, Verdict::Clear) => continue,
+            };
+            if next != s.verdicts[i] {
+                self.set_verdict(peer, i, next, now);
+            }
+        }
     }
 
     /// A heartbeat from `peer`.
@@ -371,12 +550,13 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
     /// The registry's refusal (full, or an unknown peer when it admits none).
     pub fn heartbeat(&mut self, peer: K, now: Instant) -> Result<(), HealthError> {
         self.registry.heartbeat(peer.clone(), now).map_err(HealthError::Heartbeat)?;
-        self.state(&peer);
+        self.state(&peer, now).watched = true;
         Ok(())
     }
 
-    /// The outcome of a request to `peer`. An ejection it causes is judged
-    /// at once.
+    /// The outcome of a request to `peer` (tracked from now if it was not).
+    /// An ejection it causes is judged at once: its events wait for
+    /// [`Health::poll`] or [`Health::take_events`].
     ///
     /// # Errors
     ///
@@ -389,7 +569,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
         now: Instant,
     ) -> Result<(), HealthError> {
         self.outliers.record(peer.clone(), outcome, latency, now).map_err(HealthError::Outlier)?;
-        self.state(&peer);
+        self.state(&peer, now).tracked = true;
         let events = self.outliers.take_events();
         self.take_outlier_events(events);
         Ok(())
@@ -410,7 +590,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
             match e {
                 RegistryEvent::Suspected { peer, policy, at, cause } => {
                     let level = match cause {
-                        crate::registry::Cause::Level(l) => Some(l),
+                        Cause::Level(l) => Some(l),
                         _ => None,
                     };
                     // A peer removed since the registry queued this: gone.
@@ -419,10 +599,10 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                         self.judge(&peer, i, Signal::Phi { level }, at);
                     }
                 }
-                RegistryEvent::Recovered { peer, policy, at, .. } => {
+                RegistryEvent::Recovered { peer, policy, at, level } => {
                     if let (Some(&i), Some(s)) = (self.by_registry.get(&policy), self.peers.get_mut(&peer)) {
                         s.phi[i] = None;
-                        self.judge(&peer, i, Signal::Phi { level: None }, at);
+                        self.judge(&peer, i, Signal::Phi { level: Some(level) }, at);
                     }
                 }
                 _ => {}
@@ -434,11 +614,26 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
         std::mem::take(&mut self.events)
     }
 
+    /// The events queued since the last call (by [`Health::record`], or a
+    /// brake release), without taking any decision: for a runtime that
+    /// reports an ejection as soon as the outcome that caused it.
+    pub fn take_events(&mut self) -> Vec<HealthEvent<K>> {
+        std::mem::take(&mut self.events)
+    }
+
     fn take_outlier_events(&mut self, events: Vec<OutlierEvent<K>>) {
         for e in events {
-            match &e {
+            // Outlier detection's diagnostics are bounded, as in the
+            // detector; ejections and returns are kept.
+            let diagnostic = matches!(e, OutlierEvent::NotEnforced { .. } | OutlierEvent::Overflow { .. });
+            if diagnostic && self.events.len() >= crate::outlier::MAX_EVENTS {
+                self.events_dropped += 1;
+                continue;
+            }
+            // The ejection or the return goes first, then the verdicts it moves.
+            self.events.push(HealthEvent::Outlier(e.clone()));
+            match e {
                 OutlierEvent::Ejected { host, reason, at, .. } => {
-                    let (host, reason, at) = (host.clone(), *reason, *at);
                     let Some(s) = self.peers.get_mut(&host) else { continue };
                     s.ejected = Some(reason);
                     for i in 0..self.policies.len() {
@@ -448,10 +643,8 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                     }
                 }
                 OutlierEvent::Returned { host, at } => {
-                    let (host, at) = (host.clone(), *at);
                     let Some(s) = self.peers.get_mut(&host) else { continue };
-                    let reason = s.ejected.take();
-                    if let Some(reason) = reason {
+                    if let Some(reason) = s.ejected.take() {
                         for i in 0..self.policies.len() {
                             if self.policies[i].on_ejection {
                                 self.judge(&host, i, Signal::Ejected { reason }, at);
@@ -460,14 +653,6 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                     }
                 }
                 _ => {}
-            }
-            // Outlier detection's diagnostics are bounded, as in the
-            // detector; ejections and returns are kept.
-            let diagnostic = matches!(e, OutlierEvent::NotEnforced { .. } | OutlierEvent::Overflow { .. });
-            if diagnostic && self.events.len() >= crate::outlier::MAX_EVENTS {
-                self.events_dropped += 1;
-            } else {
-                self.events.push(HealthEvent::Outlier(e));
             }
         }
     }
@@ -487,12 +672,13 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
         self.fired[i]
     }
 
-    /// Sets a verdict, keeping the fired counts.
-    fn set_verdict(&mut self, peer: &K, i: usize, next: Verdict) {
+    /// Sets a verdict at `at`, keeping the fired counts.
+    fn set_verdict(&mut self, peer: &K, i: usize, next: Verdict, at: Instant) {
         let Some(s) = self.peers.get_mut(peer) else { return };
         let was = matches!(s.verdicts[i], Verdict::Fired(_));
         let is = matches!(next, Verdict::Fired(_));
         s.verdicts[i] = next;
+        s.since[i] = at;
         match (was, is) {
             (false, true) => self.fired[i] += 1,
             (true, false) => self.fired[i] -= 1,
@@ -533,13 +719,13 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                 }
             }
             (None, Verdict::Fired(_)) => {
-                self.events.push(HealthEvent::Cleared { peer: peer.clone(), policy: name, at });
+                self.events.push(HealthEvent::Cleared { peer: peer.clone(), policy: name, signal: trigger, at });
                 Verdict::Clear
             }
             (None, Verdict::Withheld(_)) => Verdict::Clear,
             (None, Verdict::Clear) => return,
         };
-        self.set_verdict(peer, i, next);
+        self.set_verdict(peer, i, next, at);
     }
 
     /// Withheld destructive verdicts fire, oldest peers first, as far as the
@@ -568,7 +754,7 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
                     signal,
                     at,
                 });
-                self.set_verdict(&peer, i, Verdict::Fired(signal));
+                self.set_verdict(&peer, i, Verdict::Fired(signal), at);
             }
         }
     }
@@ -578,8 +764,10 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
         let s = self.peers.get(peer)?;
         Some(PeerHealth {
             level: self.registry.level(peer, now),
+            phi: self.registry.report(peer, now),
             outlier: self.outliers.report(peer),
             verdicts: self.policies.iter().zip(&s.verdicts).map(|(p, v)| (p.name.clone(), *v)).collect(),
+            since: s.since.clone(),
         })
     }
 
@@ -589,10 +777,35 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
         Some(self.peers.get(peer)?.verdicts[i])
     }
 
-    /// The registry policy behind health policy `i`, if it listens to φ.
+    /// The registry policy behind the health policy named `policy`, if it
+    /// listens to φ.
     pub fn phi_policy(&self, policy: &str) -> Option<PolicyId> {
         let i = self.policies.iter().position(|p| p.name == policy)?;
         self.phi_ids[i]
+    }
+
+    /// `peer`'s φ at `now`; `None` if it is not watched.
+    pub fn level(&self, peer: &K, now: Instant) -> Option<f64> {
+        self.registry.level(peer, now)
+    }
+
+    /// `peer`'s detector, for model-specific inspection (its last heartbeat,
+    /// when it will cross a level); `None` if it is not watched.
+    pub fn detector(&self, peer: &K) -> Option<&D> {
+        self.registry.detector(peer)
+    }
+
+    /// Reports that the observer itself stalled for `stalled_for`: no φ
+    /// verdict before the registry's quiet period has passed (see
+    /// [`PauseGuard`](crate::PauseGuard)).
+    pub fn note_local_pause(&mut self, now: Instant, stalled_for: Duration) {
+        self.registry.note_local_pause(now, stalled_for);
+    }
+
+    /// The end of the quiet period after the observer's last stall
+    /// ([`Instant::ZERO`] if there has been none).
+    pub fn quiet_until(&self) -> Instant {
+        self.registry.quiet_until()
     }
 }
 
@@ -606,8 +819,8 @@ pub enum HealthError {
     Outlier(OutlierError),
 }
 
-impl std::fmt::Display for HealthError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for HealthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             HealthError::Heartbeat(e) => e.fmt(f),
             HealthError::Outlier(e) => e.fmt(f),

@@ -94,6 +94,37 @@
 //! # Ok::<(), vigil_detector::ConfigError>(())
 //! ```
 //!
+//! # Passive signal and composition
+//!
+//! [`outlier::Outliers`] judges hosts by the outcomes of real requests, as
+//! Envoy does; [`health::Health`] composes it with φ under graded
+//! [`health::HealthPolicy`]s, with a brake on destructive verdicts. The
+//! lab's fleet simulation measures this judge, and the membership protocol
+//! runs it.
+//!
+//! # Text forms
+//!
+//! Every tool reads the same grammars, defined here with their typed
+//! errors: a detector and its threshold ([`spec::DetectorSpec`],
+//! `normal:window=1000,min-std-ms=100,threshold=8`), a graded policy
+//! ([`health::HealthPolicy`], `route=2,dwell=500ms,ejection`) and a request's
+//! outcome ([`outlier::Outcome`], `503`, `timeout`). Each prints as it
+//! parses.
+//!
+//! ```
+//! use vigil_detector::health::HealthPolicy;
+//! use vigil_detector::outlier::Outcome;
+//! use vigil_detector::spec::DetectorSpec;
+//!
+//! let spec: DetectorSpec = "exponential:threshold=4".parse()?;
+//! let policy: HealthPolicy = "remove=8,dwell=30s,destructive".parse()?;
+//! let outcome: Outcome = "connect-failed".parse()?;
+//! assert_eq!(spec.to_string(), "exponential:threshold=4");
+//! assert_eq!(policy.to_string(), "remove=8,dwell=30s,destructive");
+//! assert_eq!(outcome, Outcome::ConnectFailed);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Robustness
 //!
 //! Statistics live in a bounded ring of whole-microsecond samples with exact
@@ -118,9 +149,12 @@ mod error;
 pub mod fnv;
 pub mod health;
 mod math;
+pub mod millis;
 mod models;
 pub mod outlier;
 mod registry;
+pub mod spec;
+pub mod text;
 mod time;
 mod window;
 

@@ -221,3 +221,166 @@ fn removed_peers_stay_removed_and_diagnostics_are_bounded() {
     assert!(events.len() <= vigil_detector::outlier::MAX_EVENTS + 10, "{} events", events.len());
     assert!(h.events_dropped() > 0);
 }
+
+/// route listens to φ and ejection; drain to ejection only.
+fn split_health() -> Health<&'static str> {
+    let policies = vec![HealthPolicy::new("route").phi(2.0).on_ejection(), "drain=ejection".parse().unwrap()];
+    Health::new(&ModelConfig::default_for(Model::Akka), HealthConfig::new(policies, OutlierConfig::vigil())).unwrap()
+}
+
+fn eject(h: &mut Health<&'static str>, peer: &'static str, at: Instant) -> Vec<HealthEvent<&'static str>> {
+    for _ in 0..5 {
+        h.record(peer, Outcome::Response(500), None, at).unwrap();
+    }
+    h.take_events()
+}
+
+/// A peer may be judged by one signal only: φ for those heard from,
+/// outcomes for those requests go to.
+#[test]
+fn each_signal_follows_its_own_peers() {
+    let mut h = split_health();
+    assert!(h.watch("a", ms(0)).unwrap());
+    assert!(!h.watch("a", ms(0)).unwrap(), "already watched");
+    assert!(h.track("b", ms(0)).unwrap());
+    assert!(h.is_watched(&"a") && !h.is_tracked(&"a"));
+    assert!(h.is_tracked(&"b") && !h.is_watched(&"b"));
+    assert_eq!(h.registry().len(), 1);
+    assert_eq!(h.outliers().len(), 1);
+    // Only the watched one has a level and a detector; both have reports.
+    assert!(h.level(&"a", ms(10)).is_some() && h.level(&"b", ms(10)).is_none());
+    assert!(h.detector(&"a").is_some() && h.detector(&"b").is_none());
+    let a = h.report(&"a", ms(10)).unwrap();
+    assert!(a.phi.is_some() && a.outlier.is_none());
+    let b = h.report(&"b", ms(10)).unwrap();
+    assert!(b.phi.is_none() && b.outlier.is_some());
+    // Adding the other signal, then dropping both, forgets the peer.
+    h.track("a", ms(20)).unwrap();
+    assert!(h.is_tracked(&"a"));
+    assert!(h.unwatch(&"a", ms(30)));
+    assert!(h.report(&"a", ms(30)).is_some(), "still tracked");
+    assert!(h.forget(&"a", ms(30)));
+    assert!(h.report(&"a", ms(30)).is_none());
+    assert!(!h.unwatch(&"a", ms(30)) && !h.forget(&"a", ms(30)));
+}
+
+/// An ejection-only policy fires on the ejection, which comes first among
+/// the events, and clears on the return with the ejection's reason.
+#[test]
+fn an_ejection_only_policy_fires_and_clears_with_the_ejection() {
+    let mut h = split_health();
+    for p in ["a", "b", "c"] {
+        h.track(p, ms(0)).unwrap();
+    }
+    let events = eject(&mut h, "b", ms(1000));
+    let first_verdict = events.iter().position(|e| matches!(e, HealthEvent::Fired { .. })).unwrap();
+    let ejected = events
+        .iter()
+        .position(|e| matches!(e, HealthEvent::Outlier(vigil_detector::outlier::OutlierEvent::Ejected { .. })))
+        .unwrap();
+    assert!(ejected < first_verdict, "the cause before its verdicts: {events:?}");
+    let reason = EjectReason::Consecutive5xx;
+    assert_eq!(fired(&events, "b", "drain"), Some(&Signal::Ejected { reason }));
+    assert_eq!(fired(&events, "b", "route"), Some(&Signal::Ejected { reason }));
+    let since = h.report(&"b", ms(1001)).unwrap().since;
+    assert_eq!(since, vec![ms(1000), ms(1000)]);
+    // It returns at the first tick after 30 s.
+    let events = h.poll(ms(41_000));
+    let cleared: Vec<(&str, Signal)> = events
+        .iter()
+        .filter_map(|e| match e {
+            HealthEvent::Cleared { peer: "b", policy, signal, .. } => Some((policy.as_str(), *signal)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cleared, [("route", Signal::Ejected { reason }), ("drain", Signal::Ejected { reason })]);
+}
+
+/// A φ recovery clears with the level just after the heartbeat that
+/// recovered the peer.
+#[test]
+fn a_recovery_carries_the_level_after_the_heartbeat() {
+    let mut h = split_health();
+    h.watch("a", ms(0)).unwrap();
+    for s in 0..10u64 {
+        h.heartbeat("a", ms(s * 1000)).unwrap();
+    }
+    // Polled every second (a late poll would be the observer's own stall).
+    let events: Vec<_> = (10..=20u64).flat_map(|s| h.poll(ms(s * 1000))).collect();
+    assert!(matches!(fired(&events, "a", "route"), Some(Signal::Phi { level: Some(l) }) if *l >= 2.0));
+    h.heartbeat("a", ms(20_000)).unwrap();
+    let events = h.poll(ms(20_001));
+    let signal = events.iter().find_map(|e| match e {
+        HealthEvent::Cleared { peer: "a", policy, signal, .. } if policy == "route" => Some(*signal),
+        _ => None,
+    });
+    assert!(matches!(signal, Some(Signal::Phi { level: Some(l) }) if l < 2.0), "{events:?}");
+}
+
+/// Withdrawing a signal (unwatch, forget, reset) ends the verdicts only it
+/// asked for without an event; one the other signal asks for stands.
+#[test]
+fn withdrawing_a_signal_ends_its_verdicts_quietly() {
+    let mut h = split_health();
+    for p in ["a", "b", "c"] {
+        h.insert(p, ms(0)).unwrap();
+    }
+    for s in 0..10u64 {
+        for p in ["a", "c"] {
+            h.heartbeat(p, ms(s * 1000)).unwrap();
+        }
+        h.poll(ms(s * 1000));
+    }
+    // b was never heard from: route fired on φ (never heard) by now.
+    assert!(matches!(h.verdict(&"b", "route"), Some(Verdict::Fired(Signal::Phi { level: None }))));
+    // Ejected too: route keeps standing, drain fires.
+    eject(&mut h, "b", ms(10_000));
+    assert!(matches!(h.verdict(&"b", "drain"), Some(Verdict::Fired(Signal::Ejected { .. }))));
+    // A new process under b's name: φ starts afresh, the ejection holds.
+    assert!(h.reset(&"b", ms(10_001)));
+    assert!(matches!(h.verdict(&"b", "route"), Some(Verdict::Fired(Signal::Ejected { .. }))));
+    // Outcomes no longer followed: everything ends, quietly.
+    assert!(h.forget(&"b", ms(10_002)));
+    assert_eq!(h.verdict(&"b", "route"), Some(Verdict::Clear));
+    assert_eq!(h.verdict(&"b", "drain"), Some(Verdict::Clear));
+    assert!(!h.take_events().iter().any(|e| matches!(e, HealthEvent::Cleared { .. })));
+    assert!(!h.poll(ms(10_003)).iter().any(|e| matches!(e, HealthEvent::Cleared { .. })));
+    // a: silent, so route fires on φ; unwatched, the verdict ends quietly.
+    let events: Vec<_> = (11..=30u64).flat_map(|s| h.poll(ms(s * 1000))).collect();
+    assert!(fired(&events, "a", "route").is_some());
+    h.unwatch(&"a", ms(30_001));
+    assert_eq!(h.verdict(&"a", "route"), Some(Verdict::Clear));
+    assert!(!h.reset(&"a", ms(30_002)), "not watched any more");
+}
+
+/// The brake's share counts every peer either signal follows: ten peers
+/// tracked by their outcomes only, four ejected, three evicted.
+#[test]
+fn the_brake_counts_the_peers_of_both_signals() {
+    let policies = vec!["evict=ejection,destructive".parse().unwrap(), HealthPolicy::new("route").phi(2.0)];
+    // Outlier detection may eject them all: only the brake holds back.
+    let outliers = OutlierConfig { max_ejection_percent: 100, ..OutlierConfig::vigil() };
+    let mut h: Health<&'static str> =
+        Health::new(&ModelConfig::default_for(Model::Akka), HealthConfig::new(policies, outliers)).unwrap();
+    let peers = ["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"];
+    for p in peers {
+        h.track(p, ms(0)).unwrap();
+    }
+    let mut events = Vec::new();
+    for p in ["p0", "p1", "p2", "p3"] {
+        events.extend(eject(&mut h, p, ms(1000)));
+    }
+    let count = |f: fn(&HealthEvent<&'static str>) -> bool| events.iter().filter(|e| f(e)).count();
+    assert_eq!(count(|e| matches!(e, HealthEvent::Outlier(vigil_detector::outlier::OutlierEvent::Ejected { .. }))), 4);
+    assert_eq!(count(|e| matches!(e, HealthEvent::Fired { .. })), 3, "30 % of ten");
+    assert_eq!(count(|e| matches!(e, HealthEvent::Withheld { .. })), 1);
+    assert!(matches!(h.verdict(&"p3", "evict"), Some(Verdict::Withheld(Signal::Ejected { .. }))));
+}
+
+#[test]
+fn a_policy_that_listens_to_nothing_is_refused() {
+    let model = ModelConfig::default_for(Model::Akka);
+    let deaf =
+        HealthConfig::new(vec![HealthPolicy::new("route").phi(2.0), HealthPolicy::new("x")], OutlierConfig::vigil());
+    assert!(Health::<u32>::new(&model, deaf).is_err());
+}

@@ -113,24 +113,15 @@ struct JsonLine {
     latency_ms: Option<f64>,
 }
 
-/// An outcome as written: a status, or a local-origin word.
+/// An outcome as written: a status, or a local-origin word (the grammar of
+/// [`Outcome`]'s `FromStr`).
 pub fn parse_outcome(text: &str) -> Option<Outcome> {
-    match text.trim() {
-        "timeout" => Some(Outcome::Timeout),
-        "connect-failed" => Some(Outcome::ConnectFailed),
-        "connected" => Some(Outcome::Connected),
-        s => s.parse::<u16>().ok().filter(|c| (100..600).contains(c)).map(Outcome::Response),
-    }
+    text.parse().ok()
 }
 
-/// An outcome as written.
+/// An outcome as written (its `Display`).
 pub fn outcome_name(o: Outcome) -> String {
-    match o {
-        Outcome::Response(c) => c.to_string(),
-        Outcome::Timeout => "timeout".into(),
-        Outcome::ConnectFailed => "connect-failed".into(),
-        Outcome::Connected => "connected".into(),
-    }
+    o.to_string()
 }
 
 impl FleetTrace {

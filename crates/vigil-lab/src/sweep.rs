@@ -11,7 +11,7 @@
 //!
 //! let fixed = Family::new("fixed", "fixed", "timeout-ms", &["150", "250", "400"])?;
 //! assert_eq!(fixed.specs()?[1].to_string(), "fixed:timeout-ms=250");
-//! # Ok::<(), vigil_lab::spec::SpecError>(())
+//! # Ok::<(), vigil_lab::sweep::FamilyError>(())
 //! ```
 
 use serde::Serialize;
@@ -35,9 +35,59 @@ pub struct Family {
     pub values: Vec<String>,
 }
 
+/// A family that could not be read, or default grids that could not be
+/// built.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum FamilyError {
+    /// Not written `SPEC@PARAM=V1,V2,...`.
+    Format {
+        /// The family as written.
+        text: String,
+    },
+    /// The heartbeat period the default grids would be scaled to is not one
+    /// they can use.
+    Period {
+        /// The period, in milliseconds.
+        ms: f64,
+    },
+    /// The base spec, or the spec for one of the values.
+    Spec(SpecError),
+}
+
+impl std::fmt::Display for FamilyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FamilyError::Format { text } => write!(
+                f,
+                "family {}: expected SPEC@PARAM=V1,V2,... (e.g. fixed@timeout-ms=150,250)",
+                crate::millis::quoted(text)
+            ),
+            FamilyError::Period { ms } => write!(
+                f,
+                "the default detector grids are scaled to the heartbeat period, and {ms} ms is not one they can use \
+                 (1 ms to 57 min); give the families to sweep with --family"
+            ),
+            FamilyError::Spec(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for FamilyError {}
+
+impl From<SpecError> for FamilyError {
+    fn from(e: SpecError) -> FamilyError {
+        FamilyError::Spec(e)
+    }
+}
+
 impl Family {
     /// A family from a base spec's text, a parameter and its values.
-    pub fn new(name: &str, base: &str, param: &str, values: &[&str]) -> Result<Family, SpecError> {
+    ///
+    /// # Errors
+    ///
+    /// [`FamilyError::Spec`] for the base spec or the spec of a value.
+    pub fn new(name: &str, base: &str, param: &str, values: &[&str]) -> Result<Family, FamilyError> {
         let family = Family {
             name: name.to_string(),
             base: base.parse()?,
@@ -51,13 +101,13 @@ impl Family {
     /// Parses `NAME=SPEC@PARAM=V1,V2,...` or `SPEC@PARAM=V1,V2,...` (the
     /// name defaults to the spec), for example
     /// `akka:pause-ms=0@threshold=1,2,4,8`.
-    pub fn parse(text: &str) -> Result<Family, SpecError> {
-        let bad = || {
-            SpecError::new(format!(
-                "family {}: expected SPEC@PARAM=V1,V2,... (e.g. fixed@timeout-ms=150,250)",
-                crate::millis::quoted(text)
-            ))
-        };
+    ///
+    /// # Errors
+    ///
+    /// [`FamilyError::Format`], or [`FamilyError::Spec`] as for
+    /// [`Family::new`].
+    pub fn parse(text: &str) -> Result<Family, FamilyError> {
+        let bad = || FamilyError::Format { text: text.to_owned() };
         let (spec, grid) = text.rsplit_once('@').ok_or_else(bad)?;
         let (param, values) = grid.split_once('=').ok_or_else(bad)?;
         let values: Vec<&str> = values.split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
@@ -72,6 +122,10 @@ impl Family {
     }
 
     /// One spec per value.
+    ///
+    /// # Errors
+    ///
+    /// The [`SpecError`] of the first value the base spec does not take.
     pub fn specs(&self) -> Result<Vec<DetectorSpec>, SpecError> {
         self.values.iter().map(|v| self.base.with(&self.param, v)).collect()
     }
@@ -95,21 +149,18 @@ pub const MAX_DEFAULT_PERIOD_MS: f64 = 3_435_973.0;
 ///
 /// # Errors
 ///
-/// A [`SpecError`] naming the period if it is not between 1 ms and
+/// [`FamilyError::Period`] if the period is not between 1 ms and
 /// [`MAX_DEFAULT_PERIOD_MS`] (a trace whose median gap is 0, say): the grids
 /// would hold timeouts of 0 or out of range.
-pub fn default_families(period_ms: f64) -> Result<Vec<Family>, SpecError> {
+pub fn default_families(period_ms: f64) -> Result<Vec<Family>, FamilyError> {
     if !(period_ms.is_finite() && (1.0..=MAX_DEFAULT_PERIOD_MS).contains(&period_ms)) {
-        return Err(SpecError::new(format!(
-            "the default detector grids are scaled to the heartbeat period, and {period_ms} ms is not one they can \
-             use (1 ms to 57 min); give the families to sweep with --family"
-        )));
+        return Err(FamilyError::Period { ms: period_ms });
     }
     let scaled = |factors: &[f64]| -> Vec<String> { factors.iter().map(|f| format_value(f * period_ms)).collect() };
     let list = |v: &[f64]| -> Vec<String> { v.iter().map(|x| format_value(*x)).collect() };
     let phi =
         list(&[0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 30.0, 50.0, 100.0, 200.0, 400.0]);
-    let make = |name: &str, base: &str, param: &str, values: Vec<String>| -> Result<Family, SpecError> {
+    let make = |name: &str, base: &str, param: &str, values: Vec<String>| -> Result<Family, FamilyError> {
         let refs: Vec<&str> = values.iter().map(String::as_str).collect();
         Family::new(name, base, param, &refs)
     };

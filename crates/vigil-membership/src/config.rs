@@ -13,6 +13,7 @@
 use std::fmt;
 use std::time::Duration;
 
+pub use vigil_detector::health::HealthPolicy;
 use vigil_detector::{AkkaConfig, ModelConfig};
 
 /// How members are monitored.
@@ -138,13 +139,20 @@ pub struct Config {
     /// Start the periodic timers at random offsets (default), or all at
     /// once (for analyses that assume synchronised rounds).
     pub stagger_timers: bool,
-    /// φ mode: graded policies the application sets on the members it
-    /// watches ([`Node::watch`](crate::Node::watch)), judged by the same
-    /// detectors as monitoring: each reports [`Event::Policy`](crate::Event::Policy)
-    /// when a member's level has stayed at or above its threshold for its
-    /// dwell, and again when the member recovers. Names must be distinct and
-    /// not `probe` (monitoring's own). Default: none.
-    pub policies: Vec<vigil_detector::Policy>,
+    /// Graded policies the application sets on the members it watches
+    /// ([`Node::watch`](crate::Node::watch)), judged beside monitoring's own
+    /// `probe` policy by one [`vigil_detector::health::Health`], with the
+    /// same detectors and the same outlier detection ([`Config::outliers`]):
+    /// each reports [`Event::Policy`](crate::Event::Policy) when it fires
+    /// for a watched member (its level stayed at or above its threshold for
+    /// its dwell, or outlier detection ejected the member, as the policy
+    /// listens), and again when the member recovers. A destructive policy
+    /// fires for at most 30 % of the members judged at once (at least
+    /// one); beyond, its verdicts are withheld (the brake). Text form:
+    /// `route=2,ejection`, `remove=8,dwell=30s,destructive`, `drain=ejection`
+    /// ([`HealthPolicy`]'s `FromStr`). Names must be distinct and not `probe`.
+    /// Default: none.
+    pub policies: Vec<HealthPolicy>,
     /// The most tombstones (dead or left members) kept. LAN 10,000.
     pub max_tombstones: usize,
     /// Lifeguard's local health: the highest awareness score (probe timeouts
@@ -392,7 +400,7 @@ impl Config {
         }
         self.detector.validate().map_err(ConfigError::Detector)?;
         self.outliers.validate().map_err(ConfigError::Detector)?;
-        let mut names: Vec<&str> = vec!["probe"];
+        let mut names: Vec<&str> = vec![crate::monitor::PROBE];
         for p in &self.policies {
             p.validate().map_err(ConfigError::Detector)?;
             if names.contains(&p.name.as_str()) {

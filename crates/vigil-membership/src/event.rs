@@ -3,6 +3,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use vigil_detector::health::Signal;
+
 use crate::message::{NodeId, Status};
 use crate::tags::Tags;
 
@@ -111,17 +113,30 @@ pub enum Event {
         id: NodeId,
     },
     /// A graded policy of the application ([`Config::policies`](crate::Config::policies))
-    /// fired for a watched member, or the member recovered for it.
+    /// fired for a member the application watches, the brake withheld it
+    /// (a destructive policy, while too many members are judged so at
+    /// once), or the member recovered for it. A member that comes back as a
+    /// new process ([`Event::Up`]) starts afresh: its verdicts end without
+    /// an event.
     Policy {
         /// The member.
         id: NodeId,
         /// The policy's name.
         policy: String,
-        /// Whether it fired (`true`) or the member recovered (`false`).
+        /// Whether it fired (`true`), or recovered or was withheld
+        /// (`false`).
         fired: bool,
-        /// The member's level: when it crossed, or just after the heartbeat
-        /// that recovered it; `None` for a member never heard from.
+        /// The member's level when φ moved the policy: when it crossed, or
+        /// just after the heartbeat that recovered it; `None` for a member
+        /// never heard from, and when an ejection moved it.
         level: Option<f64>,
+        /// Which signal moved it: φ (with the level), or outlier detection's
+        /// ejection of the member or its return (with the ejection's reason).
+        signal: Signal,
+        /// Whether the brake withheld a destructive verdict (`fired` is then
+        /// `false`; the verdict fires later if the brake lets it, and is
+        /// dropped without an event if the member recovers first).
+        withheld: bool,
     },
     /// Outlier detection ejected a member, from the outcomes of the
     /// application's requests to it ([`Node::record_outcome`](crate::Node::record_outcome)):
@@ -152,10 +167,32 @@ pub enum Event {
 /// One line for a person: what happened, to whom.
 ///
 /// ```
-/// use vigil_membership::{Event, NodeId};
+/// use vigil_detector::outlier::EjectReason;
+/// use vigil_membership::{Event, NodeId, Signal};
 ///
 /// let e = Event::Dead { id: NodeId::new("b", 7), by: NodeId::new("c", 1), suspected_for: None, silent_for: None };
 /// assert_eq!(e.to_string(), "b#7 declared dead by c");
+/// let policy = |fired, withheld, signal| Event::Policy {
+///     id: NodeId::new("b", 7),
+///     policy: "route".into(),
+///     fired,
+///     level: match signal {
+///         Signal::Phi { level } => level,
+///         Signal::Ejected { .. } => None,
+///     },
+///     signal,
+///     withheld,
+/// };
+/// let phi = Signal::Phi { level: Some(2.5) };
+/// let ejection = Signal::Ejected { reason: EjectReason::Consecutive5xx };
+/// assert_eq!(policy(true, false, phi).to_string(), "b#7: policy route fired (level 2.50)");
+/// assert_eq!(policy(false, false, phi).to_string(), "b#7: policy route recovered (level 2.50)");
+/// assert_eq!(policy(false, true, phi).to_string(), "b#7: policy route withheld by the brake (level 2.50)");
+/// assert_eq!(policy(true, false, ejection).to_string(), "b#7: policy route fired: ejected (consecutive-5xx)");
+/// assert_eq!(
+///     policy(false, false, ejection).to_string(),
+///     "b#7: policy route recovered: returned from ejection (consecutive-5xx)"
+/// );
 /// ```
 impl std::fmt::Display for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -187,9 +224,21 @@ impl std::fmt::Display for Event {
                 write!(f, "this member refuted an accusation (incarnation {incarnation})")
             }
             Event::Renewed { id } => write!(f, "this member took a new generation: {id}"),
-            Event::Policy { id, policy, fired, level: l } => {
-                let what = if *fired { "fired" } else { "recovered" };
-                write!(f, "{id}: policy {policy} {what}{}", level(l))
+            Event::Policy { id, policy, fired, level: l, signal, withheld } => {
+                let what = match (fired, withheld) {
+                    (true, _) => "fired",
+                    (false, true) => "withheld by the brake",
+                    (false, false) => "recovered",
+                };
+                match signal {
+                    Signal::Phi { .. } => write!(f, "{id}: policy {policy} {what}{}", level(l)),
+                    Signal::Ejected { reason } if !fired && !withheld => {
+                        write!(f, "{id}: policy {policy} {what}: returned from ejection ({})", reason.name())
+                    }
+                    Signal::Ejected { reason } => {
+                        write!(f, "{id}: policy {policy} {what}: ejected ({})", reason.name())
+                    }
+                }
             }
             Event::Ejected { id, reason, .. } => write!(f, "{id} ejected ({})", reason.name()),
             Event::Returned { id } => write!(f, "{id} returned to service"),

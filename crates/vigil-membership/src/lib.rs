@@ -79,8 +79,8 @@ mod watch_report;
 pub mod wire;
 
 pub use arrivals::Arrivals;
-pub use config::{Config, ConfigError, Mode};
-pub use event::Event;
+pub use config::{Config, ConfigError, HealthPolicy, Mode};
+pub use event::{Event, Signal};
 pub use message::{MAX_MEMBERS, Message, MessageKind, NodeId, Packet, Status, Update};
 pub use node::Node;
 pub use node_view::NodeView;
@@ -89,4 +89,4 @@ pub use stats::{KindCounts, Stats};
 pub use tags::{Tags, TagsError};
 pub use transmit::Transmit;
 pub use view::MemberView;
-pub use watch_report::{PolicyOutlook, PolicyState, WatchReport};
+pub use watch_report::{PolicyOutlook, PolicyState, Verdict, WatchReport};

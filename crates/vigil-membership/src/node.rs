@@ -17,8 +17,9 @@
 //!
 //! The state is owned by the components: the member table and its indexes
 //! (`members.rs`), the suspicions (`suspicion.rs`), the broadcast queue
-//! (`broadcast.rs`), probes and relays (`probe.rs`), monitoring
-//! (`monitor.rs`), local health (`health.rs`) and the timer table
+//! (`broadcast.rs`), probes and relays (`probe.rs`), monitoring and the
+//! judge of φ and request outcomes (`monitor.rs`, `outcomes.rs`), local
+//! health (`health.rs`) and the timer table
 //! (`timer.rs`). This module takes the inputs and hands out the outputs; the
 //! rules across the components are in `node/rules.rs` (what rumours do),
 //! `node/probing.rs` (from silence to a verdict) and `node/dissemination.rs`
@@ -36,14 +37,13 @@ use vigil_detector::Instant;
 use crate::arrivals::Arrivals;
 use crate::broadcast::Broadcasts;
 use crate::config::{Config, ConfigError, Mode};
-use crate::event::Event;
+use crate::event::{Event, Signal};
 use crate::health::LocalHealth;
 use crate::introductions::{Candidate, Introductions, Refusal};
 use crate::members::{Member, MemberTable};
 use crate::message::{MAX_NAME_LEN, Message, MessageKind, NodeId, Packet, Status, Update};
-use crate::monitor::Monitor;
+use crate::monitor::{Change, Monitor, Notice};
 use crate::node_view::NodeView;
-use crate::outcomes::RequestOutcomes;
 use crate::probe::{Answered, Probe, ProbeOrder, Probes, Purpose, Stage};
 use crate::rejected::Rejected;
 use crate::stats::Stats;
@@ -59,6 +59,8 @@ use crate::wire::{self, MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
 mod dissemination;
 mod probing;
 mod rules;
+#[cfg(test)]
+mod tests;
 
 /// Transmits and events queued at most; more are counted and dropped.
 const MAX_QUEUE: usize = 100_000;
@@ -116,7 +118,6 @@ pub struct Node {
     probes: Probes,
     order: ProbeOrder,
     monitor: Monitor,
-    outcomes: RequestOutcomes,
     subscribers: Subscribers,
     health: LocalHealth,
     timers: Timers,
@@ -172,7 +173,6 @@ impl Node {
         stagger(Timer::Collect, COLLECT_INTERVAL);
         let mut node = Node {
             health: LocalHealth::new(config.max_awareness),
-            outcomes: RequestOutcomes::new(config.outliers.clone()),
             introductions: Introductions::new(config.introductions_per_source, config.introduction_window),
             config,
             me: id,
@@ -309,33 +309,40 @@ impl Node {
         let Some(key) = self.members.get(name).filter(|m| m.is_live()).map(|m| m.name.clone()) else { return false };
         let members = &self.members;
         let live = || members.iter().filter(|m| m.is_live()).map(|m| m.name.clone()).collect();
-        let events = self.outcomes.record(now, key, outcome, latency, live);
-        self.outlier_events(events);
+        self.monitor.record_outcome(now, key, outcome, latency, live);
+        self.take_notices();
         self.settle(now);
         true
     }
 
     /// What outlier detection knows of `name` (once outcomes are recorded).
     pub fn outlier_report(&self, name: &str) -> Option<vigil_detector::outlier::HostReport> {
-        self.outcomes.report(name)
+        self.monitor.outlier_report(name)
     }
 
-    /// Outlier detection's ejections and returns, as events.
-    fn outlier_events(&mut self, events: Vec<vigil_detector::outlier::OutlierEvent<Arc<str>>>) {
-        use vigil_detector::outlier::OutlierEvent;
-        for e in events {
-            match e {
-                OutlierEvent::Ejected { host, reason, until, .. } => {
-                    if let Some(id) = self.members.get(&host).map(|m| m.id()) {
+    /// The judge's verdicts, ejections and returns, as events.
+    fn take_notices(&mut self) {
+        for notice in self.monitor.take_notices() {
+            match notice {
+                Notice::Policy { name, generation, policy, change, signal } => {
+                    let id = NodeId::new(&*name, generation);
+                    let level = match signal {
+                        Signal::Phi { level } => level,
+                        Signal::Ejected { .. } => None,
+                    };
+                    let (fired, withheld) = (change == Change::Fired, change == Change::Withheld);
+                    self.emit(Event::Policy { id, policy, fired, level, signal, withheld });
+                }
+                Notice::Ejected { name, reason, until } => {
+                    if let Some(id) = self.members.get(&name).map(|m| m.id()) {
                         self.emit(Event::Ejected { id, reason, until });
                     }
                 }
-                OutlierEvent::Returned { host, .. } => {
-                    if let Some(id) = self.members.get(&host).map(|m| m.id()) {
+                Notice::Returned { name } => {
+                    if let Some(id) = self.members.get(&name).map(|m| m.id()) {
                         self.emit(Event::Returned { id });
                     }
                 }
-                _ => {}
             }
         }
     }
@@ -380,7 +387,7 @@ impl Node {
         let mut watched: Vec<WatchReport> = self.watching().filter_map(|n| self.watch_report(n, now)).collect();
         watched.sort_by(|a, b| a.name.cmp(&b.name));
         let outliers =
-            members.iter().filter_map(|m| self.outcomes.report(&m.id.name).map(|r| (m.id.name.clone(), r))).collect();
+            members.iter().filter_map(|m| self.outlier_report(&m.id.name).map(|r| (m.id.name.clone(), r))).collect();
         NodeView {
             now,
             id: self.me.clone(),
@@ -830,10 +837,6 @@ impl Node {
         if self.timers.is_due(Timer::Rejoin, now) {
             self.rejoin(now);
         }
-        if self.timers.is_due(Timer::Outliers, now) {
-            let events = self.outcomes.poll(now);
-            self.outlier_events(events);
-        }
         self.settle(now);
     }
 
@@ -914,7 +917,6 @@ impl Node {
         self.timers.set(Timer::Probes, self.probes.next_deadline());
         self.timers.set(Timer::Suspicions, self.suspicions.next_deadline());
         self.timers.set(Timer::Monitor, self.monitor.next_deadline());
-        self.timers.set(Timer::Outliers, self.outcomes.next_deadline());
     }
 
     fn heartbeat(&mut self) {
@@ -995,9 +997,9 @@ impl Node {
     /// detection starts it afresh (the old one's ejection and streaks are
     /// not its own), and the application hears of it.
     fn member_up(&mut self, id: NodeId, addr: SocketAddr, tags: Tags) {
-        self.outcomes.member_gone(&id.name);
-        if let Some(key) = self.members.get(&id.name).map(|m| m.name.clone()) {
-            self.outcomes.member_up(key, self.now);
+        match self.members.get(&id.name).map(|m| m.name.clone()) {
+            Some(key) => self.monitor.member_up(key, self.now),
+            None => self.monitor.member_gone(&id.name, self.now),
         }
         self.emit(Event::Up { id, addr, tags });
     }
@@ -1006,7 +1008,7 @@ impl Node {
     /// the application hears of it.
     fn member_gone(&mut self, event: Event) {
         if let Event::Dead { id, .. } | Event::Left { id } = &event {
-            self.outcomes.member_gone(&id.name);
+            self.monitor.member_gone(&id.name, self.now);
         }
         self.emit(event);
     }

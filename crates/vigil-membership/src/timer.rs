@@ -31,18 +31,17 @@ pub(crate) enum Timer {
     Probes,
     /// The earliest suspicion deadline.
     Suspicions,
-    /// Monitoring's next decision.
+    /// Monitoring's next decision: φ's, outlier detection's interval tick,
+    /// or a look at a silent member.
     Monitor,
     /// Renew the heartbeat subscriptions of application watches.
     Subscribe,
     /// Ask the seeds again: this node knows no live member.
     Rejoin,
-    /// Outlier detection's next interval tick.
-    Outliers,
 }
 
 impl Timer {
-    const COUNT: usize = 12;
+    const COUNT: usize = 11;
 
     fn index(self) -> usize {
         match self {
@@ -57,7 +56,6 @@ impl Timer {
             Timer::Monitor => 8,
             Timer::Subscribe => 9,
             Timer::Rejoin => 10,
-            Timer::Outliers => 11,
         }
     }
 }

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 pub use vigil_detector::PolicyState;
+pub use vigil_detector::health::Verdict;
 
 /// One watched member as this node's monitoring sees it at a given time:
 /// its detector's level and statistics, and, per policy (monitoring's own
@@ -53,17 +54,26 @@ pub struct WatchReport {
 }
 
 /// Where one policy stands for a watched member.
+///
+/// For a policy that listens to φ, the threshold and the time to it are
+/// φ's; a policy that listens to ejection only has neither (`threshold` is
+/// `None`), and its state follows its verdict.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct PolicyOutlook {
     /// The policy's name.
     pub name: String,
-    /// Its threshold.
-    pub threshold: f64,
-    /// Below, crossed (dwelling), fired, or withheld by the brake.
+    /// Its φ threshold; `None` for a policy that listens to ejection only.
+    pub threshold: Option<f64>,
+    /// Below, crossed (dwelling), fired, or withheld by the brake: fired or
+    /// withheld as its verdict is, on whichever signal; otherwise where φ
+    /// stands against the threshold.
     pub state: PolicyState,
     /// How long until the level reaches the threshold if nothing arrives:
-    /// zero if it has, `None` if it never would or the policy is not
-    /// trusting the member now.
+    /// zero if it has, `None` if it never would, the policy is not trusting
+    /// the member's φ now, or it has no threshold.
     pub time_to_threshold: Option<Duration>,
+    /// The policy's verdict, and the signal it fired (or would have fired)
+    /// on.
+    pub verdict: Verdict,
 }

@@ -1,110 +1,74 @@
-//! The protocol's rules, checked on a few nodes driven by hand, and
-//! untrusted input fed to a node.
+//! The protocol's rules, checked on a few nodes driven by hand (the
+//! harness's `Cluster`), and untrusted input fed to a node.
+
+mod harness;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use harness::{CLUSTER, Cluster, addr, events, id, packet, status};
 use proptest::prelude::*;
 use vigil_detector::Instant;
 use vigil_membership::wire::{self, MAX_DATAGRAM, MAX_STREAM};
 use vigil_membership::{Config, Event, Message, MessageKind, Mode, Node, NodeId, Packet, Rejected, Status, Update};
 
-const CLUSTER: u64 = 77;
-
-fn addr(i: usize) -> SocketAddr {
-    format!("10.0.0.{}:7946", i + 1).parse().unwrap()
-}
-
-fn id(i: usize) -> NodeId {
-    NodeId::new(format!("n{i}"), 1)
-}
-
-fn cluster(n: usize, config: Config) -> Vec<Node> {
-    let t0 = Instant::from_secs(1);
-    let all: Vec<(NodeId, SocketAddr)> = (0..n).map(|i| (id(i), addr(i))).collect();
-    (0..n)
-        .map(|i| {
-            let mut node = Node::new(id(i), addr(i), config.clone(), i as u64, t0).unwrap();
-            node.bootstrap(t0, &all);
-            node
-        })
-        .collect()
-}
-
-fn packet(from: usize, message: Message, updates: Vec<Update>) -> Vec<u8> {
-    let p = Packet { cluster: CLUSTER, from: id(from), incarnation: 0, message, updates };
-    wire::encode(&p, MAX_STREAM).unwrap()
-}
-
-/// Hands a transmit to a node the way a runtime would: by its transport.
-fn deliver(node: &mut Node, now: Instant, from: SocketAddr, t: &vigil_membership::Transmit) -> Result<(), Rejected> {
-    if t.stream { node.handle_stream(now, from, &t.bytes) } else { node.handle_datagram(now, from, &t.bytes) }
-}
-
-fn status(node: &Node, name: &str) -> Status {
-    node.member(name).unwrap().status
-}
-
-fn events(node: &mut Node) -> Vec<Event> {
-    std::iter::from_fn(|| node.poll_event()).collect()
-}
-
 #[test]
 fn an_accused_node_refutes_with_a_higher_incarnation() {
-    let mut nodes = cluster(3, Config::lan(CLUSTER));
+    let mut c = Cluster::new(3, Config::lan(CLUSTER));
     let now = Instant::from_secs(2);
     let accusation =
         Update { id: id(0), addr: addr(0), incarnation: 0, status: Status::Suspect, from: id(1), tags: None };
-    nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation])).unwrap();
-    assert_eq!(nodes[0].incarnation(), 1);
-    assert!(events(&mut nodes[0]).contains(&Event::SelfRefuted { incarnation: 1 }));
-    assert_eq!(nodes[0].stats().self_refutations, 1);
+    c.nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation])).unwrap();
+    assert_eq!(c.nodes[0].incarnation(), 1);
+    assert!(events(&mut c.nodes[0]).contains(&Event::SelfRefuted { incarnation: 1 }));
+    assert_eq!(c.nodes[0].stats().self_refutations, 1);
     // Node 2 suspected node 0, then hears the refutation.
     let s = Update { id: id(0), addr: addr(0), incarnation: 0, status: Status::Suspect, from: id(1), tags: None };
-    nodes[2].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![s])).unwrap();
-    assert_eq!(status(&nodes[2], "n0"), Status::Suspect);
+    c.nodes[2].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![s])).unwrap();
+    assert_eq!(status(&c.nodes[2], "n0"), Status::Suspect);
     let alive = Update { id: id(0), addr: addr(0), incarnation: 1, status: Status::Alive, from: id(0), tags: None };
-    nodes[2].handle_datagram(now, addr(0), &packet(0, Message::Gossip, vec![alive])).unwrap();
-    let n0 = nodes[2].member("n0").unwrap();
+    c.nodes[2].handle_datagram(now, addr(0), &packet(0, Message::Gossip, vec![alive])).unwrap();
+    let n0 = c.nodes[2].member("n0").unwrap();
     assert_eq!((n0.id, n0.incarnation, n0.status), (id(0), 1, Status::Alive));
-    assert!(events(&mut nodes[2]).iter().any(|e| matches!(e, Event::Refuted { incarnation: 1, .. })));
+    assert!(events(&mut c.nodes[2]).iter().any(|e| matches!(e, Event::Refuted { incarnation: 1, .. })));
 }
 
 #[test]
 fn a_new_generation_supersedes_every_rumour_about_the_old_one() {
-    let mut nodes = cluster(3, Config::lan(CLUSTER));
+    let mut c = Cluster::new(3, Config::lan(CLUSTER));
     let now = Instant::from_secs(2);
     let dead = Update { id: id(2), addr: addr(2), incarnation: 5, status: Status::Dead, from: id(1), tags: None };
-    nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![dead.clone()])).unwrap();
-    assert_eq!(status(&nodes[0], "n2"), Status::Dead);
+    c.nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![dead.clone()])).unwrap();
+    assert_eq!(status(&c.nodes[0], "n2"), Status::Dead);
     // The restarted process, generation 2, incarnation 0.
     let reborn = NodeId::new("n2", 2);
     let p =
         Packet { cluster: CLUSTER, from: reborn.clone(), incarnation: 0, message: Message::Gossip, updates: vec![] };
-    nodes[0].handle_datagram(now, addr(2), &wire::encode(&p, MAX_DATAGRAM).unwrap()).unwrap();
-    let n2 = nodes[0].member("n2").unwrap();
+    c.nodes[0].handle_datagram(now, addr(2), &wire::encode(&p, MAX_DATAGRAM).unwrap()).unwrap();
+    let n2 = c.nodes[0].member("n2").unwrap();
     assert_eq!((n2.id, n2.incarnation, n2.status), (reborn.clone(), 0, Status::Alive));
     // A late accusation about generation 1 loses.
-    nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![dead])).unwrap();
-    let n2 = nodes[0].member("n2").unwrap();
+    c.nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![dead])).unwrap();
+    let n2 = c.nodes[0].member("n2").unwrap();
     assert_eq!((n2.id, n2.incarnation, n2.status), (reborn, 0, Status::Alive));
-    assert!(nodes[0].stats().stale_updates >= 1);
+    assert!(c.nodes[0].stats().stale_updates >= 1);
 }
 
 #[test]
 fn a_leave_is_announced_and_distinct_from_death() {
-    let mut nodes = cluster(3, Config::lan(CLUSTER));
+    let mut c = Cluster::new(3, Config::lan(CLUSTER));
     let now = Instant::from_secs(2);
-    nodes[1].leave(now);
-    let out: Vec<_> = std::iter::from_fn(|| nodes[1].poll_transmit()).collect();
+    c.set_clock(now);
+    c.nodes[1].leave(now);
+    let out: Vec<_> = std::iter::from_fn(|| c.nodes[1].poll_transmit()).collect();
     assert!(!out.is_empty());
     for t in out {
         let to = (0..3).find(|&i| addr(i) == t.to).unwrap();
-        deliver(&mut nodes[to], now, addr(1), &t).unwrap();
-        assert_eq!(status(&nodes[to], "n1"), Status::Left);
-        assert!(events(&mut nodes[to]).contains(&Event::Left { id: id(1) }));
+        c.deliver(to, 1, &t).unwrap();
+        assert_eq!(status(&c.nodes[to], "n1"), Status::Left);
+        assert!(events(&mut c.nodes[to]).contains(&Event::Left { id: id(1) }));
     }
-    assert_eq!(nodes[1].poll_timeout(), None, "a node that left does nothing more");
+    assert_eq!(c.nodes[1].poll_timeout(), None, "a node that left does nothing more");
 }
 
 #[test]
@@ -113,7 +77,7 @@ fn suspicion_timeouts_follow_lifeguard_and_memberlist() {
     // log10(100) × 1 s = 8 s, max = 6 × min = 48 s, k = 2 confirmations
     // expected; the timer starts at 48 s, and one confirmation brings it to
     // max − ln 2 / ln 3 × (max − min) = 22.76 s.
-    let mut nodes = cluster(100, Config::classic_lan(CLUSTER));
+    let mut c = Cluster::new(100, Config::classic_lan(CLUSTER));
     let t = Instant::from_secs(2);
     let accuse = |from: usize| Update {
         id: id(5),
@@ -123,7 +87,7 @@ fn suspicion_timeouts_follow_lifeguard_and_memberlist() {
         from: id(from),
         tags: None,
     };
-    nodes[0].handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![accuse(1)])).unwrap();
+    c.nodes[0].handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![accuse(1)])).unwrap();
     let fires_at = |node: &mut Node| {
         // Step until node 5 is declared dead.
         for _ in 0..100_000 {
@@ -136,7 +100,7 @@ fn suspicion_timeouts_follow_lifeguard_and_memberlist() {
         }
         panic!("never declared dead");
     };
-    let mut a = nodes.remove(0);
+    let mut a = c.nodes.remove(0);
     let mut b = a.clone();
     let dead_at = fires_at(&mut a);
     assert!((dead_at.saturating_duration_since(t).as_secs_f64() - 48.0).abs() < 1e-3, "{dead_at:?}");
@@ -163,82 +127,83 @@ fn the_presets_validate_and_bad_configs_are_named() {
 
 #[test]
 fn junk_and_foreign_packets_are_rejected_and_counted() {
-    let mut nodes = cluster(2, Config::lan(CLUSTER));
+    let mut c = Cluster::new(2, Config::lan(CLUSTER));
     let now = Instant::from_secs(2);
-    assert!(matches!(nodes[0].handle_datagram(now, addr(1), b"hello"), Err(Rejected::Malformed(_))));
+    assert!(matches!(c.nodes[0].handle_datagram(now, addr(1), b"hello"), Err(Rejected::Malformed(_))));
     let foreign = Packet { cluster: 9, from: id(1), incarnation: 0, message: Message::Gossip, updates: vec![] };
     let bytes = wire::encode(&foreign, MAX_DATAGRAM).unwrap();
-    assert_eq!(nodes[0].handle_datagram(now, addr(1), &bytes), Err(Rejected::WrongCluster { cluster: 9 }));
+    assert_eq!(c.nodes[0].handle_datagram(now, addr(1), &bytes), Err(Rejected::WrongCluster { cluster: 9 }));
     let from_me = packet(0, Message::Gossip, vec![]);
-    assert_eq!(nodes[0].handle_datagram(now, addr(1), &from_me), Err(Rejected::FromSelf));
-    let s = nodes[0].stats();
+    assert_eq!(c.nodes[0].handle_datagram(now, addr(1), &from_me), Err(Rejected::FromSelf));
+    let s = c.nodes[0].stats();
     assert_eq!((s.rejected_malformed, s.rejected_cluster, s.rejected_self), (1, 1, 1));
 }
 
 #[test]
 fn an_accusation_at_the_largest_incarnation_is_refuted_with_a_new_generation() {
-    let mut nodes = cluster(3, Config::lan(CLUSTER));
+    let mut c = Cluster::new(3, Config::lan(CLUSTER));
     let now = Instant::from_secs(2);
     for status in [Status::Suspect, Status::Dead] {
         let accusation = Update { id: id(0), addr: addr(0), incarnation: u64::MAX, status, from: id(1), tags: None };
-        nodes[2].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation.clone()])).unwrap();
+        c.nodes[2].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation.clone()])).unwrap();
         if status == Status::Suspect {
-            nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation])).unwrap();
+            c.nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation])).unwrap();
         }
     }
     // n0 cannot go above u64::MAX: it takes generation 2, incarnation 0.
-    assert_eq!((nodes[0].id().generation, nodes[0].incarnation()), (2, 0));
-    assert!(events(&mut nodes[0]).contains(&Event::Renewed { id: NodeId::new("n0", 2) }));
-    assert_eq!(nodes[0].stats().generation_renewals, 1);
+    assert_eq!((c.nodes[0].id().generation, c.nodes[0].incarnation()), (2, 0));
+    assert!(events(&mut c.nodes[0]).contains(&Event::Renewed { id: NodeId::new("n0", 2) }));
+    assert_eq!(c.nodes[0].stats().generation_renewals, 1);
     // n2 believed generation 1 dead; the new generation beats that.
-    assert_eq!(status(&nodes[2], "n0"), Status::Dead);
-    let out: Vec<_> = std::iter::from_fn(|| nodes[0].poll_transmit()).collect();
+    assert_eq!(status(&c.nodes[2], "n0"), Status::Dead);
+    let out: Vec<_> = std::iter::from_fn(|| c.nodes[0].poll_transmit()).collect();
     let refutation = out.iter().find(|t| t.to == addr(1)).expect("the accuser is told directly");
-    deliver(&mut nodes[2], now, addr(0), refutation).unwrap();
-    let n0 = nodes[2].member("n0").unwrap();
+    c.set_clock(now);
+    c.deliver(2, 0, refutation).unwrap();
+    let n0 = c.nodes[2].member("n0").unwrap();
     assert_eq!((n0.id.generation, n0.status), (2, Status::Alive));
     assert!(n0.epoch() > (1, u64::MAX));
     // And leaving afterwards cannot overflow either.
-    nodes[0].leave(now);
-    assert_eq!(nodes[0].poll_timeout(), None);
+    c.nodes[0].leave(now);
+    assert_eq!(c.nodes[0].poll_timeout(), None);
 }
 
 #[test]
 fn input_is_size_checked_before_decoding_and_transports_are_not_mixed() {
-    let mut nodes = cluster(2, Config::lan(CLUSTER));
+    let mut c = Cluster::new(2, Config::lan(CLUSTER));
     let now = Instant::from_secs(2);
     // Datagrams are accepted up to the protocol's limit, whatever this
     // node's own budget, and refused by size beyond it.
     let limit = wire::MAX_DATAGRAM_ACCEPTED;
     let huge = vec![0u8; limit + 1];
     assert_eq!(
-        nodes[0].handle_datagram(now, addr(1), &huge),
+        c.nodes[0].handle_datagram(now, addr(1), &huge),
         Err(Rejected::Malformed(wire::WireError::TooLarge { len: limit + 1, max: limit }))
     );
     assert_eq!(
-        nodes[0].handle_datagram(now, addr(1), &vec![0u8; MAX_DATAGRAM + 1]),
+        c.nodes[0].handle_datagram(now, addr(1), &vec![0u8; MAX_DATAGRAM + 1]),
         Err(Rejected::Malformed(wire::WireError::BadMagic))
     );
     let pp = packet(1, Message::PushPull { reply: false, members: vec![] }, vec![]);
     assert_eq!(
-        nodes[0].handle_datagram(now, addr(1), &pp),
+        c.nodes[0].handle_datagram(now, addr(1), &pp),
         Err(Rejected::WrongTransport { kind: MessageKind::PushPull })
     );
     let hb = packet(1, Message::Heartbeat, vec![]);
     assert_eq!(
-        nodes[0].handle_stream(now, addr(1), &hb),
+        c.nodes[0].handle_stream(now, addr(1), &hb),
         Err(Rejected::WrongTransport { kind: MessageKind::Heartbeat })
     );
-    nodes[0].handle_stream(now, addr(1), &pp).unwrap();
-    let s = nodes[0].stats();
+    c.nodes[0].handle_stream(now, addr(1), &pp).unwrap();
+    let s = c.nodes[0].stats();
     assert_eq!((s.rejected_malformed, s.rejected_transport), (2, 2));
     assert_eq!((s.received[MessageKind::PushPull], s.received.total()), (1, 1));
 }
 
 #[test]
 fn time_going_backwards_is_counted_and_never_undoes_time() {
-    let mut nodes = cluster(3, Config::lan(CLUSTER));
-    let node = &mut nodes[0];
+    let mut c = Cluster::new(3, Config::lan(CLUSTER));
+    let node = &mut c.nodes[0];
     node.handle_timeout(Instant::from_secs(5));
     let wake = node.poll_timeout().unwrap();
     node.handle_timeout(Instant::from_secs(3));
@@ -250,8 +215,8 @@ fn time_going_backwards_is_counted_and_never_undoes_time() {
 fn a_watched_member_never_heard_from_is_probed_after_the_first_heartbeat_timeout() {
     let config = Config::lan(CLUSTER);
     let timeout = config.first_heartbeat_timeout;
-    let mut nodes = cluster(4, config);
-    let node = &mut nodes[0];
+    let mut c = Cluster::new(4, config);
+    let node = &mut c.nodes[0];
     let watched: Vec<String> = node.watching().map(str::to_string).collect();
     assert_eq!(watched.len(), 2, "two ring observers");
     let t0 = Instant::from_secs(1);
@@ -274,84 +239,33 @@ fn a_watched_member_never_heard_from_is_probed_after_the_first_heartbeat_timeout
     }
 }
 
-/// Runs every node, delivering every transmit at once, until `until`.
-fn run_all(nodes: &mut [Node], from: Instant, until: Instant) -> Instant {
-    run_all_but(nodes, &[], from, until)
-}
-
-/// As [`run_all`], with the nodes in `down` crashed: they neither run nor
-/// receive.
-fn run_all_but(nodes: &mut [Node], down: &[usize], from: Instant, until: Instant) -> Instant {
-    let by_addr: std::collections::HashMap<SocketAddr, usize> =
-        (0..nodes.len()).filter(|i| !down.contains(i)).map(|i| (addr(i), i)).collect();
-    let mut now = from;
-    while now < until {
-        now = nodes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !down.contains(i))
-            .filter_map(|(_, n)| n.poll_timeout())
-            .min()
-            .unwrap_or(until)
-            .min(until);
-        for (i, n) in nodes.iter_mut().enumerate() {
-            if !down.contains(&i) && n.poll_timeout().is_some_and(|t| t <= now) {
-                n.handle_timeout(now);
-            }
-        }
-        // Deliver until quiet.
-        loop {
-            let mut out = Vec::new();
-            for (i, n) in nodes.iter_mut().enumerate() {
-                while let Some(t) = n.poll_transmit() {
-                    if !down.contains(&i) {
-                        out.push((i, t));
-                    }
-                }
-            }
-            if out.is_empty() {
-                break;
-            }
-            for (from, t) in out {
-                if let Some(&to) = by_addr.get(&t.to) {
-                    let _ = deliver(&mut nodes[to], now, addr(from), &t);
-                }
-            }
-        }
-        if now >= until {
-            break;
-        }
-    }
-    now
-}
-
 #[test]
 fn a_watch_off_the_ring_subscribes_to_the_members_heartbeats() {
-    let mut nodes = cluster(8, Config::lan(CLUSTER));
+    let mut c = Cluster::new(8, Config::lan(CLUSTER));
     let t0 = Instant::from_secs(1);
-    let ring: Vec<String> = nodes[0].watching().map(str::to_string).collect();
+    let ring: Vec<String> = c.nodes[0].watching().map(str::to_string).collect();
     let off = (1..8).map(|i| format!("n{i}")).find(|n| !ring.contains(n)).expect("a member off n0's ring");
-    let now = run_all(&mut nodes, t0, t0 + Duration::from_secs(5));
-    nodes[0].watch(now, &off);
-    let now = run_all(&mut nodes, now, now + Duration::from_secs(20));
+    let now = c.run_until(t0 + Duration::from_secs(5));
+    c.nodes[0].watch(now, &off);
+    let now = c.run_until(now + Duration::from_secs(20));
     // Its heartbeats arrive, so its level stays low; the subscription lives
     // across renewals (its lease is 30 s, renewed every 10 s).
-    let level = nodes[0].level(&off, now).expect("watched");
+    let level = c.nodes[0].level(&off, now).expect("watched");
     assert!(level < 1.0, "the watched member's level is {level}: no heartbeats?");
     let j: usize = off[1..].parse().unwrap();
-    let sent_before = nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat];
-    let now = run_all(&mut nodes, now, now + Duration::from_secs(40));
-    assert!(nodes[0].level(&off, now).unwrap() < 1.0, "still fed after the first lease would have ended");
-    let sent = nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat] - sent_before;
+    let sent_before = c.nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat];
+    let now = c.run_until(now + Duration::from_secs(40));
+    assert!(c.nodes[0].level(&off, now).unwrap() < 1.0, "still fed after the first lease would have ended");
+    let sent = c.nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat] - sent_before;
     // Two ring observers and the subscriber, one heartbeat each a second
     // (the LAN preset's interval is 1.05 s).
     assert!((100..=120).contains(&sent), "{sent} heartbeats in 40 s");
     // Unwatching cancels: the member heartbeats its two observers only.
-    nodes[0].unwatch(now, &off);
-    let now = run_all(&mut nodes, now, now + Duration::from_secs(1));
-    let before = nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat];
-    run_all(&mut nodes, now, now + Duration::from_secs(21));
-    let sent = nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat] - before;
+    c.nodes[0].unwatch(now, &off);
+    let now = c.run_until(now + Duration::from_secs(1));
+    let before = c.nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat];
+    c.run_until(now + Duration::from_secs(21));
+    let sent = c.nodes[j].stats().sent[vigil_membership::MessageKind::Heartbeat] - before;
     assert!((38..=42).contains(&sent), "{sent} heartbeats in 21 s after the unwatch");
 }
 
@@ -360,28 +274,27 @@ fn graded_policies_on_a_watched_member_fire_in_order_and_recover() {
     // Seed 004's task queue: stop assigning at φ 2, reassign at 5, remove
     // at 8 after 2 s there.
     let mut config = Config::lan(CLUSTER);
-    config.policies = vec![
-        vigil_detector::Policy::new("stop-assigning", 2.0),
-        vigil_detector::Policy::new("reassign", 5.0),
-        vigil_detector::Policy::new("remove", 8.0).dwell(Duration::from_secs(2)),
-    ];
-    let mut nodes = cluster(8, config);
+    config.policies =
+        vec!["stop-assigning=2".parse().unwrap(), "reassign=5".parse().unwrap(), "remove=8,dwell=2s".parse().unwrap()];
+    let mut c = Cluster::new(8, config);
     let t0 = Instant::from_secs(1);
-    let ring: Vec<String> = nodes[0].watching().map(str::to_string).collect();
+    let ring: Vec<String> = c.nodes[0].watching().map(str::to_string).collect();
     let off = (1..8).map(|i| format!("n{i}")).find(|n| !ring.contains(n)).unwrap();
     let j: usize = off[1..].parse().unwrap();
-    let now = run_all(&mut nodes, t0, t0 + Duration::from_secs(5));
-    nodes[0].watch(now, &off);
-    let now = run_all(&mut nodes, now, now + Duration::from_secs(30));
-    let quiet: Vec<Event> = events(&mut nodes[0]).into_iter().filter(|e| matches!(e, Event::Policy { .. })).collect();
+    let now = c.run_until(t0 + Duration::from_secs(5));
+    c.nodes[0].watch(now, &off);
+    let now = c.run_until(now + Duration::from_secs(30));
+    let quiet: Vec<Event> = events(&mut c.nodes[0]).into_iter().filter(|e| matches!(e, Event::Policy { .. })).collect();
     assert!(quiet.is_empty(), "no verdict while it heartbeats: {quiet:?}");
     // It stops: the three policies fire, in order of their thresholds.
     let stopped = now;
-    let now = run_all_but(&mut nodes, &[j], now, now + Duration::from_secs(10));
-    let fired: Vec<(String, Option<f64>)> = events(&mut nodes[0])
+    c.crash(j);
+    let now = c.run_until(now + Duration::from_secs(10));
+    c.revive(j);
+    let fired: Vec<(String, Option<f64>)> = events(&mut c.nodes[0])
         .into_iter()
         .filter_map(|e| match e {
-            Event::Policy { id, policy, fired: true, level } if id.name == off => Some((policy, level)),
+            Event::Policy { id, policy, fired: true, level, .. } if id.name == off => Some((policy, level)),
             _ => None,
         })
         .collect();
@@ -390,14 +303,14 @@ fn graded_policies_on_a_watched_member_fire_in_order_and_recover() {
     assert!(fired[0].1.is_some_and(|l| l >= 2.0) && fired[1].1.is_some_and(|l| l >= 5.0));
     // Only application watches report: no other node (the ring's observers
     // of n{j} among them) says anything of policies.
-    for (i, n) in nodes.iter_mut().enumerate().skip(1) {
+    for (i, n) in c.nodes.iter_mut().enumerate().skip(1) {
         let policies: Vec<Event> = events(n).into_iter().filter(|e| matches!(e, Event::Policy { .. })).collect();
         assert!(policies.is_empty(), "n{i}: {policies:?}");
     }
     assert!(now >= stopped + Duration::from_secs(10));
     // It comes back: each policy reports the recovery.
-    run_all(&mut nodes, now, now + Duration::from_secs(5));
-    let recovered: Vec<String> = events(&mut nodes[0])
+    c.run_until(now + Duration::from_secs(5));
+    let recovered: Vec<String> = events(&mut c.nodes[0])
         .into_iter()
         .filter_map(|e| match e {
             Event::Policy { id, policy, fired: false, .. } if id.name == off => Some(policy),
@@ -414,8 +327,8 @@ fn a_ping_that_cannot_be_sent_fails_its_probe_at_once() {
     // the indirect probes go out at once. (In φ mode they go out with the
     // ping already.)
     let config = Config::classic_lan(CLUSTER);
-    let mut nodes = cluster(6, config);
-    let node = &mut nodes[0];
+    let mut c = Cluster::new(6, config);
+    let node = &mut c.nodes[0];
     let t0 = Instant::from_secs(1);
     let mut now = t0;
     let mut ping = None;
@@ -450,28 +363,28 @@ proptest! {
 
     #[test]
     fn accusations_with_any_incarnation_are_survived(inc in any::<u64>()) {
-        let mut nodes = cluster(2, Config::lan(CLUSTER));
+        let mut c = Cluster::new(2, Config::lan(CLUSTER));
         let now = Instant::from_secs(2);
         let accusation = Update { id: id(0), addr: addr(0), incarnation: inc, status: Status::Dead, from: id(1), tags: None };
-        nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation])).unwrap();
-        prop_assert!(nodes[0].incarnation() >= inc.min(u64::MAX - 1));
+        c.nodes[0].handle_datagram(now, addr(1), &packet(1, Message::Gossip, vec![accusation])).unwrap();
+        prop_assert!(c.nodes[0].incarnation() >= inc.min(u64::MAX - 1));
     }
 
     #[test]
     fn time_going_backwards_is_survived(steps in prop::collection::vec((0u64..20_000, any::<bool>()), 1..60)) {
         // Times jump back and forth (a clock stepped by the runtime); the
         // node neither panics nor sends anything invalid.
-        let mut nodes = cluster(4, Config::lan(CLUSTER));
+        let mut c = Cluster::new(4, Config::lan(CLUSTER));
         let hb = packet(1, Message::Heartbeat, vec![]);
         for (ms, datagram) in steps {
             let now = Instant::from_millis(ms);
             if datagram {
-                nodes[0].handle_datagram(now, addr(1), &hb).unwrap();
+                c.nodes[0].handle_datagram(now, addr(1), &hb).unwrap();
             } else {
-                nodes[0].handle_timeout(now);
+                c.nodes[0].handle_timeout(now);
             }
-            let _ = nodes[0].poll_timeout();
-            while let Some(t) = nodes[0].poll_transmit() {
+            let _ = c.nodes[0].poll_timeout();
+            while let Some(t) = c.nodes[0].poll_transmit() {
                 let max = if t.stream { MAX_STREAM } else { MAX_DATAGRAM };
                 prop_assert!(wire::decode(&t.bytes, max).is_ok());
             }
@@ -480,8 +393,8 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic_and_outputs_stay_valid(data in prop::collection::vec(any::<u8>(), 0..600), kind in 1u8..9) {
-        let mut nodes = cluster(6, Config::lan(CLUSTER));
-        let node = &mut nodes[0];
+        let mut c = Cluster::new(6, Config::lan(CLUSTER));
+        let node = &mut c.nodes[0];
         let t0 = Instant::from_secs(2);
         let _ = node.handle_datagram(t0, addr(1), &data);
         let mut framed = vec![b'V', b'G', wire::VERSION];
@@ -563,8 +476,8 @@ proptest! {
     #[test]
     fn any_sequence_of_calls_is_survived(ops in prop::collection::vec(op(), 1..60), classic in any::<bool>()) {
         let config = if classic { Config::classic_lan(CLUSTER) } else { Config::lan(CLUSTER) };
-        let mut nodes = cluster(6, config);
-        let node = &mut nodes[0];
+        let mut c = Cluster::new(6, config);
+        let node = &mut c.nodes[0];
         let mut now = Instant::from_secs(2);
         let mut epoch = (node.id().generation, node.incarnation());
         let mut left = false;
@@ -638,17 +551,17 @@ fn run_alone(node: &mut Node, until: Instant) -> Vec<(Instant, Packet)> {
 fn a_member_that_only_heard_of_a_suspicion_checks_the_suspect_before_declaring_it_dead() {
     let config = Config::lan(CLUSTER);
     let backstop = config.suspicion_max;
-    let mut nodes = cluster(6, config);
+    let mut c = Cluster::new(6, config);
     let t = Instant::from_secs(2);
     // A suspect that node 0 does not watch itself (it would probe those on
     // its own when they fall silent), accused by another member.
-    let watched: Vec<String> = nodes[0].watching().map(str::to_string).collect();
+    let watched: Vec<String> = c.nodes[0].watching().map(str::to_string).collect();
     let v = (2..6).find(|i| !watched.contains(&format!("n{i}"))).unwrap();
     let name = format!("n{v}");
     let accusation =
         Update { id: id(v), addr: addr(v), incarnation: 0, status: Status::Suspect, from: id(1), tags: None };
-    let mut quiet = nodes[0].clone();
-    for node in [&mut nodes[0], &mut quiet] {
+    let mut quiet = c.nodes[0].clone();
+    for node in [&mut c.nodes[0], &mut quiet] {
         node.handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![accusation.clone()])).unwrap();
         assert_eq!(status(node, &name), Status::Suspect);
     }
@@ -657,14 +570,14 @@ fn a_member_that_only_heard_of_a_suspicion_checks_the_suspect_before_declaring_i
     // dead. (Alone, node 0's own probes of its silent members go unanswered
     // and its local health worsens, stretching this probe's timeout up to
     // eightfold: 4 s.)
-    let sent = run_alone(&mut nodes[0], t + backstop + Duration::from_secs(5));
+    let sent = run_alone(&mut c.nodes[0], t + backstop + Duration::from_secs(5));
     let pinged = sent.iter().find(|(_, p)| matches!(&p.message, Message::Ping { target, .. } if target.name == name));
     let (at, _) = pinged.expect("the suspect is probed");
     assert_eq!(*at, t + backstop);
     assert!(sent.iter().any(|(_, p)| matches!(&p.message, Message::PingReq { target, .. } if target.name == name)));
-    assert_eq!(status(&nodes[0], &name), Status::Dead);
+    assert_eq!(status(&c.nodes[0], &name), Status::Dead);
     assert!(
-        events(&mut nodes[0])
+        events(&mut c.nodes[0])
             .iter()
             .any(|e| matches!(e, Event::Dead { id, by, .. } if id.name == name && by.name == "n0"))
     );
@@ -691,18 +604,18 @@ fn a_member_that_only_heard_of_a_suspicion_checks_the_suspect_before_declaring_i
 #[test]
 fn tags_propagate_and_update_live() {
     use vigil_membership::Tags;
-    let mut nodes = cluster(6, Config::lan(CLUSTER));
+    let mut c = Cluster::new(6, Config::lan(CLUSTER));
     let t0 = Instant::from_secs(1);
-    let mut now = run_all(&mut nodes, t0, t0 + Duration::from_secs(5));
-    for n in nodes.iter_mut() {
+    let mut now = c.run_until(t0 + Duration::from_secs(5));
+    for n in c.nodes.iter_mut() {
         assert!(events(n).iter().all(|e| !matches!(e, Event::TagsUpdated { .. })));
     }
     let zone_a = Tags::new([("zone", "a"), ("role", "queue")]).unwrap();
-    nodes[2].set_tags(now, zone_a.clone());
-    assert_eq!(nodes[2].tags(), zone_a);
-    now = run_all(&mut nodes, now, now + Duration::from_secs(5));
+    c.nodes[2].set_tags(now, zone_a.clone());
+    assert_eq!(c.nodes[2].tags(), zone_a);
+    now = c.run_until(now + Duration::from_secs(5));
     let zone_b = Tags::new([("zone", "b")]).unwrap();
-    for (i, n) in nodes.iter_mut().enumerate().filter(|(i, _)| *i != 2) {
+    for (i, n) in c.nodes.iter_mut().enumerate().filter(|(i, _)| *i != 2) {
         let seen: Vec<Tags> = events(n)
             .into_iter()
             .filter_map(|e| match e {
@@ -714,18 +627,18 @@ fn tags_propagate_and_update_live() {
         let view = n.member("n2").unwrap();
         assert_eq!((view.tags.get("zone"), view.status, view.incarnation), (Some("a"), Status::Alive, 1), "n{i}");
     }
-    nodes[2].set_tags(now, zone_b.clone());
-    now = run_all(&mut nodes, now, now + Duration::from_secs(5));
-    for (i, n) in nodes.iter_mut().enumerate().filter(|(i, _)| *i != 2) {
+    c.nodes[2].set_tags(now, zone_b.clone());
+    now = c.run_until(now + Duration::from_secs(5));
+    for (i, n) in c.nodes.iter_mut().enumerate().filter(|(i, _)| *i != 2) {
         let view = n.member("n2").unwrap();
         assert_eq!((&view.tags, view.incarnation), (&zone_b, 2), "n{i}");
         let updates = events(n).into_iter().filter(|e| matches!(e, Event::TagsUpdated { .. })).count();
         assert_eq!(updates, 1, "n{i}");
     }
     // Setting the same tags again announces nothing.
-    nodes[2].set_tags(now, zone_b.clone());
-    run_all(&mut nodes, now, now + Duration::from_secs(5));
-    assert!(nodes.iter_mut().all(|n| events(n).iter().all(|e| !matches!(e, Event::TagsUpdated { .. }))));
+    c.nodes[2].set_tags(now, zone_b.clone());
+    c.run_until(now + Duration::from_secs(5));
+    assert!(c.nodes.iter_mut().all(|n| events(n).iter().all(|e| !matches!(e, Event::TagsUpdated { .. }))));
 }
 
 /// A member that joins later learns everyone's tags from the push-pull that
@@ -737,45 +650,24 @@ fn tags_reach_a_late_joiner_within_the_datagram_budget() {
     let mut config = Config::lan(CLUSTER);
     config.datagram_budget = 1024;
     let n = 20;
-    let mut nodes = cluster(n, config.clone());
+    let mut c = Cluster::new(n, config.clone());
     let t0 = Instant::from_secs(1);
-    let mut now = run_all(&mut nodes, t0, t0 + Duration::from_secs(3));
-    for (i, node) in nodes.iter_mut().enumerate() {
+    let mut now = c.run_until(t0 + Duration::from_secs(3));
+    for (i, node) in c.nodes.iter_mut().enumerate() {
         let tags = Tags::new([("i", i.to_string()), ("pad", "x".repeat(250)), ("q", "y".repeat(245))]).unwrap();
         node.set_tags(now, tags);
     }
     // Every datagram within the budget, while the rumours drain.
-    let mut largest = 0;
+    c.largest_datagram = 0;
     let stop = now + Duration::from_secs(20);
     while now < stop {
-        let next = now + Duration::from_millis(100);
-        for node in nodes.iter_mut() {
-            node.handle_timeout(next);
-        }
-        loop {
-            let mut out = Vec::new();
-            for (i, node) in nodes.iter_mut().enumerate() {
-                while let Some(t) = node.poll_transmit() {
-                    if !t.stream {
-                        largest = largest.max(t.bytes.len());
-                    }
-                    out.push((i, t));
-                }
-            }
-            if out.is_empty() {
-                break;
-            }
-            for (from, t) in out {
-                if let Some(to) = (0..n).find(|&j| addr(j) == t.to) {
-                    let _ = deliver(&mut nodes[to], next, addr(from), &t);
-                }
-            }
-        }
-        now = next;
+        now = now + Duration::from_millis(100);
+        c.tick(now);
     }
+    let largest = c.largest_datagram;
     // Each rumour is about 530 bytes: one fits beside a message, two do not.
     assert!((530..=1024).contains(&largest), "largest datagram {largest} bytes against a budget of 1024");
-    for (i, node) in nodes.iter().enumerate() {
+    for (i, node) in c.nodes.iter().enumerate() {
         for j in (0..n).filter(|&j| j != i) {
             assert_eq!(
                 node.member(&format!("n{j}")).unwrap().tags.get("i"),
@@ -787,10 +679,9 @@ fn tags_reach_a_late_joiner_within_the_datagram_budget() {
     // A newcomer joins through one member and learns all the tags.
     let mut late = Node::new(NodeId::new("late", 1), addr(n), config, 99, now).unwrap();
     late.join(now, &[addr(0)]);
-    let mut all: Vec<Node> = nodes;
-    all.push(late);
-    run_all(&mut all, now, now + Duration::from_secs(2));
-    let late = all.last().unwrap();
+    c.push(late);
+    c.run_until(now + Duration::from_secs(2));
+    let late = c.nodes.last().unwrap();
     for j in 0..n {
         assert_eq!(late.member(&format!("n{j}")).unwrap().tags.get("i"), Some(j.to_string().as_str()), "n{j}");
     }
@@ -820,14 +711,17 @@ fn an_unanswered_join_is_retried_with_backoff_until_a_member_answers() {
     assert_eq!(asked, [0, 1, 3, 7, 15, 31, 61], "push-pulls to the seed, seconds after the join");
     assert_eq!(joiner.stats().join_retries, 6);
     // The seed comes up; the next retry reaches it and the retries stop.
-    let mut both = vec![seed.clone(), joiner];
-    let later = run_all(&mut both, now, now + Duration::from_secs(35));
-    assert_eq!(status(&both[1], "n0"), Status::Alive);
-    assert_eq!(status(&both[0], "n1"), Status::Alive);
-    let retries = both[1].stats().join_retries;
-    run_all(&mut both, later, later + Duration::from_secs(120));
-    assert_eq!(both[1].stats().join_retries, retries, "no retry once a member is known");
-    seed = both.remove(0);
+    // (It has been running all along, alone, knowing nobody.)
+    let mut alone = Cluster::of(vec![seed.clone()], t0);
+    alone.run_until(now);
+    let mut both = Cluster::of(vec![alone.nodes.remove(0), joiner], now);
+    let later = both.run_until(now + Duration::from_secs(35));
+    assert_eq!(status(&both.nodes[1], "n0"), Status::Alive);
+    assert_eq!(status(&both.nodes[0], "n1"), Status::Alive);
+    let retries = both.nodes[1].stats().join_retries;
+    both.run_until(later + Duration::from_secs(120));
+    assert_eq!(both.nodes[1].stats().join_retries, retries, "no retry once a member is known");
+    seed = both.nodes.remove(0);
     assert!(seed.member("n1").is_some());
 }
 
@@ -838,7 +732,7 @@ fn an_unanswered_join_is_retried_with_backoff_until_a_member_answers() {
 #[test]
 fn events_carry_what_their_consumers_need() {
     use vigil_membership::Tags;
-    let mut nodes = cluster(6, Config::lan(CLUSTER));
+    let mut c = Cluster::new(6, Config::lan(CLUSTER));
     let t = Instant::from_secs(2);
     // A new member with tags, vouched for by n1.
     let zone = Tags::new([("zone", "b")]).unwrap();
@@ -850,28 +744,29 @@ fn events_carry_what_their_consumers_need() {
         from: NodeId::new("n9", 1),
         tags: Some(zone.clone()),
     };
-    nodes[0].handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![newcomer])).unwrap();
-    assert!(events(&mut nodes[0]).contains(&Event::Up { id: NodeId::new("n9", 1), addr: addr(9), tags: zone }));
+    c.nodes[0].handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![newcomer])).unwrap();
+    assert!(events(&mut c.nodes[0]).contains(&Event::Up { id: NodeId::new("n9", 1), addr: addr(9), tags: zone }));
     // A suspicion of n2, refuted 700 ms later.
     let suspect = Update { id: id(2), addr: addr(2), incarnation: 0, status: Status::Suspect, from: id(1), tags: None };
-    nodes[0].handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![suspect])).unwrap();
+    c.nodes[0].handle_datagram(t, addr(1), &packet(1, Message::Gossip, vec![suspect])).unwrap();
     let alive = Update { id: id(2), addr: addr(2), incarnation: 1, status: Status::Alive, from: id(2), tags: None };
     let later = t + Duration::from_millis(700);
-    nodes[0].handle_datagram(later, addr(1), &packet(1, Message::Gossip, vec![alive])).unwrap();
-    let refuted = events(&mut nodes[0]).into_iter().find(|e| matches!(e, Event::Refuted { .. }));
+    c.nodes[0].handle_datagram(later, addr(1), &packet(1, Message::Gossip, vec![alive])).unwrap();
+    let refuted = events(&mut c.nodes[0]).into_iter().find(|e| matches!(e, Event::Refuted { .. }));
     assert_eq!(refuted, Some(Event::Refuted { id: id(2), incarnation: 1, suspected_for: Duration::from_millis(700) }));
     // A crash of a member n0 watches: its death says how long it was
     // suspected, and how long it had been silent (the detection time).
-    let mut nodes = cluster(6, Config::lan(CLUSTER));
+    let mut c = Cluster::new(6, Config::lan(CLUSTER));
     let t0 = Instant::from_secs(1);
-    let now = run_all(&mut nodes, t0, t0 + Duration::from_secs(20));
-    let watched = nodes[0].watching().next().unwrap().to_string();
+    let now = c.run_until(t0 + Duration::from_secs(20));
+    let watched = c.nodes[0].watching().next().unwrap().to_string();
     let down: usize = watched[1..].parse().unwrap();
-    for n in nodes.iter_mut() {
+    for n in c.nodes.iter_mut() {
         events(n);
     }
-    run_all_but(&mut nodes, &[down], now, now + Duration::from_secs(30));
-    let dead = events(&mut nodes[0]).into_iter().find_map(|e| match e {
+    c.crash(down);
+    c.run_until(now + Duration::from_secs(30));
+    let dead = events(&mut c.nodes[0]).into_iter().find_map(|e| match e {
         Event::Dead { id, suspected_for, silent_for, .. } if id.name == watched => Some((suspected_for, silent_for)),
         _ => None,
     });
@@ -881,4 +776,75 @@ fn events_carry_what_their_consumers_need() {
     // the suspicion and the time before it (φ to 8, a probe).
     assert!(suspected_for >= Duration::from_millis(2_500), "{suspected_for:?}");
     assert!(silent_for > suspected_for && silent_for < Duration::from_secs(20), "{silent_for:?} vs {suspected_for:?}");
+}
+
+/// Heartbeats lost on the way to an observer make a silent member, not a
+/// dead one: the probe gets through, the node reports a path problem, and
+/// nobody accuses the member. Once the path heals, its level falls again.
+#[test]
+fn heartbeats_lost_on_their_way_are_a_path_problem_not_a_death() {
+    let mut c = Cluster::new(6, Config::lan(CLUSTER));
+    c.run_for(Duration::from_secs(10));
+    let watched = c.nodes[0].watching().next().unwrap().to_string();
+    let w: usize = watched[1..].parse().unwrap();
+    c.clear_events();
+    c.drop_when(move |from, to, t| from == w && to == 0 && t.kind == MessageKind::Heartbeat);
+    c.run_for(Duration::from_secs(20));
+    assert!(c.dropped > 0);
+    let seen = c.events(0);
+    assert!(
+        seen.iter().any(|e| matches!(e, Event::PathProblem { id, .. } if id.name == watched)),
+        "n0 probed its silent member and it answered: {seen:?}"
+    );
+    for i in 0..6 {
+        let events = c.events(i);
+        assert!(!events.iter().any(|e| matches!(e, Event::Suspected { id, .. } if id.name == watched)), "n{i}");
+        if i != w {
+            assert_eq!(status(&c.nodes[i], &watched), Status::Alive, "n{i}");
+        }
+    }
+    c.heal();
+    let now = c.run_for(Duration::from_secs(5));
+    assert!(c.nodes[0].level(&watched, now).unwrap() < 1.0);
+}
+
+/// The application's outcomes reach the same judge as φ: an ejection is
+/// an event at every node that sees it, fires the policies that listen to
+/// it for a member the application watches, and clears them when the
+/// member returns to service.
+#[test]
+fn an_ejection_fires_and_clears_the_policies_of_an_application_watch() {
+    let mut config = Config::lan(CLUSTER);
+    config.policies = vec!["route=2,ejection".parse().unwrap(), "drain=ejection".parse().unwrap()];
+    let mut c = Cluster::new(5, config);
+    c.run_for(Duration::from_secs(5));
+    let now = c.now();
+    c.nodes[0].watch(now, "n3");
+    c.run_for(Duration::from_secs(5));
+    c.clear_events();
+    let now = c.now();
+    for _ in 0..5 {
+        assert!(c.nodes[0].record_outcome(now, "n3", vigil_detector::outlier::Outcome::Response(500), None));
+    }
+    let policy = |e: &Event| match e {
+        Event::Policy { id, policy, fired, signal, withheld, level } if id.name == "n3" => {
+            assert!(level.is_none() && !withheld);
+            Some((policy.clone(), *fired, matches!(signal, vigil_membership::Signal::Ejected { .. })))
+        }
+        _ => None,
+    };
+    let seen = c.events(0);
+    assert!(matches!(&seen[0], Event::Ejected { id, .. } if id.name == "n3"), "{seen:?}");
+    let fired: Vec<_> = seen.iter().filter_map(policy).collect();
+    assert_eq!(fired, [("route".to_owned(), true, true), ("drain".to_owned(), true, true)]);
+    let report = c.nodes[0].watch_report("n3", now).unwrap();
+    assert_eq!(report.policies.iter().map(|p| p.threshold).collect::<Vec<_>>(), [Some(8.0), Some(2.0), None]);
+    // The ejection lasts the base 30 s, to the first interval tick after;
+    // its heartbeats never stopped, so both policies clear on the return.
+    c.run_for(Duration::from_secs(45));
+    let seen = c.events(0);
+    assert!(seen.iter().any(|e| matches!(e, Event::Returned { id } if id.name == "n3")), "{seen:?}");
+    let cleared: Vec<_> = seen.iter().filter_map(policy).collect();
+    assert_eq!(cleared, [("route".to_owned(), false, true), ("drain".to_owned(), false, true)]);
+    assert_eq!(status(&c.nodes[0], "n3"), Status::Alive, "an ejection is not a verdict on membership");
 }

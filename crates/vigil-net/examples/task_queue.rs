@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use vigil_detector::Policy;
 use vigil_membership::{Config, Event};
 use vigil_net::{Cluster, DEFAULT_CLUSTER};
 
@@ -23,11 +22,7 @@ use vigil_net::{Cluster, DEFAULT_CLUSTER};
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let local = "127.0.0.1:0".parse()?;
     let mut config = Config::lan(DEFAULT_CLUSTER);
-    config.policies = vec![
-        Policy::new("stop-assigning", 2.0),
-        Policy::new("reassign", 5.0),
-        Policy::new("remove", 8.0).dwell(Duration::from_secs(2)),
-    ];
+    config.policies = vec!["stop-assigning=2".parse()?, "reassign=5".parse()?, "remove=8,dwell=2s".parse()?];
     let dispatcher = Cluster::builder("dispatcher").bind(local).config(config).start().await?;
     let seed = dispatcher.local_addr();
     let mut workers = Vec::new();
@@ -52,7 +47,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while let Ok(Some(e)) = tokio::time::timeout_at(deadline, events.next()).await {
         match e.event {
-            Event::Policy { id, policy, fired: true, level } => {
+            Event::Policy { id, policy, fired: true, level, .. } => {
                 let phi = level.map_or("never heard".to_owned(), |l| format!("φ {l:.1}"));
                 match policy.as_str() {
                     "stop-assigning" => println!("{}: stop assigning new tasks ({phi})", id.name),

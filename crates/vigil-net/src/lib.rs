@@ -58,6 +58,6 @@ pub use vigil_detector::outlier::{HostReport, Outcome};
 pub use vigil_membership::keyring::{Key, KeyId, KeyInfo, Keyring, KeyringError};
 pub use vigil_membership::seal::{SealError, SealMode, SealStats};
 pub use vigil_membership::{
-    Arrivals, Config, ConfigError, Event, MemberView, NodeId, NodeView, PolicyOutlook, PolicyState, Stats, Status,
-    Tags, TagsError, WatchReport,
+    Arrivals, Config, ConfigError, Event, HealthPolicy, MemberView, NodeId, NodeView, PolicyOutlook, PolicyState,
+    Signal, Stats, Status, Tags, TagsError, Verdict, WatchReport,
 };

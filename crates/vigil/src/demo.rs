@@ -20,7 +20,7 @@ use vigil_lab::report::document::{Block, Document, Figure};
 use vigil_lab::report::svg::{Chart, Series, Style};
 use vigil_lab::scenario::{ScenarioError, builtin};
 use vigil_lab::spec::{DetectorSpec, SpecError};
-use vigil_lab::sweep::{Point, default_families, dominated_by, fewest_mistakes_within, frontier, sweep};
+use vigil_lab::sweep::{FamilyError, Point, default_families, dominated_by, fewest_mistakes_within, frontier, sweep};
 use vigil_lab::trace::Trace;
 
 /// What the demo runs on.
@@ -46,6 +46,8 @@ pub(crate) enum DemoError {
     Scenario(ScenarioError),
     /// A detector spec failed to build.
     Spec(SpecError),
+    /// A detector family failed to build.
+    Family(FamilyError),
     /// A detector configuration was rejected.
     Config(ConfigError),
 }
@@ -55,6 +57,7 @@ impl std::fmt::Display for DemoError {
         match self {
             DemoError::Scenario(e) => e.fmt(f),
             DemoError::Spec(e) => e.fmt(f),
+            DemoError::Family(e) => e.fmt(f),
             DemoError::Config(e) => e.fmt(f),
         }
     }
@@ -70,6 +73,11 @@ impl From<ScenarioError> for DemoError {
 impl From<SpecError> for DemoError {
     fn from(e: SpecError) -> Self {
         DemoError::Spec(e)
+    }
+}
+impl From<FamilyError> for DemoError {
+    fn from(e: FamilyError) -> Self {
+        DemoError::Family(e)
     }
 }
 impl From<ConfigError> for DemoError {

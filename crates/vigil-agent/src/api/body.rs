@@ -11,7 +11,9 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use vigil_detector::outlier::HostReport;
-use vigil_net::{KeyInfo, MemberView, PolicyState, Snapshot, Status, Tags, WatchReport};
+use vigil_net::{KeyInfo, MemberView, PolicyState, Signal, Snapshot, Status, Tags, Verdict, WatchReport};
+
+use crate::record::PolicySignal;
 
 /// Milliseconds, as a float with microsecond resolution.
 pub(crate) fn ms(d: Duration) -> f64 {
@@ -97,8 +99,11 @@ impl From<PolicyState> for PolicyStanding {
 pub struct PolicyView {
     /// The policy's name (`probe` is the protocol's own).
     pub name: String,
-    /// Its threshold.
-    pub threshold: f64,
+    /// Its φ threshold; `null` for a policy that listens to ejection only.
+    pub threshold: Option<f64>,
+    /// Which signal fired it (or would have, when withheld); `null` while
+    /// it has not.
+    pub signal: Option<PolicySignal>,
     /// Where it stands.
     pub state: PolicyStanding,
     /// How long silence would take to reach the threshold, milliseconds: 0
@@ -153,6 +158,13 @@ impl From<&WatchReport> for Watched {
                 .map(|p| PolicyView {
                     name: p.name.clone(),
                     threshold: p.threshold,
+                    signal: match p.verdict {
+                        Verdict::Clear => None,
+                        Verdict::Fired(s) | Verdict::Withheld(s) => Some(match s {
+                            Signal::Phi { .. } => PolicySignal::Phi,
+                            Signal::Ejected { .. } => PolicySignal::Ejection,
+                        }),
+                    },
                     state: p.state.into(),
                     time_to_threshold_ms: p.time_to_threshold.map(ms),
                 })

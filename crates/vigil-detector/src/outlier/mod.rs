@@ -61,6 +61,7 @@
 
 mod config;
 mod host;
+mod outcome;
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -68,26 +69,10 @@ use std::time::Duration;
 
 pub use config::{LatencyConfig, OutlierConfig};
 use host::{Bucket, Host};
+pub use outcome::{Outcome, UnknownOutcome};
 
 use crate::error::ConfigError;
 use crate::time::Instant;
-
-/// What became of one request to a host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// The host answered, with this HTTP status (other protocols map their
-    /// results onto statuses: a server fault to 500, unavailable to 503).
-    Response(u16),
-    /// No answer in time (a local-origin failure; 504 unless split).
-    Timeout,
-    /// The connection could not be made, or was reset (a local-origin
-    /// failure; 503 unless split).
-    ConnectFailed,
-    /// The connection was made; a response is to follow (when split, a
-    /// local-origin success; otherwise not counted, so the response is not
-    /// counted twice).
-    Connected,
-}
 
 /// Why a host was ejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -19,10 +19,7 @@ impl Node {
                 self.monitor.recheck(&silent.name, at);
             }
         }
-        for v in self.monitor.take_verdicts() {
-            let id = NodeId::new(&*v.name, v.generation);
-            self.emit(Event::Policy { id, policy: v.policy, fired: v.fired, level: v.level });
-        }
+        self.take_notices();
     }
 
     /// Starts a probe of `name`: a direct ping, and, for a silent watched

@@ -1,0 +1,184 @@
+//! The node's rules, one input at a time, with the components' state in
+//! view: refuting, weighing a stranger's word, heartbeats that count,
+//! outcomes and the judge's verdicts as events.
+
+use vigil_detector::health::Signal;
+use vigil_detector::outlier::{EjectReason, Outcome};
+
+use super::*;
+
+const CLUSTER: u64 = 5;
+
+fn ms(t: u64) -> Instant {
+    Instant::from_millis(t)
+}
+
+fn addr(i: usize) -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, i as u8 + 1], 7946))
+}
+
+fn id(i: usize) -> NodeId {
+    NodeId::new(format!("n{i}"), 1)
+}
+
+/// Node `n0`, which knows `n1` .. `n{n-1}` alive, at 1 s.
+fn node(n: usize, config: Config) -> Node {
+    let mut node = Node::new(id(0), addr(0), config, 0, ms(1000)).unwrap();
+    let others: Vec<(NodeId, SocketAddr)> = (1..n).map(|i| (id(i), addr(i))).collect();
+    node.bootstrap(ms(1000), &others);
+    node
+}
+
+/// A datagram from `from` (a member's name and generation) with `updates`.
+fn datagram(from: NodeId, message: Message, updates: Vec<Update>) -> Vec<u8> {
+    let p = Packet { cluster: CLUSTER, from, incarnation: 0, message, updates };
+    wire::encode(&p, wire::MAX_DATAGRAM).unwrap()
+}
+
+fn rumour(about: usize, status: Status, from: NodeId) -> Update {
+    Update { id: id(about), addr: addr(about), incarnation: 0, status, from, tags: None }
+}
+
+/// Runs `node` alone (what it sends is lost) up to `until`, so that inputs
+/// at `until` do not find it stalled.
+fn run_to(node: &mut Node, until: Instant) {
+    while let Some(t) = node.poll_timeout().filter(|t| *t <= until) {
+        node.handle_timeout(t);
+        while node.poll_transmit().is_some() {}
+    }
+}
+
+fn events(node: &mut Node) -> Vec<Event> {
+    std::iter::from_fn(|| node.poll_event()).collect()
+}
+
+#[test]
+fn an_accused_member_refutes_and_tells_its_accuser_once() {
+    let mut n = node(3, Config::lan(CLUSTER));
+    run_to(&mut n, ms(2000));
+    let score = n.health.score();
+    let accusation = rumour(0, Status::Suspect, id(1));
+    n.handle_datagram(ms(2000), addr(1), &datagram(id(1), Message::Gossip, vec![accusation.clone()])).unwrap();
+    assert_eq!(n.incarnation(), 1);
+    assert!(events(&mut n).contains(&Event::SelfRefuted { incarnation: 1 }));
+    assert!(n.refuted_to.contains("n1"));
+    assert_eq!(n.health.score(), score + 1, "having to refute raises this node's own bar");
+    // The accuser is told directly, with this node's alive rumour first.
+    let told: Vec<Transmit> = std::iter::from_fn(|| n.poll_transmit()).filter(|t| t.to == addr(1)).collect();
+    assert_eq!(told.len(), 1);
+    let p = wire::decode(&told[0].bytes, wire::MAX_STREAM).unwrap();
+    assert_eq!((p.updates[0].status, p.updates[0].incarnation), (Status::Alive, 1));
+    // The same accusation again: already refuted, nobody is told twice.
+    n.handle_datagram(ms(2100), addr(1), &datagram(id(1), Message::Gossip, vec![accusation])).unwrap();
+    assert_eq!(n.incarnation(), 1);
+    assert!(std::iter::from_fn(|| n.poll_transmit()).all(|t| t.to != addr(1) || t.kind != MessageKind::Gossip));
+}
+
+#[test]
+fn a_strangers_verdict_is_only_a_suspicion_and_a_members_is_taken() {
+    let mut n = node(4, Config::lan(CLUSTER));
+    // A packet in an unknown member's name, from an unknown address, says
+    // n2 is dead: n2 is only suspected, and told so it can refute.
+    let stranger = NodeId::new("x", 1);
+    let dead = rumour(2, Status::Dead, stranger.clone());
+    n.handle_datagram(ms(2000), addr(9), &datagram(stranger, Message::Gossip, vec![dead])).unwrap();
+    assert_eq!(n.member("n2").unwrap().status, Status::Suspect);
+    assert_eq!(n.stats().stranger_verdicts_softened, 1);
+    assert_eq!(n.stats().from_strangers, 1);
+    assert!(n.suspicions.get("n2").is_some());
+    assert!(std::iter::from_fn(|| n.poll_transmit()).any(|t| t.to == addr(2)), "the suspect hears of it");
+    // A known member, at its own address, is believed: n3 is dead.
+    let dead = rumour(3, Status::Dead, id(1));
+    n.handle_datagram(ms(2000), addr(1), &datagram(id(1), Message::Gossip, vec![dead])).unwrap();
+    assert_eq!(n.member("n3").unwrap().status, Status::Dead);
+    assert!(events(&mut n).iter().any(|e| matches!(e, Event::Dead { id, .. } if id.name == "n3")));
+    // The same member's word from another address is a stranger's.
+    let dead = rumour(1, Status::Dead, id(2));
+    n.handle_datagram(ms(2000), addr(8), &datagram(id(2), Message::Gossip, vec![dead])).unwrap();
+    assert_eq!(n.member("n1").unwrap().status, Status::Suspect);
+}
+
+#[test]
+fn only_a_members_own_heartbeat_feeds_monitoring() {
+    let mut n = node(2, Config::lan(CLUSTER));
+    assert_eq!(n.watching().collect::<Vec<_>>(), ["n1"]);
+    // In n1's name, from elsewhere: nobody's heartbeat.
+    n.handle_datagram(ms(1500), addr(7), &datagram(id(1), Message::Heartbeat, vec![])).unwrap();
+    assert!(!n.watch_report("n1", ms(1500)).unwrap().heard);
+    // An older generation's: not this one's.
+    n.handle_datagram(ms(1600), addr(1), &datagram(NodeId::new("n1", 0), Message::Heartbeat, vec![])).unwrap();
+    assert!(!n.watch_report("n1", ms(1600)).unwrap().heard);
+    n.handle_datagram(ms(1700), addr(1), &datagram(id(1), Message::Heartbeat, vec![])).unwrap();
+    let r = n.watch_report("n1", ms(1700)).unwrap();
+    assert!(r.heard && r.heartbeats == 1);
+    assert_eq!(n.monitor.last_heartbeat("n1"), Some(ms(1700)));
+}
+
+#[test]
+fn outcomes_are_recorded_for_live_members_only() {
+    let mut n = node(4, Config::lan(CLUSTER));
+    let dead = rumour(3, Status::Dead, id(1));
+    n.handle_datagram(ms(2000), addr(1), &datagram(id(1), Message::Gossip, vec![dead])).unwrap();
+    assert!(!n.record_outcome(ms(2000), "n3", Outcome::Response(200), None), "dead");
+    assert!(!n.record_outcome(ms(2000), "nobody", Outcome::Response(200), None), "unknown");
+    assert!(!n.record_outcome(ms(2000), "n0", Outcome::Response(200), None), "itself");
+    assert!(n.outlier_report("n1").is_none(), "nothing spent yet");
+    assert!(n.record_outcome(ms(2000), "n1", Outcome::Response(200), None));
+    // Every live member is followed from the first outcome; the dead are not.
+    assert!(n.outlier_report("n2").is_some());
+    assert!(n.outlier_report("n3").is_none());
+    // A member that leaves is forgotten.
+    let left = Update { incarnation: 1, ..rumour(2, Status::Left, id(2)) };
+    n.handle_datagram(ms(2100), addr(2), &datagram(id(2), Message::Gossip, vec![left])).unwrap();
+    assert!(n.outlier_report("n2").is_none());
+    assert!(!n.record_outcome(ms(2100), "n2", Outcome::Response(200), None));
+}
+
+#[test]
+fn an_ejection_is_an_event_and_moves_the_policies_of_an_application_watch() {
+    let mut config = Config::lan(CLUSTER);
+    config.policies = vec!["route=2,ejection".parse().unwrap()];
+    let mut n = node(5, config);
+    n.watch(ms(1000), "n1");
+    run_to(&mut n, ms(1500));
+    events(&mut n);
+    for _ in 0..5 {
+        assert!(n.record_outcome(ms(1500), "n1", Outcome::Response(503), None));
+    }
+    let got = events(&mut n);
+    let reason = EjectReason::Consecutive5xx;
+    assert!(matches!(&got[0], Event::Ejected { id, reason: r, .. } if id.name == "n1" && *r == reason), "{got:?}");
+    let signal = Signal::Ejected { reason };
+    let policy = Event::Policy { id: id(1), policy: "route".into(), fired: true, level: None, signal, withheld: false };
+    assert_eq!(got[1..], [policy]);
+    assert_eq!(got[1].to_string(), "n1#1: policy route fired: ejected (consecutive-5xx)");
+    // n2 is not watched by the application: ejected, no verdict.
+    run_to(&mut n, ms(1600));
+    for _ in 0..5 {
+        n.record_outcome(ms(1600), "n2", Outcome::Response(503), None);
+    }
+    assert!(events(&mut n).iter().all(|e| !matches!(e, Event::Policy { .. })));
+    // n1 restarts: it comes back as a new process, ejection and verdicts
+    // ended without an event of their own.
+    run_to(&mut n, ms(1700));
+    events(&mut n);
+    let reborn = NodeId::new("n1", 2);
+    n.handle_datagram(ms(1700), addr(1), &datagram(reborn.clone(), Message::Gossip, vec![])).unwrap();
+    let got = events(&mut n);
+    assert!(matches!(&got[..], [Event::Up { id, .. }] if *id == reborn), "{got:?}");
+    assert!(n.outlier_report("n1").unwrap().ejected.is_none());
+}
+
+#[test]
+fn the_judges_deadline_is_the_nodes_timer() {
+    let mut n = node(3, Config::lan(CLUSTER));
+    // Before any outcome, monitoring's next decision is the first-heartbeat
+    // timeout of the members watched.
+    let first = n.timers.get(Timer::Monitor).unwrap();
+    assert_eq!(first, ms(1000) + n.config.first_heartbeat_timeout);
+    // Outcomes start outlier detection's interval ticks on the same timer.
+    n.record_outcome(ms(1100), "n1", Outcome::Response(200), None);
+    let tick = ms(1100) + n.config.outliers.interval;
+    assert_eq!(n.timers.get(Timer::Monitor), Some(first.min(tick)));
+    assert_eq!(n.poll_timeout(), n.timers.earliest());
+}
