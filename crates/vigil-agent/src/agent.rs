@@ -73,9 +73,10 @@ impl fmt::Display for AgentError {
 
 impl std::error::Error for AgentError {}
 
-/// The detector the protocol runs, as text, for `/v1/self`.
-pub fn detector_spec(config: &vigil_net::Config) -> String {
-    format!("{:?}", config.detector.model()).to_lowercase()
+/// The detector the protocol runs, as text, for `/v1/self`: the spec as
+/// given, or the preset's model's name.
+pub fn detector_spec(config: &vigil_net::Config, given: Option<&vigil_detector::spec::DetectorSpec>) -> String {
+    given.map_or_else(|| config.detector.model().name().to_owned(), ToString::to_string)
 }
 
 /// The API's listener: `None` when it is off, or when the default port is
@@ -119,10 +120,9 @@ async fn start(config: &AgentConfig) -> Result<(Cluster, vigil_net::Events), Age
     // the stream too.
     let events = builder.events();
     let member = builder.start().await.map_err(|e| match e {
-        StartError::Config(c) if c.field() == "name" => AgentError::Setting(SettingsError {
-            origin: config.name_origin.clone(),
-            problem: crate::settings::Problem::Protocol(c),
-        }),
+        StartError::Config(c) if c.field() == "name" => {
+            AgentError::Setting(SettingsError::new(config.name_origin.clone(), crate::settings::Problem::Protocol(c)))
+        }
         StartError::Generation(source) => {
             let (dir, origin) =
                 config.data_dir.clone().unwrap_or_else(|| (std::path::PathBuf::new(), Origin::Flag("--data-dir")));
@@ -201,7 +201,7 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
             .leave(leave_tx)
             .sealed(config.seal_mode == SealMode::Sealed, !config.seeds.is_empty())
             .hosts(config.http_hosts.clone())
-            .detector(detector_spec(&config.protocol), config.protocol.suspect_level);
+            .detector(detector_spec(&config.protocol, config.detector.as_ref()), config.protocol.suspect_level);
         match api::serve(listener, state) {
             Ok(addr) => tracing::info!("HTTP API on http://{addr} (dashboard at /, metrics at /metrics)"),
             Err(e) => tracing::error!("no HTTP API: {e}"),

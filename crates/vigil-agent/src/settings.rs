@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use vigil_detector::health::{HealthPolicy, PolicyError};
+use vigil_detector::spec::{DetectorSpec, SpecError};
 use vigil_lab::millis::quoted;
 use vigil_membership::keyring::Keyring;
 use vigil_membership::seal::SealMode;
@@ -167,6 +168,13 @@ pub struct Flags {
     /// constants).
     #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub preset: Option<Preset>,
+    /// The detector that watches members, in the lab's spec grammar (what
+    /// `vigil lab recommend` prints, taken verbatim): `MODEL[:NAME=VALUE,...]`
+    /// with its `threshold`, the level at which a silent member is probed,
+    /// e.g. `normal:window=1000,min-std-ms=100,threshold=8` (default: the
+    /// preset's Akka φ at 8).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SPEC"))]
+    pub detector: Option<String>,
     /// Cluster id: members of other clusters are ignored (default 0x76696769).
     #[cfg_attr(feature = "clap", arg(long))]
     pub cluster: Option<u64>,
@@ -261,6 +269,8 @@ pub struct FileSettings {
     pub seal_mode: Option<Sealing>,
     /// `preset`.
     pub preset: Option<Preset>,
+    /// `detector`.
+    pub detector: Option<String>,
     /// `cluster`.
     pub cluster: Option<u64>,
     /// `data_dir`.
@@ -323,6 +333,7 @@ impl FileSettings {
         each!(
             name,
             bind,
+            detector,
             advertise,
             join,
             key_file,
@@ -402,6 +413,8 @@ pub enum Problem {
     Secret(SecretError),
     /// A graded policy that does not read.
     Policy(PolicyError),
+    /// A detector spec that does not read or build.
+    Detector(SpecError),
     /// The settings file is not TOML, or holds a key it should not.
     Toml(String),
     /// Sealing asked for without keys.
@@ -422,6 +435,7 @@ impl fmt::Display for Problem {
             Problem::Input(e) => e.fmt(f),
             Problem::Secret(e) => e.fmt(f),
             Problem::Policy(e) => e.fmt(f),
+            Problem::Detector(e) => e.fmt(f),
             Problem::Toml(e) => f.write_str(e.trim_end()),
             Problem::NoKeys => f.write_str("sealing needs keys (--key-file)"),
             Problem::Reachable(bind) => write!(
@@ -439,19 +453,20 @@ impl fmt::Display for Problem {
 pub struct SettingsError {
     /// Where.
     pub origin: Origin,
-    /// What.
-    pub problem: Problem,
+    /// What (boxed: an error is rare, and a result stays small).
+    pub problem: Box<Problem>,
 }
 
 impl SettingsError {
-    fn new(origin: Origin, problem: Problem) -> SettingsError {
-        SettingsError { origin, problem }
+    /// The error of `problem`, with the setting given at `origin`.
+    pub fn new(origin: Origin, problem: Problem) -> SettingsError {
+        SettingsError { origin, problem: Box::new(problem) }
     }
 }
 
 impl fmt::Display for SettingsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.problem {
+        match &*self.problem {
             // The address is said after the flag that gave it.
             Problem::Reachable(_) => write!(f, "{} {}", self.origin, self.problem),
             _ => write!(f, "{}: {}", self.origin, self.problem),
@@ -496,6 +511,9 @@ pub struct AgentConfig {
     /// The protocol's configuration: the preset, the settings that adjust
     /// it, and the graded policies.
     pub protocol: Config,
+    /// The detector as given with `--detector` (or the file's `detector`);
+    /// `None` for the preset's.
+    pub detector: Option<DetectorSpec>,
     /// This member's tags.
     pub tags: Tags,
     /// The HTTP API.
@@ -748,6 +766,19 @@ impl Flags {
         }
         let cluster = a.cluster.or(file.cluster).unwrap_or(vigil_net::DEFAULT_CLUSTER);
         let mut protocol = a.preset.or(file.preset).unwrap_or_default().config(cluster);
+        let detector = match pick(&a.detector, &file.detector, "detector", "--detector") {
+            Some((text, from)) => {
+                let spec: DetectorSpec =
+                    text.parse().map_err(|e| SettingsError::new(from.clone(), Problem::Detector(e)))?;
+                // The spec's threshold is the level at which a silent member
+                // is probed: the protocol's suspect level.
+                protocol.detector = spec.config().clone();
+                protocol.suspect_level = spec.threshold();
+                protocol.validate().map_err(|e| SettingsError::new(from, Problem::Protocol(e)))?;
+                Some(spec)
+            }
+            None => None,
+        };
         let key_file = match (&a.key_file, &file.key_file) {
             (Some(p), _) => Some((p.clone(), Origin::Flag("--key-file"))),
             (None, Some(p)) => Some((p.clone(), origin(false, "key_file", "--key-file", path))),
@@ -848,6 +879,7 @@ impl Flags {
             data_dir,
             protocol,
             tags,
+            detector,
             http,
             token,
             http_hosts,
@@ -895,6 +927,16 @@ mod tests {
         let mut f = flags("x");
         f.policies = (0..17).map(|i| format!("p{i}=2")).collect();
         assert_eq!(error(f), "--policy: 17 is out of range (at most 16 policies)");
+        let mut f = flags("x");
+        f.detector = Some("normal:window=0".into());
+        assert!(error(f).starts_with("--detector: detector 'normal:window=0': window=0:"));
+        let mut f = flags("x");
+        f.detector = Some("normal:window=1000,min-std-ms=100,threshold=4".into());
+        let c = f.resolve().unwrap();
+        assert_eq!(
+            (c.protocol.suspect_level, c.detector.unwrap().to_string().as_str()),
+            (4.0, "normal:window=1000,min-std-ms=100,threshold=4")
+        );
         let mut f = flags("x");
         f.policies = vec!["route=2,dwel=1s".into()];
         assert_eq!(

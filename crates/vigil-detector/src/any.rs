@@ -111,6 +111,22 @@ impl fmt::Display for UnknownModel {
 
 impl std::error::Error for UnknownModel {}
 
+/// By name: `"akka"`, `"normal"`, ...
+#[cfg(feature = "serde")]
+impl serde::Serialize for Model {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Model {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Model, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl FromStr for Model {
     type Err = UnknownModel;
     fn from_str(s: &str) -> Result<Model, UnknownModel> {

@@ -112,6 +112,8 @@ impl HealthConfig {
 
 /// Which signal moved a policy.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Signal {
     /// φ reached the policy's threshold, or came back under it (the level:
     /// when it fired, or just after the heartbeat that recovered the peer;
@@ -148,6 +150,8 @@ impl fmt::Display for Signal {
 
 /// A policy's verdict on a peer.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Verdict {
     /// Not fired.
     Clear,

@@ -458,6 +458,7 @@ impl<K> Event<K> {
 
 /// Where one policy stands for one peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum PolicyState {
     /// Below the threshold (or never crossed since the last heartbeat).
     Trusted,

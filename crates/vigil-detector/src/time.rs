@@ -34,6 +34,7 @@ use std::time::Duration;
 /// assert_eq!(start - later, Duration::ZERO);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(transparent))]
 pub struct Instant(u64);
 
 impl Instant {

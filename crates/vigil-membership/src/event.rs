@@ -16,6 +16,8 @@ use crate::tags::Tags;
 /// compile there until it is rendered. A new variant comes with a new minor
 /// version.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "event", rename_all = "snake_case"))]
 pub enum Event {
     /// A member joined, or came back with a new generation or after death.
     Up {

@@ -25,6 +25,8 @@ pub const MAX_KEYS: usize = 16;
 
 /// A key's id: derived from the key, shown instead of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct KeyId(pub u32);
 
 impl fmt::Display for KeyId {
@@ -246,6 +248,7 @@ impl std::error::Error for KeyringError {}
 
 /// A ring's keys (by id, never the key), for an operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct KeyInfo {
     /// The key's id.
     pub id: KeyId,

@@ -11,6 +11,7 @@ use crate::tags::Tags;
 /// that carries it. A restarted process takes a new (higher) generation, and
 /// a higher generation supersedes everything said about an older one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct NodeId {
     /// Stable name, 1 to [`MAX_NAME_LEN`] bytes of UTF-8.
     pub name: String,
@@ -43,6 +44,8 @@ impl std::fmt::Display for NodeId {
 
 /// What the cluster believes about a member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Status {
     /// Alive.
     Alive,

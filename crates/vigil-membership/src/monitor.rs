@@ -282,7 +282,7 @@ impl Monitor {
         let (key, w) = self.watched.get_key_value(name)?;
         let health = self.health.report(key, now)?;
         let r = health.phi?;
-        let model = self.health.detector(key)?.model().name();
+        let model = self.health.detector(key)?.model();
         let policies = self
             .health
             .policies()

@@ -32,6 +32,7 @@ use crate::watch_report::WatchReport;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct NodeView {
     /// When it was taken, on the node's clock (the time base of

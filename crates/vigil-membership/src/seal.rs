@@ -203,6 +203,7 @@ impl std::error::Error for OpenError {}
 
 /// What a seal has done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SealStats {
     /// Packets sealed.
     pub sealed: u64,

@@ -16,6 +16,7 @@ use crate::message::MessageKind;
 /// assert_eq!(sent.iter().find(|(k, _)| *k == MessageKind::Heartbeat), Some((MessageKind::Heartbeat, 2)));
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct KindCounts([u64; MessageKind::COUNT]);
 
 impl KindCounts {
@@ -46,6 +47,7 @@ impl IndexMut<MessageKind> for KindCounts {
 /// Counters of one node. Every input that was dropped, and everything the
 /// node could not do, is counted here: nothing is lost silently.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Stats {
     /// Messages sent, by kind.

@@ -31,6 +31,14 @@ pub const MAX_TAG_PART_LEN: usize = 255;
 /// A member's tags: at most [`MAX_TAGS_LEN`] bytes of key/value pairs, keys
 /// unique and sorted. Cheap to clone (shared).
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(
+        into = "std::collections::BTreeMap<String, String>",
+        try_from = "std::collections::BTreeMap<String, String>"
+    )
+)]
 pub struct Tags {
     pairs: Option<Arc<[(String, String)]>>,
 }
@@ -150,6 +158,23 @@ impl Tags {
     /// The length of the encoding, in bytes (at most [`MAX_TAGS_LEN`]).
     pub fn encoded_len(&self) -> usize {
         self.iter().map(|(k, v)| 2 + k.len() + v.len()).sum()
+    }
+}
+
+/// Tags as a map of key to value (how serde writes them).
+impl From<Tags> for std::collections::BTreeMap<String, String> {
+    fn from(t: Tags) -> Self {
+        t.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
+    }
+}
+
+/// Tags from a map, checked as [`Tags::new`] checks them (how serde reads
+/// them).
+impl TryFrom<std::collections::BTreeMap<String, String>> for Tags {
+    type Error = TagsError;
+
+    fn try_from(map: std::collections::BTreeMap<String, String>) -> Result<Tags, TagsError> {
+        Tags::new(map)
     }
 }
 

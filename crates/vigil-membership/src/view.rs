@@ -15,6 +15,7 @@ use crate::tags::Tags;
 /// fencing token, so that a member declared dead cannot go on acting on
 /// authority it was given before.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct MemberView {
     /// Name and generation.

@@ -18,12 +18,13 @@ pub use vigil_detector::health::Verdict;
 /// node.bootstrap(Instant::ZERO, &[(NodeId::new("b", 1), "10.0.0.2:7946".parse()?)]);
 /// // With two members, each watches the other.
 /// let report = node.watch_report("b", Instant::from_millis(500)).expect("b is watched");
-/// assert_eq!(report.model, "akka");
+/// assert_eq!(report.model, vigil_detector::Model::Akka);
 /// assert!(!report.heard);
 /// assert_eq!(report.policies[0].name, "probe");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct WatchReport {
     /// The member's name.
@@ -34,8 +35,8 @@ pub struct WatchReport {
     pub on_ring: bool,
     /// Watched because the application asked.
     pub by_app: bool,
-    /// The detector's model (`akka`, `normal`, ...).
-    pub model: &'static str,
+    /// The detector's model.
+    pub model: vigil_detector::Model,
     /// Whether any heartbeat has arrived (before the first, the
     /// first-heartbeat timeout applies instead of the level).
     pub heard: bool,
@@ -59,6 +60,7 @@ pub struct WatchReport {
 /// φ's; a policy that listens to ejection only has neither (`threshold` is
 /// `None`), and its state follows its verdict.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct PolicyOutlook {
     /// The policy's name.

@@ -613,6 +613,7 @@ impl Cluster {
 /// assert!(matches!(o.outcome, Outcome::Response(503)));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RequestOutcome {
     /// The member the request went to.
     pub member: String,
@@ -626,6 +627,7 @@ pub struct RequestOutcome {
 /// read at on the same clock ([`Cluster::arrivals`]): a trace of them ends
 /// then, so the silence since the last arrival is part of it.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Recorded {
     /// The arrivals.
     pub arrivals: Arrivals,

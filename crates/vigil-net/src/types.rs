@@ -73,6 +73,7 @@ impl Default for NetConfig {
 /// assert_eq!(stats.datagrams_sent, 0);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct NetStats {
     /// Datagrams sent.
@@ -120,6 +121,7 @@ pub struct NetStats {
 /// assert_eq!(e.event.to_string(), "b#3 left");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ClusterEvent {
     /// When this member learned it.
     pub unix_ms: u64,
@@ -138,6 +140,7 @@ pub struct ClusterEvent {
 /// # }
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct ClusterStats {
     /// The protocol's.
@@ -164,6 +167,7 @@ pub struct ClusterStats {
 /// # }
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Snapshot {
     /// When it was taken, milliseconds since the Unix epoch.

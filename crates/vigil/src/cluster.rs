@@ -65,7 +65,7 @@ pub(crate) fn run(a: &ClusterArgs, out: &mut dyn Write) -> Result<()> {
             .leave(leave_tx)
             .sealed(false, true)
             .fleet(fleet.clone())
-            .detector(vigil_agent::agent::detector_spec(&preset.config(0)), preset.config(0).suspect_level);
+            .detector(vigil_agent::agent::detector_spec(&preset.config(0), None), preset.config(0).suspect_level);
         let http_local = serve(listener, state).context("the HTTP listener")?;
         writeln!(
             out,

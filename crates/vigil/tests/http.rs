@@ -702,7 +702,35 @@ fn metrics_events_and_traces_follow_a_crash() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("recommendation for"));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("recommendation for"), "{text}");
+    // The loop closes: the recommendation, as printed, is what a new agent
+    // runs, and the agent says so.
+    let spec = text.lines().nth(1).map(str::trim).expect("the recommended spec on the second line").to_owned();
+    let o = Command::new(VIGIL)
+        .args(["lab", "recommend", "--json", "--max-mistakes-per-hour", "1", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["recommendation"]["spec"].as_str(), Some(spec.as_str()), "the JSON says the same");
+    let threshold: f64 = spec
+        .split([':', ','])
+        .find_map(|p| p.strip_prefix("threshold="))
+        .and_then(|t| t.parse().ok())
+        .expect("the spec carries its threshold");
+    let tuned = Agent::start("tuned", Some(&all[0].addr), &["--detector", &spec]);
+    let (_, me) = until(&format!("{}/v1/self", tuned.url), Duration::from_secs(10), |_, v| {
+        v["members"]["alive"].as_u64().is_some_and(|n| n >= 1)
+    });
+    assert_eq!((me["detector"].as_str(), me["suspect_level"].as_f64()), (Some(spec.as_str()), Some(threshold)), "{me}");
+    let model = spec.split(':').next().unwrap();
+    let (_, v) = until(&format!("{}/v1/members/a0", tuned.url), Duration::from_secs(10), |_, v| {
+        v["watched"]["heartbeats"].as_u64().is_some_and(|n| n >= 2)
+    });
+    let w = &v["watched"];
+    assert_eq!((w["model"].as_str(), w["policies"][0]["threshold"].as_f64()), (Some(model), Some(threshold)), "{v}");
+    println!("record, recommend, run: {spec} runs in the agent that was given it");
+    drop(tuned);
     let (s, e) = call("GET", &format!("{a0}/v1/traces/a2"), None, None);
     assert_eq!(s, 404, "a dead member is no longer watched: {e}");
     let _ = std::fs::remove_file(path);

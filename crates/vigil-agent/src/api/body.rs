@@ -142,7 +142,7 @@ pub struct Watched {
 impl From<&WatchReport> for Watched {
     fn from(w: &WatchReport) -> Watched {
         Watched {
-            model: w.model.to_owned(),
+            model: w.model.name().to_owned(),
             heard: w.heard,
             phi: Some(w.level).filter(|l| w.heard && l.is_finite()),
             phi_capped: w.heard && !w.level.is_finite(),

@@ -76,8 +76,11 @@ use crate::time::Instant;
 
 /// Why a host was ejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum EjectReason {
     /// Consecutive server errors.
+    #[cfg_attr(feature = "serde", serde(rename = "consecutive-5xx"))]
     Consecutive5xx,
     /// Consecutive 502, 503 or 504.
     ConsecutiveGatewayFailure,
@@ -178,6 +181,7 @@ impl std::error::Error for OutlierError {}
 
 /// What the detector knows of one host.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct HostReport {
     /// The ejection in force: why, and the earliest return.
