@@ -212,6 +212,11 @@ fn phi_detector(heartbeat_interval: Duration, min_std_dev: Duration, suspect_lev
     })
 }
 
+/// The name of the protocol's own policy, the first of every watch report:
+/// its firing makes a watched member silent and due for a probe. An
+/// application policy cannot take the name.
+pub const PROBE: &str = "probe";
+
 impl Config {
     /// LAN defaults, on memberlist's message budget: each member heartbeats
     /// its 2 observers every 1.05 s (1.9 messages per member-second, against
@@ -400,7 +405,7 @@ impl Config {
         }
         self.detector.validate().map_err(ConfigError::Detector)?;
         self.outliers.validate().map_err(ConfigError::Detector)?;
-        let mut names: Vec<&str> = vec![crate::monitor::PROBE];
+        let mut names: Vec<&str> = vec![PROBE];
         for p in &self.policies {
             p.validate().map_err(ConfigError::Detector)?;
             if names.contains(&p.name.as_str()) {

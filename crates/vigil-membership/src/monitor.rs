@@ -34,14 +34,11 @@ use vigil_detector::outlier::{EjectReason, HostReport, Outcome, OutlierEvent};
 use vigil_detector::{AnyDetector, Detector, Instant, PauseGuard, PolicyState, RegistryConfig, UnknownPeers};
 
 use crate::arrivals::{ArrivalLog, Arrivals};
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, PROBE};
 use crate::members::MemberTable;
 use crate::message::MAX_MEMBERS;
 use crate::outcomes::RequestOutcomes;
 use crate::watch_report::{PolicyOutlook, WatchReport};
-
-/// The protocol's own policy: its firing makes a watched member silent.
-pub(crate) const PROBE: &str = "probe";
 
 /// One watched member.
 #[derive(Debug, Clone)]

@@ -3,9 +3,8 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
-
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -13,14 +12,14 @@ use vigil_detector::Instant;
 use vigil_detector::outlier::Outcome;
 use vigil_membership::keyring::{KeyId, KeyInfo, Keyring};
 use vigil_membership::seal::{Seal, SealMode};
-use vigil_membership::{Arrivals, Config, MemberView, Node, NodeId, Tags, WatchReport};
+use vigil_membership::{Config, MemberView, Node, NodeId, Tags, WatchReport};
 
 use crate::clock::Clock;
 use crate::driver::{Command, Driver};
 use crate::error::{KeyError, StartError, Stopped};
 use crate::generation::next_generation;
 use crate::intercept::Intercept;
-use crate::types::{ClusterEvent, ClusterStats, NetConfig, Snapshot};
+use crate::types::{ClusterEvent, ClusterStats, NetConfig, Recorded, RequestOutcome, Snapshot};
 
 /// How to start a member. See the crate documentation for an example.
 ///
@@ -600,37 +599,4 @@ impl Cluster {
     pub fn is_running(&self) -> bool {
         self.task.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref().is_some_and(|t| !t.is_finished())
     }
-}
-
-/// The outcome of one of the application's requests, for
-/// [`Cluster::record_outcomes`].
-///
-/// ```
-/// use std::time::Duration;
-/// use vigil_net::{Outcome, RequestOutcome};
-///
-/// let o = RequestOutcome { member: "b".into(), outcome: Outcome::Response(503), latency: Some(Duration::from_millis(12)) };
-/// assert!(matches!(o.outcome, Outcome::Response(503)));
-/// ```
-#[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct RequestOutcome {
-    /// The member the request went to.
-    pub member: String,
-    /// How it ended.
-    pub outcome: Outcome,
-    /// How long it took, if measured.
-    pub latency: Option<Duration>,
-}
-
-/// A watched member's recorded heartbeat arrivals, and the time they were
-/// read at on the same clock ([`Cluster::arrivals`]): a trace of them ends
-/// then, so the silence since the last arrival is part of it.
-#[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Recorded {
-    /// The arrivals.
-    pub arrivals: Arrivals,
-    /// When they were read.
-    pub now: Instant,
 }

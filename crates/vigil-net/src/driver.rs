@@ -33,12 +33,11 @@ use vigil_membership::wire::{MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
 use vigil_membership::{MemberView, Node, Tags, WatchReport};
 
 use crate::clock::Clock;
-use crate::cluster::{Recorded, RequestOutcome};
 use crate::error::KeyError;
 use crate::frame::{self, Header, MAX_HEADER, MAX_PLAIN_HEADER};
 use crate::intercept::Intercept;
 use crate::slots::{Slot, Slots};
-use crate::types::{ClusterEvent, ClusterStats, NetConfig, NetStats, Snapshot};
+use crate::types::{ClusterEvent, ClusterStats, NetConfig, NetStats, Recorded, RequestOutcome, Snapshot};
 
 /// What the handle asks of the driver.
 #[derive(Debug)]

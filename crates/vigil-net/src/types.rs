@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
+use vigil_detector::Instant;
+use vigil_detector::outlier::Outcome;
 use vigil_membership::seal::SealStats;
-use vigil_membership::{Event, NodeView, Stats};
+use vigil_membership::{Arrivals, Event, NodeView, Stats};
 
 /// Settings of the network runtime itself (the protocol's are a
 /// [`Config`](vigil_membership::Config)).
@@ -189,4 +191,37 @@ impl Snapshot {
     pub fn stats(&self) -> ClusterStats {
         ClusterStats { node: self.node.stats.clone(), seal: self.seal, net: self.net }
     }
+}
+
+/// The outcome of one of the application's requests, for
+/// [`Cluster::record_outcomes`](crate::Cluster::record_outcomes).
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_net::{Outcome, RequestOutcome};
+///
+/// let o = RequestOutcome { member: "b".into(), outcome: Outcome::Response(503), latency: Some(Duration::from_millis(12)) };
+/// assert!(matches!(o.outcome, Outcome::Response(503)));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct RequestOutcome {
+    /// The member the request went to.
+    pub member: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// How long it took, if measured.
+    pub latency: Option<Duration>,
+}
+
+/// A watched member's recorded heartbeat arrivals, and the time they were
+/// read at on the same clock ([`Cluster::arrivals`](crate::Cluster::arrivals)): a trace of them ends
+/// then, so the silence since the last arrival is part of it.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Recorded {
+    /// The arrivals.
+    pub arrivals: Arrivals,
+    /// When they were read.
+    pub now: Instant,
 }

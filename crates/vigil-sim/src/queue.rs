@@ -58,4 +58,9 @@ impl Queue {
     pub(crate) fn pop(&mut self) -> Option<(Instant, Job)> {
         self.heap.pop().map(|Reverse(e)| (e.at, e.job))
     }
+
+    /// The earliest job, taken off the queue if it is due by `until`.
+    pub(crate) fn pop_due(&mut self, until: Instant) -> Option<(Instant, Job)> {
+        if self.heap.peek().is_some_and(|Reverse(e)| e.at <= until) { self.pop() } else { None }
+    }
 }

@@ -6,8 +6,9 @@ use std::fmt;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use std::time::Duration;
 use vigil_detector::Instant;
-use vigil_membership::{Config, ConfigError, Node};
+use vigil_membership::{Config, ConfigError, Node, NodeView};
 
 use crate::clock::{START, since_start};
 use crate::fault::{Action, Fault};
@@ -226,12 +227,71 @@ impl Sim {
     /// ```
     pub fn run(mut self, progress: &mut dyn FnMut(f64)) -> Report {
         let end = START.saturating_add(self.scenario.duration);
+        self.advance(end, progress);
+        self.now = end;
+        self.recorder.snapshot(end);
+        progress(1.0);
+        let sealing = self.sealer.report(self.machines.seals());
+        self.recorder.finish(&self.scenario, end, &self.machines, sealing)
+    }
+
+    /// Runs the scenario up to `at` of virtual time (from its start, and no
+    /// further than its end), then stops, so that a test can look at the
+    /// nodes in the middle of a run ([`Sim::snapshot`]); [`Sim::run`] goes
+    /// on from there. The same seed gives the same state at the same time,
+    /// however the run is cut.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_sim::{Fault, Scenario, Sim, Timed};
+    ///
+    /// let mut s = Scenario::new("a crash", 5);
+    /// s.duration = Duration::from_secs(60);
+    /// s.faults.push(Timed::new(Duration::from_secs(10), Fault::Crash { node: 4 }));
+    /// let mut sim = Sim::new(&s)?;
+    /// sim.run_until(Duration::from_secs(9));
+    /// assert_eq!(sim.snapshot(0).unwrap().member("n4").map(|m| m.status), Some(vigil_membership::Status::Alive));
+    /// sim.run_until(Duration::from_secs(40));
+    /// assert_eq!(sim.snapshot(0).unwrap().member("n4").map(|m| m.status), Some(vigil_membership::Status::Dead));
+    /// assert!(sim.snapshot(4).is_none(), "a crashed node has no state to show");
+    /// let report = sim.run(&mut |_| {});
+    /// assert!(report.violations.is_empty());
+    /// # Ok::<(), vigil_sim::SimError>(())
+    /// ```
+    pub fn run_until(&mut self, at: Duration) {
+        let until = START.saturating_add(at.min(self.scenario.duration));
+        self.advance(until, &mut |_| {});
+        self.now = self.now.max(until);
+    }
+
+    /// Everything node `i` knows at the current virtual time (the start
+    /// before a run, or where [`Sim::run_until`] stopped): its members, the
+    /// detectors of those it watches, its queues and counters, as the
+    /// runtime's snapshot has them ([`vigil_membership::Node::snapshot`]).
+    /// `None` while it is down, or if there is no node `i`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use vigil_sim::{Scenario, Sim};
+    ///
+    /// let sim = Sim::new(&Scenario::new("x", 3))?;
+    /// let view = sim.snapshot(0).expect("n0 runs");
+    /// assert_eq!((view.id.name.as_str(), view.members.len()), ("n0", 2));
+    /// # Ok::<(), vigil_sim::SimError>(())
+    /// ```
+    pub fn snapshot(&self, i: usize) -> Option<NodeView> {
+        self.machines.node(i).map(|n| n.snapshot(self.now))
+    }
+
+    /// Does the jobs due by `until`, in order, calling `progress` with the
+    /// fraction of the scenario done about a hundred times over a whole run.
+    fn advance(&mut self, until: Instant, progress: &mut dyn FnMut(f64)) {
         let step = self.scenario.duration / 100;
-        let mut next_progress = START.saturating_add(step);
-        while let Some((at, job)) = self.queue.pop() {
-            if at > end {
-                break;
-            }
+        let mut next_progress = self.now.max(START).saturating_add(step);
+        while let Some((at, job)) = self.queue.pop_due(until) {
             self.now = at;
             if at >= next_progress {
                 progress((since_start(at).as_secs_f64() / self.scenario.duration.as_secs_f64()).min(1.0));
@@ -239,11 +299,6 @@ impl Sim {
             }
             self.handle(job);
         }
-        self.now = end;
-        self.recorder.snapshot(end);
-        progress(1.0);
-        let sealing = self.sealer.report(self.machines.seals());
-        self.recorder.finish(&self.scenario, end, &self.machines, sealing)
     }
 
     /// Does one job, at the current time.

@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 use vigil_agent::settings::Flags;
 
-use crate::UsageError;
+use crate::error::UsageError;
 
 /// Runs `vigil agent` until SIGTERM or SIGINT (or until standard output is
 /// closed for good). A bad setting, or one the member refuses as it starts,

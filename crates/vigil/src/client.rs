@@ -15,7 +15,7 @@ use vigil_agent::api::body::{
 use vigil_agent::record::{EventRecord, What};
 use vigil_lab::text::escaped;
 
-use crate::UsageError;
+use crate::error::UsageError;
 use crate::json::terminal_safe;
 use crate::limits::fixed;
 

@@ -20,7 +20,7 @@ use vigil_agent::settings::Preset;
 use vigil_lab::text::escaped;
 use vigil_net::DEFAULT_CLUSTER;
 
-use crate::UsageError;
+use crate::error::UsageError;
 
 /// Arguments of `vigil cluster`.
 #[derive(Debug, Args)]

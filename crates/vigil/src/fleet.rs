@@ -16,7 +16,7 @@ use vigil_lab::report::document::Document;
 use vigil_lab::report::svg::{Chart, Series, Style};
 use vigil_lab::report::table::{Table, format_table};
 
-use crate::UsageError;
+use crate::error::UsageError;
 use crate::input::{read_text, shown};
 use crate::limits::fixed;
 use crate::output::{OutputDir, write_whole};

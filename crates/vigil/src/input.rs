@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 use vigil_agent::input::InputError;
 
-use crate::UsageError;
+use crate::error::UsageError;
 
 pub(crate) use vigil_agent::input::shown;
 

@@ -26,11 +26,11 @@ use vigil_lab::spec::DetectorSpec;
 use vigil_lab::sweep::{Family, Point, default_families, format_value, frontier, sweep};
 use vigil_lab::trace::Trace;
 
+use crate::error::{CheckFailed, UsageError};
 use crate::input::{MAX_SCENARIO_BYTES, read_text, shown};
 use crate::limits::{check_memory, fixed, memory_budget};
 use crate::output::OutputDir;
 use crate::report;
-use crate::{CheckFailed, UsageError};
 
 /// Arguments of `vigil lab`.
 #[derive(Debug, Args)]

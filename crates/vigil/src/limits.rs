@@ -5,7 +5,7 @@ use std::fs;
 
 use anyhow::Result;
 
-use crate::UsageError;
+use crate::error::UsageError;
 
 pub(crate) use vigil_lab::text::number;
 

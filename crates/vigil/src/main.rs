@@ -14,6 +14,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::error::{CheckFailed, closed_stdout, name_stdout};
+
 /// `eprintln!` that never panics: a closed or full standard error loses the
 /// line and nothing else (the command's result and exit status stay what
 /// they are). Every note, progress line and error goes through it.
@@ -27,6 +29,7 @@ mod agent;
 mod client;
 mod cluster;
 mod demo;
+mod error;
 mod fleet;
 mod input;
 mod json;
@@ -86,32 +89,6 @@ const EXIT_STATUS: &str = "Exit status: 0 when the command did what it was asked
 checks failed (a simulator checker violation, no detector setting within the bound, QoS requirements that cannot be \
 met); 2 for a usage or input error, named on stderr.";
 
-/// A run that completed and failed what it checks: reported as
-/// `vigil: <message>` with exit status 1.
-#[derive(Debug)]
-pub(crate) struct CheckFailed(pub(crate) String);
-
-impl std::fmt::Display for CheckFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for CheckFailed {}
-
-/// An error that is the user's input: reported as `vigil: <message>` with
-/// exit status 2.
-#[derive(Debug)]
-pub(crate) struct UsageError(pub(crate) String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
 /// Standard output, with its errors named as such: a full disk reads
 /// "standard output: No space left on device", not a bare OS message. The
 /// error's kind is kept (a closed pipe stays a closed pipe), and it is known
@@ -127,22 +104,6 @@ impl<W: Write> Write for Named<W> {
         self.0.flush().map_err(name_stdout)
     }
 }
-
-fn name_stdout(e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), StdoutError(e))
-}
-
-/// An error writing standard output.
-#[derive(Debug)]
-struct StdoutError(io::Error);
-
-impl std::fmt::Display for StdoutError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "standard output: {}", self.0)
-    }
-}
-
-impl std::error::Error for StdoutError {}
 
 /// The command line, with every option value allowed to start with `-`: a
 /// negative or odd value (`--threshold -inf`, `--loss -1e-300`,
@@ -219,16 +180,4 @@ fn bounded(message: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// Standard output closed by its reader (`vigil replay ... | head`): the
-/// reader has taken what it wanted, which is not an error. Only standard
-/// output's: a pipe the user named as a file (`--write-trace FIFO`) whose
-/// reader went away is an error like any other.
-pub(crate) fn closed_stdout(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| {
-        e.downcast_ref::<io::Error>().is_some_and(|e| {
-            e.kind() == io::ErrorKind::BrokenPipe && e.get_ref().is_some_and(|inner| inner.is::<StdoutError>())
-        })
-    })
 }

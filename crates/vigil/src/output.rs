@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::UsageError;
+use crate::error::UsageError;
 
 /// How a path is written.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use vigil_detector::{Detector, HeartbeatOutcome, MAX_SAMPLE, Model, ModelConfig};
 
-use crate::UsageError;
+use crate::error::UsageError;
 use vigil_lab::event::{Event, EventReader};
 use vigil_lab::millis::format_millis;
 use vigil_lab::spec::Params;

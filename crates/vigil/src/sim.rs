@@ -13,10 +13,10 @@ use vigil_lab::report::svg::{Chart, Scale, Series, Style};
 use vigil_lab::report::table::{Table, format_table};
 use vigil_sim::{Action, Fault, Operation, Protocol, Report, Scenario, Sealing, Sim, Timed, frontier};
 
+use crate::error::{CheckFailed, UsageError};
 use crate::input::{MAX_SCENARIO_BYTES, read_text, shown};
 use crate::limits::{check_memory, fixed, memory_budget, number};
 use crate::output::OutputDir;
-use crate::{CheckFailed, UsageError};
 
 /// Arguments of `vigil sim`.
 #[derive(Debug, Args)]
@@ -478,7 +478,7 @@ fn run_cmd(a: &RunArgs, out: &mut dyn Write) -> Result<()> {
         // A reader that closed standard output early does not hide a failed
         // check: the status is still 1.
         if let Err(e) = printed
-            && !crate::closed_stdout(&e)
+            && !crate::error::closed_stdout(&e)
         {
             return Err(e);
         }
