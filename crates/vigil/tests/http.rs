@@ -593,10 +593,17 @@ fn metrics_events_and_traces_follow_a_crash() {
     let phis: HashSet<String> =
         m.samples("vigil_phi").into_iter().flat_map(|(ls, _)| ls.into_iter().map(|(_, v)| v)).collect();
     assert_eq!(phis, HashSet::from(["a1".to_owned(), "a2".to_owned()]));
-    // Heartbeats every 1.05 s: the sampled intervals average within 20 %.
+    // Heartbeats every 1.05 s: the sampled intervals average within 20 %,
+    // but for the one that spans a1's stop once the sampler (once a second)
+    // has taken it: 2.5 s of stop, and at most 1.5 s more for the interval
+    // it fell in and the scheduling of a loaded machine.
     let (n, sum) = m.histogram("vigil_heartbeat_interval_seconds", "member", "a1").unwrap();
     assert!(n >= 3, "{n} intervals sampled");
-    assert!((0.84..1.26).contains(&(sum / n as f64)), "mean interval {} s", sum / n as f64);
+    let regular = (0.84..1.26).contains(&(sum / n as f64));
+    // With the stop's interval, the mean of the others lies between these.
+    let (low, high) = ((sum - 4.0) / (n as f64 - 1.0), (sum - 2.5) / (n as f64 - 1.0));
+    let spans_the_stop = low < 1.26 && high >= 0.84;
+    assert!(regular || spans_the_stop, "{n} intervals, {sum} s in all");
     let (n, _) = m.histogram("vigil_phi_observed", "member", "a1").unwrap();
     assert!(n >= 3, "φ sampled once a second: {n}");
     assert!(m.value("vigil_messages", "kind", "heartbeat").unwrap() > 0.0);
@@ -713,17 +720,14 @@ fn metrics_events_and_traces_follow_a_crash() {
         .unwrap();
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["recommendation"]["spec"].as_str(), Some(spec.as_str()), "the JSON says the same");
-    let threshold: f64 = spec
-        .split([':', ','])
-        .find_map(|p| p.strip_prefix("threshold="))
-        .and_then(|t| t.parse().ok())
-        .expect("the spec carries its threshold");
+    let parsed: vigil_detector::spec::DetectorSpec = spec.parse().expect("the recommendation is a spec");
+    let threshold = parsed.threshold();
     let tuned = Agent::start("tuned", Some(&all[0].addr), &["--detector", &spec]);
     let (_, me) = until(&format!("{}/v1/self", tuned.url), Duration::from_secs(10), |_, v| {
         v["members"]["alive"].as_u64().is_some_and(|n| n >= 1)
     });
     assert_eq!((me["detector"].as_str(), me["suspect_level"].as_f64()), (Some(spec.as_str()), Some(threshold)), "{me}");
-    let model = spec.split(':').next().unwrap();
+    let model = parsed.model().name();
     let (_, v) = until(&format!("{}/v1/members/a0", tuned.url), Duration::from_secs(10), |_, v| {
         v["watched"]["heartbeats"].as_u64().is_some_and(|n| n >= 2)
     });
