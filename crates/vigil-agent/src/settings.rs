@@ -45,20 +45,21 @@ use crate::defaults;
 use crate::input::{InputError, read_text};
 use crate::secrets::{self, SecretError};
 
-/// The protocol's preset.
+/// The protocol's preset: [`Config::lan`], [`Config::lan_fast`],
+/// [`Config::wan`] or [`Config::classic_lan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Preset {
-    /// The LAN preset ([`Config::lan`]).
+    /// The LAN preset (the default).
     #[default]
     Lan,
     /// About half the detection time for about twice the messages; a paused
-    /// member must resume within about 1.5 s ([`Config::lan_fast`]).
+    /// member must resume within about 1.5 s.
     LanFast,
-    /// Wide-area links ([`Config::wan`]).
+    /// Wide-area links.
     Wan,
-    /// memberlist's LAN constants, SWIM without φ ([`Config::classic_lan`]).
+    /// memberlist's LAN constants: SWIM without φ.
     Classic,
 }
 
@@ -188,7 +189,7 @@ pub struct Flags {
     #[cfg_attr(feature = "clap", arg(long = "tag", value_name = "KEY=VALUE"))]
     pub tags: Vec<String>,
     /// The largest datagram sent, in bytes before sealing (1024 to 65000;
-    /// default 1400): lower it when the seal (47 bytes) and the headers must
+    /// default 1400): lower it when the seal (43 bytes) and the headers must
     /// fit a smaller path MTU.
     #[cfg_attr(feature = "clap", arg(long, value_name = "BYTES"))]
     pub datagram_budget: Option<usize>,
