@@ -225,7 +225,11 @@ pub(crate) async fn run() -> Result<Summary, Box<dyn std::error::Error>> {
                     }
                     Event::Policy { id, policy, fired, signal, withheld, .. } => {
                         let Some(w) = pool.get_mut(&id.name) else { continue };
-                        let why = if withheld { "withheld by the brake" } else if fired { "fired" } else { "recovered" };
+                        let why = match (fired, withheld) {
+                            (true, _) => "fired",
+                            (false, true) => "withheld by the brake",
+                            (false, false) => "recovered",
+                        };
                         match (policy.as_str(), fired) {
                             ("stop-assigning", true) => {
                                 w.assigning = false;
