@@ -21,10 +21,36 @@ use crate::generation::next_generation;
 use crate::intercept::Intercept;
 use crate::types::{ClusterEvent, ClusterStats, NetConfig, Recorded, RequestOutcome, Snapshot};
 
-/// How to start a member. See the crate documentation for an example.
+/// How to start a member: its name, where it listens, whom it joins
+/// through, the protocol's configuration, keys, tags and the runtime's
+/// settings; [`Builder::start`] starts it.
 ///
 /// A clone is a new member to start, with the same settings: it has event
 /// streams of its own ([`Builder::events`]).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use vigil_net::{Cluster, Config, DEFAULT_CLUSTER, Tags};
+///
+/// let seed = Cluster::builder("seed").bind("127.0.0.1:0".parse()?).start().await?;
+///
+/// let mut config = Config::lan(DEFAULT_CLUSTER);
+/// config.policies = vec!["route=2,ejection".parse()?];
+/// let member = Cluster::builder("billing-7")
+///     .bind("127.0.0.1:0".parse()?)
+///     .seeds([seed.local_addr()])
+///     .config(config)
+///     .tags(Tags::new([("zone", "eu-1")])?)
+///     .start()
+///     .await?;
+/// assert_eq!(member.id().name, "billing-7");
+/// member.leave().await;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Builder {
     name: String,
@@ -67,12 +93,34 @@ impl Clone for Builder {
 /// ([`Events::missed`]).
 const EVENT_QUEUE: usize = 4096;
 
-/// The cluster id when none is given: `"vigi"`.
+/// The cluster id when none is given: `"vigi"`. Members of different
+/// clusters (ids) refuse each other's packets, so clusters that share a
+/// network stay apart.
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::{Config, DEFAULT_CLUSTER};
+///
+/// assert_eq!(DEFAULT_CLUSTER.to_be_bytes()[4..], *b"vigi");
+/// let ours = Config::lan(0x6f75_7273); // another cluster on the same network
+/// assert_ne!(ours.cluster, DEFAULT_CLUSTER);
+/// ```
 pub const DEFAULT_CLUSTER: u64 = 0x7669_6769;
 
 impl Builder {
     /// A member named `name`, binding `0.0.0.0:7946`, on the LAN preset
-    /// ([`Config::lan`]), in plaintext.
+    /// ([`Config::lan`]), in plaintext. The same as [`Cluster::builder`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vigil_net::Builder;
+    ///
+    /// // Nothing is bound until it starts.
+    /// let builder = Builder::new("a").bind("127.0.0.1:0".parse().unwrap());
+    /// # drop(builder);
+    /// ```
     pub fn new(name: &str) -> Builder {
         Builder {
             name: name.to_owned(),
@@ -96,15 +144,25 @@ impl Builder {
     /// [`Builder::start`] to miss none. The stream ends when the member
     /// stops.
     ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// let builder = vigil_net::Cluster::builder("a").bind("127.0.0.1:7946".parse()?);
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::{Cluster, Event};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let builder = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]);
     /// let mut events = builder.events();
-    /// let member = builder.start().await?;
+    /// let b = builder.start().await?;
+    /// // The first event is `a` met on the way in.
     /// while let Some(e) = events.next().await {
     ///     println!("{}", e.event);
+    ///     if matches!(&e.event, Event::Up { id, .. } if id.name == "a") {
+    ///         break;
+    ///     }
     /// }
-    /// # drop(member);
+    /// b.leave().await;
     /// # Ok(())
     /// # }
     /// ```
@@ -113,6 +171,17 @@ impl Builder {
     }
 
     /// Where to listen: UDP and TCP on the same port (port 0 picks one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let member = vigil_net::Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// assert_ne!(member.local_addr().port(), 0, "the port picked");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn bind(mut self, addr: SocketAddr) -> Builder {
         self.bind = addr;
         self
@@ -120,12 +189,48 @@ impl Builder {
 
     /// The address other members reach this one at (default: the bound
     /// address, which must then not be unspecified).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::{Cluster, StartError};
+    ///
+    /// // Bound to every interface, a member must say which address is its own.
+    /// let any = Cluster::builder("a").bind("0.0.0.0:0".parse()?);
+    /// assert!(matches!(any.clone().start().await, Err(StartError::Unreachable(_))));
+    /// // Behind a port mapping, say: others reach it there.
+    /// let member = any.advertise("203.0.113.7:7946".parse()?).start().await?;
+    /// assert_eq!(member.advertise_addr(), "203.0.113.7:7946".parse()?);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn advertise(mut self, addr: SocketAddr) -> Builder {
         self.advertise = Some(addr);
         self
     }
 
-    /// Members to join through, by address.
+    /// Members to join through, by address. A member given none starts a
+    /// cluster of its own, which others may join through it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::Cluster;
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+    /// // Joining takes a round trip.
+    /// while b.member("a").await?.is_none() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn seeds(mut self, seeds: impl IntoIterator<Item = SocketAddr>) -> Builder {
         self.seeds = seeds.into_iter().collect();
         self
@@ -138,19 +243,78 @@ impl Builder {
     /// headless service, a seed moved) keeps working. A name that does not
     /// resolve is logged and tried again then. Given with
     /// [`Builder::seeds`], both are used.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::Cluster;
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// // `seed.example:7946` takes the same form; an address needs no lookup.
+    /// let seed = format!("127.0.0.1:{}", a.local_addr().port());
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seed_names([seed]).start().await?;
+    /// while b.member("a").await?.is_none() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn seed_names(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Builder {
         self.seed_names = names.into_iter().map(Into::into).collect();
         self
     }
 
     /// The protocol's configuration (a preset such as [`Config::lan`],
-    /// adjusted or not).
+    /// adjusted or not). [`Builder::start`] checks it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::{Cluster, Config, DEFAULT_CLUSTER};
+    ///
+    /// let mut config = Config::lan(DEFAULT_CLUSTER);
+    /// config.policies = vec!["stop-routing=2,ejection".parse()?, "remove=8,dwell=2s,destructive".parse()?];
+    /// config.recorded_arrivals = 1000;
+    /// let member = Cluster::builder("a").bind("127.0.0.1:0".parse()?).config(config).start().await?;
+    /// # drop(member);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn config(mut self, config: Config) -> Builder {
         self.config = config;
         self
     }
 
-    /// Seal every packet with these keys, in `mode`.
+    /// Seal packets with these keys, as `mode` says: [`SealMode::Sealed`]
+    /// sends and takes sealed packets only; [`SealMode::Staged`] sends
+    /// sealed ones and takes plaintext too; [`SealMode::Plaintext`] sends
+    /// plaintext and opens sealed ones too. The last two are the steps of
+    /// turning sealing on over a live cluster. Members that seal need a key
+    /// in common.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::{Cluster, Keyring, SealMode};
+    ///
+    /// // In production, 32 random bytes shared by every member (`vigil keygen`).
+    /// let key = [7u8; 32];
+    /// let member = Cluster::builder("a")
+    ///     .bind("127.0.0.1:0".parse()?)
+    ///     .keys(Keyring::new(key), SealMode::Sealed)
+    ///     .start()
+    ///     .await?;
+    /// assert_eq!(member.keys().await?.len(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn keys(mut self, keyring: Keyring, mode: SealMode) -> Builder {
         self.keyring = Some(keyring);
         self.mode = mode;
@@ -158,19 +322,75 @@ impl Builder {
     }
 
     /// Where the last generation is recorded, so a restart always comes
-    /// back with a higher one (see [`crate::generation`]).
+    /// back with a higher one (see [`crate::generation`]). The directory is
+    /// created if needed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::Cluster;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("vigil-doc-data-dir-{}", std::process::id()));
+    /// let builder = Cluster::builder("a").bind("127.0.0.1:0".parse()?).data_dir(&dir);
+    /// let first = builder.clone().start().await?;
+    /// first.shutdown().await;
+    /// let second = builder.start().await?;
+    /// assert!(second.id().generation > first.id().generation);
+    /// # second.shutdown().await;
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Builder {
         self.data_dir = Some(dir.into());
         self
     }
 
     /// This member's tags when it joins (see [`Cluster::set_tags`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::{Cluster, Tags};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let tags = Tags::new([("zone", "eu-1"), ("role", "db")])?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).tags(tags).start().await?;
+    /// // They travel with the join.
+    /// while a.member("b").await?.is_none_or(|view| view.tags.get("zone") != Some("eu-1")) {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// # drop(b);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn tags(mut self, tags: Tags) -> Builder {
         self.tags = tags;
         self
     }
 
-    /// The runtime's own settings.
+    /// The runtime's own settings (the protocol's are [`Builder::config`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::{Cluster, NetConfig};
+    ///
+    /// let mut net = NetConfig::default();
+    /// net.leave_wait = Duration::from_millis(200);
+    /// let member = Cluster::builder("a").bind("127.0.0.1:0".parse()?).net(net).start().await?;
+    /// member.leave().await; // announced, then stopped within about 200 ms
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn net(mut self, net: NetConfig) -> Builder {
         self.net = net;
         self
@@ -180,17 +400,71 @@ impl Builder {
     /// demonstrations: it decides which packets pass and when the member
     /// stands still (see [`Faults`](crate::Faults)). A clone of the builder
     /// shares it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
+    /// use vigil_net::{Cluster, Faults};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let faults = Arc::new(Faults::default());
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).intercept(faults.clone()).start().await?;
+    /// // `b` hears nothing from `a`, and `a` nothing from it, until healed.
+    /// faults.block([a.local_addr()]);
+    /// # drop(b);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn intercept(mut self, intercept: Arc<dyn Intercept>) -> Builder {
         self.intercept = Some(intercept);
         self
     }
 
     /// Binds the sockets, starts the member's tasks on the current tokio
-    /// runtime, and joins through the seeds.
+    /// runtime, and joins through the seeds. It returns once the member
+    /// runs; joining goes on in the background (the seeds' members appear
+    /// in [`Cluster::members`] and as [`Event::Up`](crate::Event::Up)
+    /// events). Seed names are resolved before it returns.
     ///
     /// # Errors
     ///
-    /// A [`StartError`] naming the setting or the socket at fault.
+    /// A [`StartError`], and nothing is left running:
+    ///
+    /// - [`StartError::Config`] when the configuration does not validate
+    ///   ([`Config::validate`]), or the name is empty, longer than 64 bytes
+    ///   or holds a control character;
+    /// - [`StartError::Net`] when a [`NetConfig`] setting is out of range
+    ///   (no connections, a frame budget under 64 KiB, a zero timeout);
+    /// - [`StartError::Bind`] when UDP or TCP cannot be bound to the address
+    ///   (taken, or not this host's) or the socket buffers cannot be set;
+    /// - [`StartError::Unreachable`] when the address to advertise is
+    ///   unspecified (`0.0.0.0`, `::`) or has port 0;
+    /// - [`StartError::Generation`] when the data directory cannot be
+    ///   created, read or written, or its generation file holds something
+    ///   other than a generation ([`next_generation`](crate::generation::next_generation)).
+    ///
+    /// [`StartError::Seal`] does not happen here: [`Builder::keys`] always
+    /// gives the keyring a sealing mode needs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::{Cluster, StartError};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// // The same port again: taken.
+    /// match Cluster::builder("b").bind(a.local_addr()).start().await {
+    ///     Err(StartError::Bind(addr, e)) => println!("cannot bind {addr}: {e}"),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn start(self) -> Result<Cluster, StartError> {
         self.config.validate().map_err(StartError::Config)?;
         let net = &self.net;
@@ -323,7 +597,30 @@ fn udp_socket(bind: SocketAddr, buffers: Option<(usize, usize)>) -> std::io::Res
     UdpSocket::from_std(socket.into())
 }
 
-/// The stream of a member's events.
+/// The stream of a member's events, from [`Cluster::events`] or
+/// [`Builder::events`]. Each stream sees every event from when it was taken.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use vigil_net::{Cluster, Event};
+///
+/// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+/// let mut events = a.events();
+/// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+/// while let Some(e) = events.next().await {
+///     println!("{} ms: {}", e.unix_ms, e.event);
+///     if let Event::Up { id, .. } = &e.event {
+///         assert_eq!(id.name, "b");
+///         break;
+///     }
+/// }
+/// # drop(b);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Events {
     /// `None`: taken after the member stopped.
@@ -335,6 +632,25 @@ impl Events {
     /// The next event; `None` once the member has stopped (left, shut down
     /// or failed), whether or not the handle is still held. A reader too
     /// slow to keep up skips what it missed (see [`Events::missed`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::Cluster;
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let mut events = a.events();
+    /// // Nothing happens to a member alone: bound the wait.
+    /// let next = tokio::time::timeout(Duration::from_millis(100), events.next()).await;
+    /// assert!(next.is_err(), "no event yet");
+    /// a.shutdown().await;
+    /// assert!(events.next().await.is_none(), "the stream ends with the member");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn next(&mut self) -> Option<ClusterEvent> {
         let rx = self.rx.as_mut()?;
         loop {
@@ -346,7 +662,21 @@ impl Events {
         }
     }
 
-    /// Events this reader missed by falling behind.
+    /// Events this reader missed by falling behind (more than 4,096 events
+    /// queued for it): an application that keeps state from events should
+    /// read [`Cluster::members`] again when this grows.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let a = vigil_net::Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let events = a.events();
+    /// assert_eq!(events.missed(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn missed(&self) -> u64 {
         self.lagged
     }
@@ -354,6 +684,32 @@ impl Events {
 
 /// A running member. Dropping it stops the member without leaving; call
 /// [`Cluster::leave`] to leave.
+///
+/// Every method that asks the member something returns [`Stopped`] once it
+/// has stopped (it left, was shut down, or failed).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use vigil_net::{Cluster, Status};
+///
+/// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+/// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+/// while b.members().await?.is_empty() {
+///     tokio::time::sleep(Duration::from_millis(10)).await;
+/// }
+/// for m in b.members().await? {
+///     assert_eq!(m.status, Status::Alive);
+///     println!("{} at {}, epoch {:?}", m.id, m.addr, m.epoch());
+/// }
+/// b.leave().await;
+/// a.leave().await;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Cluster {
     cmd: mpsc::Sender<Command>,
@@ -374,22 +730,70 @@ impl Drop for Cluster {
 }
 
 impl Cluster {
-    /// A builder; see [`Builder`].
+    /// A builder for a member named `name`; see [`Builder`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let member = vigil_net::Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// assert_eq!(member.id().name, "a");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn builder(name: &str) -> Builder {
         Builder::new(name)
     }
 
-    /// The address the sockets are bound to.
+    /// The address the sockets are bound to, with the port picked when
+    /// [`Builder::bind`] gave port 0: the address to give others as a seed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let a = vigil_net::Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let seed = a.local_addr();
+    /// assert!(seed.ip().is_loopback() && seed.port() != 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn local_addr(&self) -> SocketAddr {
         self.local
     }
 
-    /// The address other members reach this one at.
+    /// The address other members reach this one at: the one given to
+    /// [`Builder::advertise`], or else [`Cluster::local_addr`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let a = vigil_net::Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// assert_eq!(a.advertise_addr(), a.local_addr());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn advertise_addr(&self) -> SocketAddr {
         self.advertise
     }
 
-    /// This member's name and generation.
+    /// This member's name and generation (see [`crate::generation`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let a = vigil_net::Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// assert_eq!(a.id().name, "a");
+    /// println!("{}", a.id()); // a#1765432100123: the name, then the generation
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn id(&self) -> &NodeId {
         &self.id
     }
@@ -397,6 +801,32 @@ impl Cluster {
     /// The events from now on (to see those of the start too, subscribe to
     /// [`Builder::events`] before it); a stream taken after the member
     /// stopped ends at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::{Cluster, Event};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+    /// // A member that leaves before it has joined has no one to tell.
+    /// while a.member("b").await?.is_none() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// let mut events = a.events();
+    /// b.leave().await;
+    /// while let Some(e) = events.next().await {
+    ///     if let Event::Left { id } = e.event {
+    ///         assert_eq!(id.name, "b");
+    ///         break;
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn events(&self) -> Events {
         Events { rx: self.events.upgrade().map(|s| s.subscribe()), lagged: 0 }
     }
@@ -414,6 +844,28 @@ impl Cluster {
     /// Every other member this one knows of, as it sees them (dead and left
     /// ones too, until they are forgotten), by name.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::{Cluster, Status};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// assert!(a.members().await?.is_empty(), "alone");
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+    /// while a.members().await?.is_empty() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// let alive: Vec<String> =
+    ///     a.members().await?.into_iter().filter(|m| m.status == Status::Alive).map(|m| m.id.name).collect();
+    /// assert_eq!(alive, ["b"]);
+    /// # drop(b);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`Stopped`] once the member has stopped.
@@ -422,6 +874,28 @@ impl Cluster {
     }
 
     /// One member as this one sees it; `None` if it does not know it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::Cluster;
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+    /// let view = loop {
+    ///     match a.member("b").await? {
+    ///         Some(view) => break view,
+    ///         None => tokio::time::sleep(Duration::from_millis(10)).await,
+    ///     }
+    /// };
+    /// assert_eq!(view.addr, b.advertise_addr());
+    /// assert_eq!(a.member("nobody").await?, None);
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
@@ -436,6 +910,34 @@ impl Cluster {
     /// `probe`, is the protocol's suspect level). `None` if it is not
     /// watched.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::{Cluster, Config, DEFAULT_CLUSTER};
+    ///
+    /// let mut config = Config::lan(DEFAULT_CLUSTER);
+    /// config.policies = vec!["remove=8,dwell=2s".parse()?];
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).config(config).start().await?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+    /// while a.member("b").await?.is_none() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// a.watch("b").await?;
+    /// let report = a.watch_report("b").await?.expect("watched");
+    /// println!("b: {} at level {:.2}", report.model, report.level);
+    /// for p in &report.policies {
+    ///     // `probe` first, then `remove`; the time is `None` until heartbeats come.
+    ///     println!("  {}: {:?}, threshold in {:?}", p.name, p.state, p.time_to_threshold);
+    /// }
+    /// assert_eq!(report.policies[1].name, "remove");
+    /// # drop(b);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`Stopped`] once the member has stopped.
@@ -445,7 +947,30 @@ impl Cluster {
 
     /// Monitors `name` too (members this one does not observe by default):
     /// its policies' verdicts become [`Event::Policy`](crate::Event::Policy)
-    /// events. A member this one does not know is not watched.
+    /// events. A member this one does not know is not watched: watch it
+    /// once it has appeared in [`Cluster::members`]. A member this one
+    /// does not observe for the protocol is asked for its heartbeats, with
+    /// a lease this one renews, so φ is judged from its own heartbeats.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::Cluster;
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+    /// while a.member("b").await?.is_none() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// a.watch("b").await?;
+    /// assert!(a.watch_report("b").await?.is_some_and(|r| r.by_app));
+    /// # drop(b);
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
@@ -454,7 +979,31 @@ impl Cluster {
         self.tell(Command::Watch(name.to_owned())).await
     }
 
-    /// Stops monitoring `name` for the application.
+    /// Stops monitoring `name` for the application: its policies report
+    /// nothing more. Monitoring goes on if the member is one this member
+    /// observes for the protocol.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::Cluster;
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+    /// while a.member("b").await?.is_none() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// a.watch("b").await?;
+    /// a.unwatch("b").await?;
+    /// // In a cluster of two, `a` observes `b` for the protocol anyway.
+    /// assert!(a.watch_report("b").await?.is_some_and(|r| !r.by_app && r.on_ring));
+    /// # drop(b);
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
@@ -468,6 +1017,24 @@ impl Cluster {
     /// [`Event::TagsUpdated`](crate::Event::TagsUpdated) (usually within a
     /// second or two).
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::{Cluster, Tags};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+    /// b.set_tags(Tags::new([("version", "2.1")])?).await?;
+    /// while a.member("b").await?.is_none_or(|m| m.tags.get("version") != Some("2.1")) {
+    ///     tokio::time::sleep(Duration::from_millis(20)).await;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`Stopped`] once the member has stopped.
@@ -475,7 +1042,21 @@ impl Cluster {
         self.tell(Command::SetTags(tags)).await
     }
 
-    /// The counters.
+    /// The counters: the protocol's (messages and bytes by kind, verdicts,
+    /// refused input), the seal's, and the runtime's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let a = vigil_net::Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let stats = a.stats().await?;
+    /// println!("{} datagrams sent, {} bytes", stats.net.datagrams_sent, stats.node.bytes_sent);
+    /// assert_eq!(stats.seal.opened, 0, "plaintext: nothing to open");
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
@@ -484,7 +1065,22 @@ impl Cluster {
         self.ask(Command::Stats).await
     }
 
-    /// Everything this member knows, taken at one instant.
+    /// Everything this member knows, taken at one instant: what an HTTP
+    /// API or a dashboard reads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let a = vigil_net::Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let s = a.snapshot().await?;
+    /// assert_eq!(s.node.id.name, "a");
+    /// assert!(s.node.members.is_empty());
+    /// println!("up for {:?}", s.uptime);
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
@@ -496,7 +1092,34 @@ impl Cluster {
     /// A watched member's recorded heartbeat arrivals after `after` (all
     /// for `None`), with the time asked on the same clock; `None` if it is
     /// not watched. Recording is on when the configuration's
-    /// [`recorded_arrivals`](Config::recorded_arrivals) is set.
+    /// [`recorded_arrivals`](Config::recorded_arrivals) is set: the
+    /// recording the lab replays to choose a detector and a threshold.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::{Cluster, Config, DEFAULT_CLUSTER};
+    ///
+    /// let mut config = Config::lan(DEFAULT_CLUSTER);
+    /// config.recorded_arrivals = 10_000;
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).config(config).start().await?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+    /// while a.member("b").await?.is_none() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// a.watch("b").await?;
+    /// let recorded = a.arrivals("b", None).await?.expect("watched");
+    /// // Heartbeats come about once a second; read again later with
+    /// // `Some(last)` for the newer ones only.
+    /// println!("{} heartbeats by {:?}", recorded.arrivals.times.len(), recorded.now);
+    /// assert!(a.arrivals("nobody", None).await?.is_none());
+    /// # drop(b);
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
@@ -514,6 +1137,35 @@ impl Cluster {
     /// member to take it; an outcome for a member not known to be alive is
     /// ignored.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::{Cluster, Event, Outcome};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+    /// while a.member("b").await?.is_none() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// let mut events = a.events();
+    /// // Five 5xx in a row eject at once.
+    /// for _ in 0..5 {
+    ///     a.record_outcome("b", Outcome::Response(503), Some(Duration::from_millis(3))).await?;
+    /// }
+    /// while let Some(e) = events.next().await {
+    ///     if let Event::Ejected { id, reason, .. } = e.event {
+    ///         println!("{} ejected: {}", id.name, reason.name());
+    ///         break;
+    ///     }
+    /// }
+    /// # drop(b);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`Stopped`] once the member has stopped.
@@ -523,7 +1175,35 @@ impl Cluster {
     }
 
     /// Records several outcomes at once, and says, for each, whether it was
-    /// taken (its member known to be alive).
+    /// taken (its member known to be alive). Unlike
+    /// [`Cluster::record_outcome`], it waits for the member to take them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::{Cluster, Outcome, RequestOutcome};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+    /// while a.member("b").await?.is_none() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// let batch = vec![
+    ///     RequestOutcome {
+    ///         member: "b".into(),
+    ///         outcome: Outcome::Response(200),
+    ///         latency: Some(Duration::from_millis(4)),
+    ///     },
+    ///     RequestOutcome { member: "nobody".into(), outcome: Outcome::Timeout, latency: None },
+    /// ];
+    /// assert_eq!(a.record_outcomes(batch).await?, [true, false]);
+    /// # drop(b);
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
@@ -535,6 +1215,24 @@ impl Cluster {
     /// The keys, by id (never the keys), with what each sealed and opened;
     /// empty for a member without keys.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::{Cluster, Keyring, SealMode};
+    ///
+    /// let ring = Keyring::new([1; 32]);
+    /// let primary = ring.primary();
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).keys(ring, SealMode::Sealed).start().await?;
+    /// let keys = a.keys().await?;
+    /// assert_eq!(keys.len(), 1);
+    /// assert_eq!(keys[0].id, primary);
+    /// assert!(keys[0].primary);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`Stopped`] once the member has stopped.
@@ -542,32 +1240,106 @@ impl Cluster {
         self.ask(Command::Keys).await
     }
 
-    /// Installs a key (it opens packets from now on).
+    /// Installs a key: it opens packets from now on. Installing a key the
+    /// ring holds already changes nothing and returns its id. To rotate,
+    /// install the new key on every member, then [`use`](Cluster::use_key)
+    /// it on every member, then [`remove`](Cluster::remove_key) the old one.
     ///
     /// # Errors
     ///
-    /// [`KeyError::NoKeyring`] for a member started without keys,
-    /// [`KeyError::Keyring`] when the keyring refuses (full, or an id
-    /// collision), [`KeyError::Stopped`] once the member has stopped.
+    /// - [`KeyError::NoKeyring`] for a member started without keys;
+    /// - [`KeyError::Keyring`] with [`KeyringError::Full`](crate::KeyringError::Full)
+    ///   when the ring holds 16 keys already, or
+    ///   [`KeyringError::IdCollision`](crate::KeyringError::IdCollision) when
+    ///   another key has the same id (generate another key);
+    /// - [`KeyError::Stopped`] once the member has stopped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::{Cluster, KeyError, Keyring, SealMode};
+    ///
+    /// let old = Keyring::new([1; 32]);
+    /// let old_id = old.primary();
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).keys(old, SealMode::Sealed).start().await?;
+    /// let new_id = a.install_key([2; 32]).await?;
+    /// a.use_key(new_id).await?;
+    /// a.remove_key(old_id).await?;
+    /// assert_eq!(a.keys().await?.len(), 1);
+    ///
+    /// let plain = Cluster::builder("p").bind("127.0.0.1:0".parse()?).start().await?;
+    /// assert_eq!(plain.install_key([2; 32]).await, Err(KeyError::NoKeyring));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn install_key(&self, key: [u8; 32]) -> Result<KeyId, KeyError> {
         self.ask(|tx| Command::InstallKey(key, tx)).await?
     }
 
-    /// Seals with key `id` from now on.
+    /// Seals with key `id` from now on (it becomes the primary key). Every
+    /// member must have installed it first, or they refuse this one's
+    /// packets.
     ///
     /// # Errors
     ///
-    /// As [`Cluster::install_key`]; the keyring refuses an unknown id.
+    /// - [`KeyError::Keyring`] with
+    ///   [`KeyringError::Unknown`](crate::KeyringError::Unknown) when no
+    ///   installed key has this id;
+    /// - [`KeyError::NoKeyring`] for a member started without keys;
+    /// - [`KeyError::Stopped`] once the member has stopped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::{Cluster, KeyError, KeyId, Keyring, KeyringError, SealMode};
+    ///
+    /// let ring = Keyring::new([1; 32]);
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).keys(ring, SealMode::Sealed).start().await?;
+    /// let id = a.install_key([2; 32]).await?;
+    /// a.use_key(id).await?;
+    /// assert!(a.keys().await?.iter().any(|k| k.id == id && k.primary));
+    /// let unknown = KeyId(0x0a0b_0c0d);
+    /// assert_eq!(a.use_key(unknown).await, Err(KeyError::Keyring(KeyringError::Unknown(unknown))));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn use_key(&self, id: KeyId) -> Result<(), KeyError> {
         self.ask(|tx| Command::UseKey(id, tx)).await?
     }
 
-    /// Removes key `id`.
+    /// Removes key `id`: packets sealed with it are refused from now on.
     ///
     /// # Errors
     ///
-    /// As [`Cluster::install_key`]; the keyring refuses an unknown id and
-    /// the primary key.
+    /// - [`KeyError::Keyring`] with
+    ///   [`KeyringError::Unknown`](crate::KeyringError::Unknown) when no
+    ///   installed key has this id, or
+    ///   [`KeyringError::RemovingPrimary`](crate::KeyringError::RemovingPrimary)
+    ///   for the key this member seals with ([`use`](Cluster::use_key) another
+    ///   first);
+    /// - [`KeyError::NoKeyring`] for a member started without keys;
+    /// - [`KeyError::Stopped`] once the member has stopped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::{Cluster, KeyError, Keyring, KeyringError, SealMode};
+    ///
+    /// let ring = Keyring::new([1; 32]);
+    /// let primary = ring.primary();
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).keys(ring, SealMode::Sealed).start().await?;
+    /// let spare = a.install_key([2; 32]).await?;
+    /// a.remove_key(spare).await?;
+    /// assert_eq!(a.remove_key(primary).await, Err(KeyError::Keyring(KeyringError::RemovingPrimary(primary))));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn remove_key(&self, id: KeyId) -> Result<(), KeyError> {
         self.ask(|tx| Command::RemoveKey(id, tx)).await?
     }
@@ -580,6 +1352,34 @@ impl Cluster {
     /// Leaves: the departure is announced, then, after at most the leave
     /// wait ([`NetConfig::leave_wait`]), the member stops. Only the first
     /// call to `leave` or [`Cluster::shutdown`] has an effect.
+    ///
+    /// The others report [`Event::Left`](crate::Event::Left), not a death.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::{Cluster, Event};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+    /// while a.member("b").await?.is_none() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// let mut events = a.events();
+    /// b.leave().await;
+    /// assert!(!b.is_running());
+    /// while let Some(e) = events.next().await {
+    ///     if let Event::Left { id } = e.event {
+    ///         assert_eq!(id.name, "b");
+    ///         break;
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn leave(&self) {
         let Some(task) = self.take_task() else { return };
         let _ = self.cmd.send(Command::Leave(self.leave_wait)).await;
@@ -587,7 +1387,24 @@ impl Cluster {
         let _ = tokio::time::timeout(self.leave_wait + Duration::from_secs(1), task).await;
     }
 
-    /// Stops without leaving (the others will find this member dead).
+    /// Stops without leaving, as a crash would: the others find this member
+    /// dead (on the LAN preset, within about 4 to 7 seconds). Only the first
+    /// call to `shutdown` or [`Cluster::leave`] has an effect.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::{Cluster, Stopped};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// a.shutdown().await;
+    /// assert!(!a.is_running());
+    /// assert_eq!(a.members().await, Err(Stopped));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn shutdown(&self) {
         let Some(task) = self.take_task() else { return };
         let _ = self.cmd.send(Command::Shutdown).await;
@@ -596,6 +1413,19 @@ impl Cluster {
 
     /// Whether the member is still running (it has not left, been shut
     /// down, or failed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let a = vigil_net::Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// assert!(a.is_running());
+    /// a.leave().await;
+    /// assert!(!a.is_running());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_running(&self) -> bool {
         self.task.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref().is_some_and(|t| !t.is_finished())
     }

@@ -9,16 +9,24 @@ use vigil_membership::ConfigError;
 use vigil_membership::keyring::KeyringError;
 use vigil_membership::seal::SealError;
 
-/// A member that could not start. Nothing was left running; a data
-/// directory made for this start is removed.
+/// A member that could not start ([`Builder::start`](crate::Builder::start)).
+/// Nothing was left running; a data directory made for this start is
+/// removed. Its message names the setting or the address at fault.
+///
+/// # Examples
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// use vigil_net::{Cluster, StartError};
+/// use vigil_net::{Cluster, NetConfig, StartError};
 ///
 /// let e = Cluster::builder("").bind("127.0.0.1:0".parse().unwrap()).start().await.unwrap_err();
 /// assert!(matches!(e, StartError::Config(_)), "an empty name");
+///
+/// let mut net = NetConfig::default();
+/// net.max_connections = 0;
+/// let e = Cluster::builder("a").bind("127.0.0.1:0".parse().unwrap()).net(net).start().await.unwrap_err();
+/// assert_eq!(e.to_string(), "max_connections must be at least 1");
 /// # }
 /// ```
 #[derive(Debug)]
@@ -71,10 +79,23 @@ impl fmt::Display for StartError {
 impl std::error::Error for StartError {}
 
 /// The member has stopped (it left, was shut down, or failed): it answers
-/// nothing any more, and changes nothing.
+/// nothing any more, and changes nothing. Every method of
+/// [`Cluster`](crate::Cluster) that asks the member something returns it
+/// then.
+///
+/// # Examples
 ///
 /// ```
-/// assert_eq!(vigil_net::Stopped.to_string(), "the member has stopped");
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use vigil_net::{Cluster, Stopped};
+///
+/// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+/// a.leave().await;
+/// assert_eq!(a.stats().await, Err(Stopped));
+/// assert_eq!(Stopped.to_string(), "the member has stopped");
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stopped;
@@ -87,7 +108,11 @@ impl fmt::Display for Stopped {
 
 impl std::error::Error for Stopped {}
 
-/// A keyring operation that was not done; the keyring is unchanged.
+/// A keyring operation that was not done ([`Cluster::install_key`](crate::Cluster::install_key),
+/// [`use_key`](crate::Cluster::use_key),
+/// [`remove_key`](crate::Cluster::remove_key)); the keyring is unchanged.
+///
+/// # Examples
 ///
 /// ```
 /// use vigil_net::{KeyError, KeyId, KeyringError};

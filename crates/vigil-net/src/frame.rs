@@ -27,6 +27,23 @@
 //! must authenticate), and only then reads the body, of the length the
 //! header gave, against a byte budget shared by every connection: before
 //! authentication, nothing larger than a header is held.
+//!
+//! # Examples
+//!
+//! A plaintext frame, as a member in plaintext sends it:
+//!
+//! ```
+//! use vigil_net::frame::{Header, frame};
+//!
+//! let body = b"a push-pull message";
+//! let header = Header { body_len: body.len(), from: "127.0.0.1:7946".parse().unwrap() };
+//! let header = header.encode().unwrap();
+//! let bytes = frame(&header, body).unwrap();
+//! let len = usize::from(u16::from_be_bytes([bytes[0], bytes[1]]));
+//! let read = Header::decode(&bytes[2..2 + len]).unwrap();
+//! assert_eq!(&bytes[2 + len..], body);
+//! assert_eq!(read.body_len, body.len());
+//! ```
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -34,20 +51,78 @@ use vigil_membership::seal::OVERHEAD;
 use vigil_membership::wire::MAX_STREAM;
 
 /// The first bytes of a frame header.
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::frame::{Header, MAGIC};
+///
+/// let bytes = Header { body_len: 0, from: "127.0.0.1:7946".parse().unwrap() }.encode().unwrap();
+/// assert!(bytes.starts_with(&MAGIC));
+/// ```
 pub const MAGIC: [u8; 2] = *b"VF";
-/// The frame header's version.
+/// The frame header's version: a header of another version is refused.
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::frame::{Header, VERSION};
+///
+/// let mut bytes = Header { body_len: 0, from: "127.0.0.1:7946".parse().unwrap() }.encode().unwrap();
+/// assert_eq!(bytes[2], VERSION);
+/// bytes[2] = VERSION + 1;
+/// assert_eq!(Header::decode(&bytes), None);
+/// ```
 pub const VERSION: u8 = 1;
 
-/// The longest frame header, bare.
+/// The longest frame header, bare: one with an IPv6 address.
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::frame::{Header, MAX_PLAIN_HEADER};
+///
+/// let v6 = Header { body_len: 1, from: "[2001:db8::7]:7946".parse().unwrap() };
+/// assert_eq!(v6.encode().unwrap().len(), MAX_PLAIN_HEADER);
+/// ```
 pub const MAX_PLAIN_HEADER: usize = 2 + 1 + 4 + 1 + 16 + 2;
 
-/// The longest frame header on the wire: a sealed one.
+/// The longest frame header on the wire: a sealed one. A receiver reads no
+/// more than this before it has authenticated the sender.
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::frame::{MAX_HEADER, MAX_PLAIN_HEADER, frame};
+///
+/// assert!(MAX_HEADER > MAX_PLAIN_HEADER);
+/// assert_eq!(frame(&[0; MAX_HEADER + 1], b""), None, "too long to be a header");
+/// ```
 pub const MAX_HEADER: usize = MAX_PLAIN_HEADER + OVERHEAD;
 
 /// The longest body: the largest stream message, sealed.
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::frame::{Header, MAX_BODY};
+///
+/// let from = "127.0.0.1:7946".parse().unwrap();
+/// assert!(Header { body_len: MAX_BODY, from }.encode().is_some());
+/// assert_eq!(Header { body_len: MAX_BODY + 1, from }.encode(), None);
+/// ```
 pub const MAX_BODY: usize = MAX_STREAM + OVERHEAD;
 
 /// What a frame header says.
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::frame::Header;
+///
+/// let h = Header { body_len: 1234, from: "[::1]:7946".parse().unwrap() };
+/// assert_eq!(Header::decode(&h.encode().unwrap()), Some(h));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
     /// The body's length, in bytes.
@@ -59,6 +134,15 @@ pub struct Header {
 impl Header {
     /// The header's bytes (before any seal). `None` if the body is longer
     /// than [`MAX_BODY`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vigil_net::frame::Header;
+    ///
+    /// let bytes = Header { body_len: 5, from: "127.0.0.1:7946".parse().unwrap() }.encode().unwrap();
+    /// assert_eq!(bytes, b"VF\x01\x00\x00\x00\x05\x04\x7f\x00\x00\x01\x1f\x0a");
+    /// ```
     pub fn encode(&self) -> Option<Vec<u8>> {
         if self.body_len > MAX_BODY {
             return None;
@@ -84,6 +168,16 @@ impl Header {
     /// A header from its bytes (opened, if it was sealed); `None` if they
     /// are not exactly a header, or announce a body longer than
     /// [`MAX_BODY`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vigil_net::frame::Header;
+    ///
+    /// let h = Header::decode(b"VF\x01\x00\x00\x00\x05\x04\x7f\x00\x00\x01\x1f\x0a").unwrap();
+    /// assert_eq!((h.body_len, h.from), (5, "127.0.0.1:7946".parse().unwrap()));
+    /// assert_eq!(Header::decode(b"VF\x01"), None, "cut short");
+    /// ```
     pub fn decode(bytes: &[u8]) -> Option<Header> {
         let rest = bytes.strip_prefix(&MAGIC)?;
         let (&version, rest) = rest.split_first()?;
@@ -113,7 +207,17 @@ impl Header {
 }
 
 /// A frame's bytes on the wire, from its header and body as they travel
-/// (sealed or bare); `None` if the header is longer than [`MAX_HEADER`].
+/// (sealed or bare); `None` if the header is empty or longer than
+/// [`MAX_HEADER`].
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::frame::frame;
+///
+/// assert_eq!(frame(b"hh", b"body").unwrap(), b"\x00\x02hhbody");
+/// assert_eq!(frame(b"", b"body"), None);
+/// ```
 pub fn frame(header: &[u8], body: &[u8]) -> Option<Vec<u8>> {
     if header.is_empty() || header.len() > MAX_HEADER {
         return None;

@@ -8,13 +8,39 @@
 //! clock in milliseconds, if that is higher): a wall clock that stepped back
 //! cannot make a generation go down. Without one, the wall clock alone is
 //! used, which a clock stepped back by more than a restart takes can defeat.
+//!
+//! # Examples
+//!
+//! ```
+//! use vigil_net::generation::next_generation;
+//!
+//! let dir = std::env::temp_dir().join(format!("vigil-doc-generation-{}", std::process::id()));
+//! let first = next_generation(Some(&dir))?;
+//! let restart = next_generation(Some(&dir))?;
+//! assert!(restart > first);
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The file in the data directory.
+/// The file in the data directory: the last generation, in decimal, on one
+/// line.
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::generation::{FILE, next_generation};
+///
+/// let dir = std::env::temp_dir().join(format!("vigil-doc-generation-file-{}", std::process::id()));
+/// let g = next_generation(Some(&dir))?;
+/// assert_eq!(std::fs::read_to_string(dir.join(FILE))?, format!("{g}\n"));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub const FILE: &str = "generation";
 
 fn wall_ms() -> u64 {
@@ -24,16 +50,49 @@ fn wall_ms() -> u64 {
 /// The largest generation a file may hold: beyond it a restart could not
 /// come back higher for long (a year of restarts a millisecond apart from
 /// the largest u64 down). A file holding more is refused, not taken.
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::generation::{FILE, MAX_GENERATION, next_generation};
+///
+/// let dir = std::env::temp_dir().join(format!("vigil-doc-generation-max-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join(FILE), format!("{}\n", MAX_GENERATION + 1))?;
+/// assert!(next_generation(Some(&dir)).is_err());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub const MAX_GENERATION: u64 = u64::MAX - 365 * 86_400_000;
 
 /// The generation for this start, recorded in `dir` (created if needed)
-/// before it is returned.
+/// before it is returned: one more than the last recorded, or the wall
+/// clock in milliseconds if that is higher. Without a directory, the wall
+/// clock alone.
 ///
 /// # Errors
 ///
-/// The directory or the file cannot be read or written, or the file does
-/// not hold a number below [`MAX_GENERATION`] (it is not overwritten then:
-/// someone should look). Each error names the path.
+/// An [`io::Error`] naming the path when the directory cannot be created,
+/// the file cannot be read, or the new generation cannot be written (it is
+/// written whole, to a temporary renamed into place, or not at all); and
+/// one of kind [`InvalidData`](io::ErrorKind::InvalidData) when the file
+/// does not hold a number, or holds one above [`MAX_GENERATION`] (the file
+/// is not overwritten then: someone should look).
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::generation::{FILE, next_generation};
+///
+/// let dir = std::env::temp_dir().join(format!("vigil-doc-next-generation-{}", std::process::id()));
+/// let first = next_generation(Some(&dir))?;
+/// assert!(next_generation(Some(&dir))? > first);
+/// std::fs::write(dir.join(FILE), "garbage")?;
+/// let e = next_generation(Some(&dir)).unwrap_err();
+/// assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn next_generation(dir: Option<&Path>) -> io::Result<u64> {
     let Some(dir) = dir else { return Ok(wall_ms().max(1)) };
     let named = |e: io::Error, path: &Path| io::Error::new(e.kind(), format!("{}: {e}", path.display()));

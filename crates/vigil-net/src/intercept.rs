@@ -18,17 +18,84 @@ use tokio::time::Instant;
 
 /// Asked by the runtime for every packet and before every input. Without
 /// one, every packet passes and the member never stands still.
+///
+/// # Examples
+///
+/// A lossy link: one packet in `n` is lost, either way, to or from any
+/// peer.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::net::SocketAddr;
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use vigil_net::{Cluster, Intercept};
+///
+/// /// Drops every `n`th packet.
+/// #[derive(Debug)]
+/// struct Lossy {
+///     n: u64,
+///     seen: AtomicU64,
+/// }
+///
+/// impl Intercept for Lossy {
+///     fn passes(&self, _peer: SocketAddr) -> bool {
+///         self.seen.fetch_add(1, Ordering::Relaxed) % self.n != self.n - 1
+///     }
+///
+///     fn stopped_until(&self) -> Option<tokio::time::Instant> {
+///         None
+///     }
+/// }
+///
+/// let lossy = Arc::new(Lossy { n: 10, seen: AtomicU64::new(0) });
+/// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).intercept(lossy).start().await?;
+/// # drop(a);
+/// # Ok(())
+/// # }
+/// ```
 pub trait Intercept: Send + Sync + Debug + 'static {
     /// Whether packets to and from `peer` pass: checked for every datagram
     /// both ways, every outbound stream connection (one that does not pass
     /// fails as an unreachable member's would) and every inbound frame once
     /// its sender is known. A packet that does not pass is dropped and
     /// counted in [`NetStats::intercepted`](crate::NetStats::intercepted).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vigil_net::{Faults, Intercept};
+    ///
+    /// let faults = Faults::default();
+    /// let peer = "127.0.0.1:7946".parse().unwrap();
+    /// assert!(faults.passes(peer));
+    /// faults.block([peer]);
+    /// assert!(!faults.passes(peer));
+    /// ```
     fn passes(&self, peer: SocketAddr) -> bool;
 
     /// Until when the member must stand still, if it must: it handles
     /// nothing until then (packets wait in the socket's buffer, and its
-    /// timers run late), as if its process were stopped.
+    /// timers run late), as if its process were stopped. Asked often: it
+    /// should be cheap.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use vigil_net::{Faults, Intercept};
+    ///
+    /// let faults = Faults::default();
+    /// assert_eq!(faults.stopped_until(), None);
+    /// faults.pause(Duration::from_millis(50));
+    /// assert!(faults.stopped_until().is_some());
+    /// tokio::time::sleep(Duration::from_millis(60)).await;
+    /// assert_eq!(faults.stopped_until(), None, "the pause is over");
+    /// # }
+    /// ```
     fn stopped_until(&self) -> Option<Instant>;
 }
 
@@ -36,12 +103,15 @@ pub trait Intercept: Send + Sync + Debug + 'static {
 /// for a while. Share it (`Arc<Faults>`) between the member's builder and
 /// whoever injects.
 ///
-/// ```no_run
+/// # Examples
+///
+/// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
 /// use vigil_net::{Cluster, Faults};
 ///
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let faults = Arc::new(Faults::default());
 /// let member = Cluster::builder("a").bind("127.0.0.1:0".parse()?).intercept(faults.clone()).start().await?;
 /// faults.block(["127.0.0.1:7947".parse()?]); // nothing to or from there
@@ -59,17 +129,65 @@ pub struct Faults {
 
 impl Faults {
     /// Drops every packet to or from these addresses from now on, until the
-    /// next call; an empty list heals.
+    /// next call; an empty list heals. A member cut off from another finds
+    /// it dead, as the other finds it, unless the cut heals first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vigil_net::Faults;
+    ///
+    /// let faults = Faults::default();
+    /// faults.block(["127.0.0.1:7947".parse().unwrap(), "127.0.0.1:7948".parse().unwrap()]);
+    /// assert_eq!(faults.blocked().len(), 2);
+    /// faults.block([]);
+    /// assert!(faults.blocked().is_empty());
+    /// ```
     pub fn block(&self, peers: impl IntoIterator<Item = SocketAddr>) {
         *self.blocked.lock().unwrap_or_else(PoisonError::into_inner) = peers.into_iter().collect();
     }
 
-    /// The member handles nothing for `d` from now.
+    /// The member handles nothing for `d` from now, as a process stopped
+    /// with SIGSTOP, or a long garbage collection: a pause of a second or
+    /// two is survived, a long one is a death. A new pause replaces the one
+    /// under way.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use vigil_net::{Cluster, Faults};
+    ///
+    /// let faults = Arc::new(Faults::default());
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).intercept(faults.clone()).start().await?;
+    /// faults.pause(Duration::from_millis(100));
+    /// // The handle waits for the member to answer, after the pause.
+    /// let started = tokio::time::Instant::now();
+    /// a.stats().await?;
+    /// assert!(started.elapsed() >= Duration::from_millis(50));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn pause(&self, d: Duration) {
         *self.paused_until.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now() + d);
     }
 
-    /// The addresses cut off now.
+    /// The addresses cut off now, in no particular order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::net::SocketAddr;
+    /// use vigil_net::Faults;
+    ///
+    /// let faults = Faults::default();
+    /// let peer: SocketAddr = "127.0.0.1:7947".parse().unwrap();
+    /// faults.block([peer]);
+    /// assert_eq!(faults.blocked(), [peer]);
+    /// ```
     pub fn blocked(&self) -> Vec<SocketAddr> {
         self.blocked.lock().unwrap_or_else(PoisonError::into_inner).iter().copied().collect()
     }

@@ -8,20 +8,48 @@
 //! from the node's `poll_timeout`; a send that fails counts as a failed probe
 //! of its target.
 //!
+//! # Examples
+//!
+//! Two members in one process: `b` joins through `a`, each prints what it
+//! sees, and both leave. `examples/three_members.rs` goes on to kill one
+//! and watch the others find it dead.
+//!
+//! ```
+//! use vigil_net::{Cluster, Event};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+//! let mut events = a.events();
+//! let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+//! while let Some(e) = events.next().await {
+//!     println!("{}", e.event); // b#1765432100124 up at 127.0.0.1:41000
+//!     if matches!(e.event, Event::Up { .. }) {
+//!         break;
+//!     }
+//! }
+//! b.leave().await;
+//! a.leave().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! On a real network, each process runs one member, binds an address the
+//! others can reach and gives one or more of them as seeds:
+//!
 //! ```no_run
 //! use vigil_net::Cluster;
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let cluster = Cluster::builder("node-a")
-//!     .bind("127.0.0.1:7946".parse()?)
-//!     .seeds(["127.0.0.1:7947".parse()?])
+//!     .bind("10.0.0.1:7946".parse()?)
+//!     .seeds(["10.0.0.2:7946".parse()?])
 //!     .start()
 //!     .await?;
 //! let mut events = cluster.events();
 //! while let Some(e) = events.next().await {
-//!     println!("{:?}", e.event);
+//!     println!("{}", e.event);
 //! }
-//! cluster.leave().await;
 //! # Ok(())
 //! # }
 //! ```

@@ -10,7 +10,11 @@ use vigil_membership::seal::SealStats;
 use vigil_membership::{Arrivals, Event, NodeView, Stats};
 
 /// Settings of the network runtime itself (the protocol's are a
-/// [`Config`](vigil_membership::Config)).
+/// [`Config`](vigil_membership::Config)), given to
+/// [`Builder::net`](crate::Builder::net). Start from the default and change
+/// what you need: the struct may gain fields.
+///
+/// # Examples
 ///
 /// ```
 /// use std::time::Duration;
@@ -68,11 +72,21 @@ impl Default for NetConfig {
     }
 }
 
-/// The runtime's own counters.
+/// The runtime's own counters, in [`ClusterStats::net`] and
+/// [`Snapshot::net`]: what went over the sockets, and what was refused or
+/// dropped there before the protocol saw it.
+///
+/// # Examples
 ///
 /// ```
-/// let stats = vigil_net::NetStats::default();
-/// assert_eq!(stats.datagrams_sent, 0);
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let a = vigil_net::Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+/// let net = a.stats().await?.net;
+/// println!("{} datagrams sent, {} frames dropped", net.datagrams_sent, net.frames_dropped);
+/// assert_eq!(net.connections_refused, 0);
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -114,7 +128,10 @@ pub struct NetStats {
 }
 
 /// Something that happened, with when (milliseconds since the Unix epoch,
-/// on this host's clock).
+/// on this host's clock): what [`Events::next`](crate::Events::next) gives.
+/// Its [`Display`](std::fmt::Display) is one line for a person.
+///
+/// # Examples
 ///
 /// ```
 /// use vigil_net::{ClusterEvent, Event, NodeId};
@@ -132,12 +149,20 @@ pub struct ClusterEvent {
 }
 
 /// What a member has done: the protocol's counters, the seal's, and the
-/// runtime's.
+/// runtime's ([`Cluster::stats`](crate::Cluster::stats)).
 ///
-/// ```no_run
-/// # async fn demo(member: vigil_net::Cluster) -> Result<(), vigil_net::Stopped> {
-/// let stats = member.stats().await?;
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use vigil_net::{Cluster, Keyring, SealMode};
+///
+/// let ring = Keyring::new([1; 32]);
+/// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).keys(ring, SealMode::Sealed).start().await?;
+/// let stats = a.stats().await?;
 /// println!("{} datagrams sent, {} opened by the seal", stats.net.datagrams_sent, stats.seal.opened);
+/// println!("{} suspicions started", stats.node.suspicions_started);
 /// # Ok(())
 /// # }
 /// ```
@@ -158,13 +183,25 @@ pub struct ClusterStats {
 /// exporter or a dashboard reads it without seeing the cluster change
 /// halfway through.
 ///
-/// ```no_run
-/// # async fn demo(member: vigil_net::Cluster) -> Result<(), vigil_net::Stopped> {
-/// let s = member.snapshot().await?;
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use vigil_net::Cluster;
+///
+/// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+/// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([a.local_addr()]).start().await?;
+/// while a.member("b").await?.is_none() {
+///     tokio::time::sleep(Duration::from_millis(10)).await;
+/// }
+/// let s = a.snapshot().await?;
 /// for m in &s.node.members {
 ///     println!("{} is {:?}", m.id, m.status);
 /// }
 /// println!("up for {:?}, {} frames received", s.uptime, s.net.frames_received);
+/// # drop(b);
 /// # Ok(())
 /// # }
 /// ```
@@ -188,6 +225,18 @@ pub struct Snapshot {
 impl Snapshot {
     /// The three sets of counters together, as [`Cluster::stats`](crate::Cluster::stats)
     /// gives them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let a = vigil_net::Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let s = a.snapshot().await?;
+    /// assert_eq!(s.stats().net, s.net);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stats(&self) -> ClusterStats {
         ClusterStats { node: self.node.stats.clone(), seal: self.seal, net: self.net }
     }
@@ -196,11 +245,17 @@ impl Snapshot {
 /// The outcome of one of the application's requests, for
 /// [`Cluster::record_outcomes`](crate::Cluster::record_outcomes).
 ///
+/// # Examples
+///
 /// ```
 /// use std::time::Duration;
 /// use vigil_net::{Outcome, RequestOutcome};
 ///
-/// let o = RequestOutcome { member: "b".into(), outcome: Outcome::Response(503), latency: Some(Duration::from_millis(12)) };
+/// let o = RequestOutcome {
+///     member: "b".into(),
+///     outcome: Outcome::Response(503),
+///     latency: Some(Duration::from_millis(12)),
+/// };
 /// assert!(matches!(o.outcome, Outcome::Response(503)));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -217,6 +272,19 @@ pub struct RequestOutcome {
 /// A watched member's recorded heartbeat arrivals, and the time they were
 /// read at on the same clock ([`Cluster::arrivals`](crate::Cluster::arrivals)): a trace of them ends
 /// then, so the silence since the last arrival is part of it.
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::{Arrivals, Instant, Recorded};
+///
+/// // What `Cluster::arrivals` returns, and the silence it ends with.
+/// let mut arrivals = Arrivals::default();
+/// arrivals.times = vec![Instant::from_millis(1000), Instant::from_millis(2050)];
+/// let recorded = Recorded { arrivals, now: Instant::from_millis(2500) };
+/// let last = recorded.arrivals.times.last().copied().unwrap_or(recorded.arrivals.since);
+/// assert_eq!((recorded.now - last).as_millis(), 450);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Recorded {
