@@ -35,7 +35,7 @@ use vigil_membership::{MemberView, Node, Tags, WatchReport};
 use crate::clock::Clock;
 use crate::error::KeyError;
 use crate::frame::{self, Header, MAX_HEADER, MAX_PLAIN_HEADER};
-use crate::intercept::Intercept;
+use crate::intercept::{Intercept, Way};
 use crate::slots::{Slot, Slots};
 use crate::types::{ClusterEvent, ClusterStats, NetConfig, NetStats, Recorded, RequestOutcome, Snapshot};
 
@@ -289,8 +289,8 @@ impl Driver {
 
     /// Whether an intercept lets packets to or from `peer` pass; one that
     /// does not is counted.
-    fn passes(&mut self, peer: SocketAddr) -> bool {
-        let passes = self.intercept.as_ref().is_none_or(|i| i.passes(peer));
+    fn passes(&mut self, peer: SocketAddr, way: Way) -> bool {
+        let passes = self.intercept.as_ref().is_none_or(|i| i.passes(peer, way));
         if !passes {
             self.stats.intercepted += 1;
         }
@@ -298,7 +298,7 @@ impl Driver {
     }
 
     fn datagram(&mut self, bytes: &[u8], from: SocketAddr) {
-        if !self.passes(from) {
+        if !self.passes(from, Way::In) {
             return;
         }
         self.stats.datagrams_received += 1;
@@ -356,7 +356,7 @@ impl Driver {
     fn body(&mut self, body: &[u8], from: SocketAddr) {
         self.stats.frames_received += 1;
         // Frames are judged once their sender is known.
-        if !self.passes(from) {
+        if !self.passes(from, Way::In) {
             return;
         }
         match self.seal.open(body, MAX_STREAM) {
@@ -456,7 +456,7 @@ impl Driver {
     /// Sends what the node queued and publishes its events.
     async fn flush(&mut self, errors: &mpsc::Sender<(SocketAddr, &'static str)>, inbound: &mpsc::Sender<Inbound>) {
         while let Some(t) = self.node.poll_transmit() {
-            if !self.passes(t.to) {
+            if !self.passes(t.to, Way::Out) {
                 // Cut off: a datagram is lost, a stream cannot connect.
                 if t.stream {
                     self.node.handle_send_error(self.clock.now(), t.to);

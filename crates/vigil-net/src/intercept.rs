@@ -4,9 +4,10 @@
 //!
 //! The runtime knows nothing of faults. It asks an [`Intercept`], if one was
 //! given ([`Builder::intercept`](crate::Builder::intercept)), two questions:
-//! whether a packet to or from a peer passes, and whether the member must
-//! stand still. [`Faults`] is the ready answer `vigil cluster` and the tests
-//! use; a test harness may write its own (a lossy link, a one-way cut).
+//! whether a packet to or from a peer passes (each way asked apart), and
+//! whether the member must stand still. [`Faults`] is the ready answer
+//! `vigil cluster` and the tests use; a test harness may write its own (a
+//! lossy link, a one-way cut).
 
 use std::collections::HashSet;
 use std::fmt::Debug;
@@ -30,7 +31,7 @@ use tokio::time::Instant;
 /// use std::net::SocketAddr;
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicU64, Ordering};
-/// use vigil_net::{Cluster, Intercept};
+/// use vigil_net::{Cluster, Intercept, Way};
 ///
 /// /// Drops every `n`th packet.
 /// #[derive(Debug)]
@@ -40,7 +41,7 @@ use tokio::time::Instant;
 /// }
 ///
 /// impl Intercept for Lossy {
-///     fn passes(&self, _peer: SocketAddr) -> bool {
+///     fn passes(&self, _peer: SocketAddr, _way: Way) -> bool {
 ///         self.seen.fetch_add(1, Ordering::Relaxed) % self.n != self.n - 1
 ///     }
 ///
@@ -56,24 +57,41 @@ use tokio::time::Instant;
 /// # }
 /// ```
 pub trait Intercept: Send + Sync + Debug + 'static {
-    /// Whether packets to and from `peer` pass: checked for every datagram
-    /// both ways, every outbound stream connection (one that does not pass
-    /// fails as an unreachable member's would) and every inbound frame once
-    /// its sender is known. A packet that does not pass is dropped and
-    /// counted in [`NetStats::intercepted`](crate::NetStats::intercepted).
+    /// Whether a packet from `peer` ([`Way::In`]) or to it ([`Way::Out`])
+    /// passes: checked for every datagram, every outbound stream connection
+    /// (one that does not pass fails as an unreachable member's would) and
+    /// every inbound frame once its sender is known. A packet that does not
+    /// pass is dropped and counted in
+    /// [`NetStats::intercepted`](crate::NetStats::intercepted).
     ///
     /// # Examples
     ///
-    /// ```
-    /// use vigil_net::{Faults, Intercept};
+    /// A one-way cut: this member hears nothing from `peer`, and still
+    /// reaches it.
     ///
-    /// let faults = Faults::default();
-    /// let peer = "127.0.0.1:7946".parse().unwrap();
-    /// assert!(faults.passes(peer));
-    /// faults.block([peer]);
-    /// assert!(!faults.passes(peer));
     /// ```
-    fn passes(&self, peer: SocketAddr) -> bool;
+    /// use std::net::SocketAddr;
+    /// use vigil_net::{Intercept, Way};
+    ///
+    /// #[derive(Debug)]
+    /// struct Deaf(SocketAddr);
+    ///
+    /// impl Intercept for Deaf {
+    ///     fn passes(&self, peer: SocketAddr, way: Way) -> bool {
+    ///         !(peer == self.0 && way == Way::In)
+    ///     }
+    ///
+    ///     fn stopped_until(&self) -> Option<tokio::time::Instant> {
+    ///         None
+    ///     }
+    /// }
+    ///
+    /// let peer = "127.0.0.1:7946".parse().unwrap();
+    /// let deaf = Deaf(peer);
+    /// assert!(!deaf.passes(peer, Way::In));
+    /// assert!(deaf.passes(peer, Way::Out));
+    /// ```
+    fn passes(&self, peer: SocketAddr, way: Way) -> bool;
 
     /// Until when the member must stand still, if it must: it handles
     /// nothing until then (packets wait in the socket's buffer, and its
@@ -97,6 +115,15 @@ pub trait Intercept: Send + Sync + Debug + 'static {
     /// # }
     /// ```
     fn stopped_until(&self) -> Option<Instant>;
+}
+
+/// Which way a packet goes, for [`Intercept::passes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    /// From the peer to this member.
+    In,
+    /// From this member to the peer.
+    Out,
 }
 
 /// Faults to inject into one member: cut it off from some peers, or stop it
@@ -194,7 +221,7 @@ impl Faults {
 }
 
 impl Intercept for Faults {
-    fn passes(&self, peer: SocketAddr) -> bool {
+    fn passes(&self, peer: SocketAddr, _way: Way) -> bool {
         !self.blocked.lock().unwrap_or_else(PoisonError::into_inner).contains(&peer)
     }
 
@@ -216,18 +243,18 @@ mod tests {
     async fn a_pause_ends_and_a_block_lasts_until_healed() {
         let f = Faults::default();
         let peer: SocketAddr = "127.0.0.1:9".parse().unwrap();
-        assert!(f.passes(peer));
+        assert!(f.passes(peer, Way::In) && f.passes(peer, Way::Out));
         assert_eq!(f.stopped_until(), None);
         f.block([peer]);
-        assert!(!f.passes(peer));
-        assert!(f.passes("127.0.0.1:10".parse().unwrap()), "only the addresses given");
+        assert!(!f.passes(peer, Way::In) && !f.passes(peer, Way::Out));
+        assert!(f.passes("127.0.0.1:10".parse().unwrap(), Way::In), "only the addresses given");
         f.pause(Duration::from_secs(2));
         let until = f.stopped_until().expect("paused");
         assert_eq!(until - Instant::now(), Duration::from_secs(2));
         tokio::time::advance(Duration::from_secs(2)).await;
         assert_eq!(f.stopped_until(), None, "the pause is over");
-        assert!(!f.passes(peer), "the block is not");
+        assert!(!f.passes(peer, Way::Out), "the block is not");
         f.block([]);
-        assert!(f.passes(peer));
+        assert!(f.passes(peer, Way::In) && f.passes(peer, Way::Out));
     }
 }

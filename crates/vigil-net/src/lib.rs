@@ -77,7 +77,7 @@ mod types;
 
 pub use cluster::{Builder, Cluster, DEFAULT_CLUSTER, Events};
 pub use error::{KeyError, StartError, Stopped};
-pub use intercept::{Faults, Intercept};
+pub use intercept::{Faults, Intercept, Way};
 pub use types::{ClusterEvent, ClusterStats, NetConfig, NetStats, Recorded, RequestOutcome, Snapshot};
 // The types this crate's own API takes and returns, so that an embedder
 // needs no other dependency to use it.
