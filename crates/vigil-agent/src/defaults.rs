@@ -15,11 +15,9 @@ pub const BIND: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4
 pub const HTTP: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8470);
 
 /// Heartbeat arrivals kept per watched member, served as lab traces: about
-/// 3 hours at the LAN preset's rate, 80 KB per member.
+/// 3 hours at the LAN preset's rate, 80 KB per member. (The most is the
+/// protocol's to say: `Config::validate`.)
 pub const RECORDED_ARRIVALS: usize = 10_000;
-
-/// The most heartbeat arrivals kept per watched member.
-pub const MAX_RECORDED_ARRIVALS: usize = 1_000_000;
 
 /// Events kept for clients of `/v1/events` that resume.
 pub const EVENT_HISTORY: usize = 1_000;
@@ -32,6 +30,12 @@ pub const MAX_POLICIES: usize = 16;
 
 /// The most members given with `--watch`.
 pub const MAX_WATCH: usize = 1_024;
+
+/// The most memory the watched members may take together: each has a
+/// detector (its window of intervals) and its recorded arrivals. Checked
+/// before the member starts, from the detector and the recording asked for,
+/// and the members watched (the ring's and `--watch`'s).
+pub const MAX_WATCH_MEMORY: usize = 256 * 1024 * 1024;
 
 /// The most seeds given with `--join`.
 pub const MAX_SEEDS: usize = 256;
@@ -107,6 +111,3 @@ pub const RESERVE_HEADER_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long a response may wait on a client that does not read.
 pub const WRITE_STALL: Duration = Duration::from_secs(30);
-
-/// Input quoted in an error message is cut after this many characters.
-pub const QUOTED: usize = 40;

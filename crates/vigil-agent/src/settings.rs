@@ -423,6 +423,14 @@ pub enum Problem {
     /// Bound where other hosts reach it, without keys, and without
     /// `--plaintext`.
     Reachable(SocketAddr),
+    /// The watched members' detectors and recordings would take more memory
+    /// than [`defaults::MAX_WATCH_MEMORY`].
+    TooMuchMemory {
+        /// Bytes per watched member.
+        per_member: usize,
+        /// Members watched at most.
+        members: usize,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -439,6 +447,14 @@ impl fmt::Display for Problem {
             Problem::Detector(e) => e.fmt(f),
             Problem::Toml(e) => f.write_str(e.trim_end()),
             Problem::NoKeys => f.write_str("sealing needs keys (--key-file)"),
+            Problem::TooMuchMemory { per_member, members } => write!(
+                f,
+                "{members} watched members at {} each (the detector's window and the recorded arrivals) would take {}, \
+                 more than {}: ask for a smaller window or fewer recorded arrivals, or watch fewer members",
+                crate::input::binary_size(*per_member as u64),
+                crate::input::binary_size(per_member.saturating_mul(*members) as u64),
+                crate::input::binary_size(defaults::MAX_WATCH_MEMORY as u64)
+            ),
             Problem::Reachable(bind) => write!(
                 f,
                 "{bind}: other hosts can reach this member, and without keys nothing it sends or takes is \
@@ -864,6 +880,24 @@ impl Flags {
             let range = format!("at most {} members", defaults::MAX_WATCH);
             return Err(SettingsError::new(from, Problem::OutOfRange { value: watch.len().to_string(), range }));
         }
+        // Every watched member has a detector and a recording of its own:
+        // their memory is bounded before anything starts, not found out
+        // after days of heartbeats.
+        let detector_bytes: usize = protocol.detector.build().map_or(0, |d| vigil_detector::Detector::heap_bytes(&d));
+        let per_member = detector_bytes
+            .saturating_add(protocol.recorded_arrivals.saturating_mul(size_of::<vigil_detector::Instant>()));
+        let members = protocol.observers.saturating_add(watch.len()).max(1);
+        if per_member.saturating_mul(members) > defaults::MAX_WATCH_MEMORY {
+            let from = match (&a.detector, &file.detector, a.record_arrivals.or(file.record_arrivals)) {
+                (Some(_), _, _) => Origin::Flag("--detector"),
+                (None, Some(_), _) => origin(false, "detector", "--detector", path),
+                (None, None, Some(_)) => {
+                    origin(a.record_arrivals.is_some(), "record_arrivals", "--record-arrivals", path)
+                }
+                (None, None, None) => origin(!a.watch.is_empty(), "watch", "--watch", path),
+            };
+            return Err(SettingsError::new(from, Problem::TooMuchMemory { per_member, members }));
+        }
         // Secure by default: reachable from other hosts means keys, unless
         // the user says plaintext.
         if !bind.ip().is_loopback() && keyring.is_none() && sealing != Some(Sealing::Plaintext) {
@@ -938,6 +972,15 @@ mod tests {
             (c.protocol.suspect_level, c.detector.unwrap().to_string().as_str()),
             (4.0, "normal:window=1000,min-std-ms=100,threshold=4")
         );
+        let mut f = flags("x");
+        f.detector = Some("normal:window=16777216".into());
+        f.watch = (0..10).map(|i| format!("m{i}")).collect();
+        let e = error(f);
+        assert!(e.starts_with("--detector: 12 watched members at 64.1 MiB each"), "{e}");
+        let mut f = flags("x");
+        f.record_arrivals = Some(1_000_000);
+        f.watch = (0..100).map(|i| format!("m{i}")).collect();
+        assert!(error(f).starts_with("--record-arrivals: 102 watched members"));
         let mut f = flags("x");
         f.policies = vec!["route=2,dwel=1s".into()];
         assert_eq!(
