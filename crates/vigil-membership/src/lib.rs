@@ -54,6 +54,7 @@
 mod arrivals;
 mod broadcast;
 pub mod config;
+pub mod downing;
 mod event;
 mod health;
 mod introductions;
@@ -68,6 +69,7 @@ mod probe;
 mod rejected;
 pub mod replay;
 pub mod seal;
+pub mod stability;
 mod stats;
 mod subscription;
 mod suspicion;
