@@ -116,6 +116,9 @@ async fn start(config: &AgentConfig) -> Result<(Cluster, vigil_net::Events), Age
     if let Some((dir, _)) = &config.data_dir {
         builder = builder.data_dir(dir);
     }
+    if let Some(path) = &config.lease_file {
+        builder = builder.lease(std::sync::Arc::new(vigil_net::lease::FileLease::new(path)));
+    }
     // Subscribed before the start: the members met while joining are in
     // the stream too.
     let events = builder.events();

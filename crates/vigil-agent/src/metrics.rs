@@ -75,6 +75,16 @@ struct VerdictLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabel {
+    decision: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SideLabel {
+    side: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EjectLabel {
     reason: String,
 }
@@ -148,6 +158,9 @@ pub struct Metrics {
     strangers: Counter,
     reconnects: Counter,
     phi_at_verdict: Family<VerdictLabel, Histogram, HistogramMaker>,
+    unreachable: Counter,
+    decisions: Family<DecisionLabel, Counter>,
+    downed: Family<SideLabel, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -201,6 +214,9 @@ impl Metrics {
             strangers: Counter::default(),
             reconnects: Counter::default(),
             phi_at_verdict: Family::new_with_constructor(phi_histogram as HistogramMaker),
+            unreachable: Counter::default(),
+            decisions: Family::default(),
+            downed: Family::default(),
         };
         let r = &mut m.registry;
         r.register("members", "Members this one knows, by the status it believes", m.members.clone());
@@ -242,6 +258,21 @@ impl Metrics {
             m.deaths_declared.clone(),
         );
         r.register("refutations", "Suspicions refuted by the suspect", m.refuted.clone());
+        r.register(
+            "unreachable",
+            "Members found unreachable (a suspicion ran out, not refuted) while a downing strategy decides",
+            m.unreachable.clone(),
+        );
+        r.register(
+            "downing_decisions",
+            "Decisions of the downing strategy, by what was decided (down-unreachable: this side survived)",
+            m.decisions.clone(),
+        );
+        r.register(
+            "downed",
+            "Members downed by a decision: this member itself (side=self) or others (side=other)",
+            m.downed.clone(),
+        );
         r.register("flaps", "Suspicions refuted within 10 s", m.flaps.clone());
         r.register("deaths", "Members declared dead", m.deaths.clone());
         r.register("leaves", "Members that left", m.leaves.clone());
@@ -361,10 +392,10 @@ impl Metrics {
         }
     }
 
-    /// An event record this agent passed on. What it needs, the records
+    /// An event record of the member `node` that this agent passed on. What it needs, the records
     /// carry (how long a suspicion lasted, how long a dead member had been
     /// silent): no state of its own is kept.
-    pub fn observe(&mut self, e: &What) {
+    pub fn observe(&mut self, node: &str, e: &What) {
         match e {
             What::Suspected { phi, .. } => {
                 self.suspicions.inc();
@@ -411,7 +442,22 @@ impl Metrics {
             What::Policy { policy, fired: true, withheld: false, phi: Some(l), .. } => {
                 self.phi_at_verdict.get_or_create(&VerdictLabel { verdict: format!("policy:{policy}") }).observe(*l);
             }
-            What::Up { .. } | What::Tags { .. } | What::Policy { .. } | What::Renewed { .. } | What::Missed { .. } => {}
+            What::Unreachable { .. } => {
+                self.unreachable.inc();
+            }
+            What::Decided { decision, .. } => {
+                self.decisions.get_or_create(&DecisionLabel { decision: decision.clone() }).inc();
+            }
+            What::Downed { member, .. } => {
+                let side = if member == node { "self" } else { "other" };
+                self.downed.get_or_create(&SideLabel { side }).inc();
+            }
+            What::Up { .. }
+            | What::Tags { .. }
+            | What::Policy { .. }
+            | What::Renewed { .. }
+            | What::Reachable { .. }
+            | What::Missed { .. } => {}
         }
     }
 

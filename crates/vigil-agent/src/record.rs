@@ -211,6 +211,57 @@ pub enum What {
         /// How late, milliseconds.
         late_ms: f64,
     },
+    /// A member's suspicion ran out here without a refutation, while a
+    /// downing strategy decides: it is unreachable, not dead.
+    Unreachable {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// Its first accuser.
+        by: String,
+    },
+    /// An unreachable member refuted its suspicion.
+    Reachable {
+        /// Who.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// Its new incarnation.
+        incarnation: u64,
+    },
+    /// The downing strategy decided who survives, once the picture held
+    /// still.
+    Decided {
+        /// This member.
+        member: String,
+        /// The strategy, in its text form.
+        strategy: String,
+        /// `nothing`, `down-unreachable` (this side survives),
+        /// `down-reachable` (this side is downed), `down-all` or
+        /// `ask-lease`.
+        decision: String,
+        /// The members it downs.
+        down: Vec<String>,
+        /// Why.
+        reason: String,
+    },
+    /// A member was downed by a decision. When `member` is this agent's
+    /// own, **this member is downed**: stop acting as a member (leaders,
+    /// leases, shards) at once; it has taken a new generation and rejoins
+    /// through the surviving side.
+    Downed {
+        /// Who.
+        member: String,
+        /// The generation that was downed.
+        generation: u64,
+        /// Who decided.
+        by: String,
+        /// The strategy, in its text form.
+        strategy: String,
+        /// Why.
+        reason: String,
+    },
     /// Events that were not passed on.
     Missed {
         /// How many.
@@ -386,6 +437,31 @@ impl What {
                 What::Renewed { member, generation }
             }
             Event::LocalStall { late } => What::LocalStall { member: node.to_owned(), late_ms: ms(*late) },
+            Event::Unreachable { id: i, by } => {
+                let (member, generation) = id(i);
+                What::Unreachable { member, generation, by: by.name.clone() }
+            }
+            Event::Reachable { id: i, incarnation } => {
+                let (member, generation) = id(i);
+                What::Reachable { member, generation, incarnation: *incarnation }
+            }
+            Event::Decided { strategy, decision, down, reason } => What::Decided {
+                member: node.to_owned(),
+                strategy: strategy.clone(),
+                decision: decision.to_string(),
+                down: down.clone(),
+                reason: reason.clone(),
+            },
+            Event::Downed { id: i, by, strategy, reason } => {
+                let (member, generation) = id(i);
+                What::Downed {
+                    member,
+                    generation,
+                    by: by.name.clone(),
+                    strategy: strategy.clone(),
+                    reason: reason.clone(),
+                }
+            }
         }
     }
 
@@ -405,7 +481,11 @@ impl What {
             | What::Returned { member, .. }
             | What::SelfRefuted { member, .. }
             | What::Renewed { member, .. }
-            | What::LocalStall { member, .. } => Some(member),
+            | What::LocalStall { member, .. }
+            | What::Unreachable { member, .. }
+            | What::Reachable { member, .. }
+            | What::Decided { member, .. }
+            | What::Downed { member, .. } => Some(member),
             What::Missed { .. } => None,
         }
     }
@@ -427,6 +507,10 @@ impl What {
             What::SelfRefuted { .. } => "self_refuted",
             What::Renewed { .. } => "renewed",
             What::LocalStall { .. } => "local_stall",
+            What::Unreachable { .. } => "unreachable",
+            What::Reachable { .. } => "reachable",
+            What::Decided { .. } => "decided",
+            What::Downed { .. } => "downed",
             What::Missed { .. } => "missed",
         }
     }
@@ -485,6 +569,32 @@ impl fmt::Display for EventRecord {
             }
             What::Renewed { member, generation } => write!(f, "{member} took a new generation ({generation})"),
             What::LocalStall { member, late_ms } => write!(f, "{member} itself stalled ({late_ms:.0} ms late)"),
+            What::Unreachable { member, by, .. } => {
+                write!(f, "{member} is unreachable (suspected by {by}, not refuted)")
+            }
+            What::Reachable { member, incarnation, .. } => {
+                write!(f, "{member} is reachable again (incarnation {incarnation})")
+            }
+            What::Decided { member, strategy, decision, down, reason } => {
+                let what = match decision.as_str() {
+                    "down-unreachable" => "its side survives",
+                    "down-reachable" => "its side is downed",
+                    "down-all" => "everyone is downed",
+                    "ask-lease" => "the lease decides",
+                    _ => "nothing to down",
+                };
+                write!(f, "{member} decided ({strategy}): {what}")?;
+                if !down.is_empty() {
+                    write!(f, ", downing {}", down.join(", "))?;
+                }
+                write!(f, ": {reason}")
+            }
+            What::Downed { member, by, strategy, reason, .. } if member == node => {
+                write!(f, "{member} itself is downed by {by} ({strategy}: {reason}): it must stop acting as a member")
+            }
+            What::Downed { member, by, strategy, reason, .. } => {
+                write!(f, "{member} is downed by {by} ({strategy}: {reason})")
+            }
             What::Missed { count, sink } => write!(f, "{count} events missed ({})", sink.name()),
         }
     }

@@ -63,7 +63,7 @@ impl Recorder {
         let line = r.to_line();
         {
             let mut m = self.metrics();
-            m.observe(&r.what);
+            m.observe(&r.node, &r.what);
             m.event();
         }
         self.history.push(line.clone());

@@ -247,6 +247,35 @@ pub struct Flags {
     /// How long a member that left is remembered (default 24h).
     #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION"))]
     pub tombstone_timeout: Option<String>,
+    /// Who survives a partition. `auto` (default): a member whose suspicion
+    /// runs out is declared dead, on both sides, and both carry on (unsafe
+    /// for anything exclusive). Otherwise it is only unreachable, and once
+    /// the picture holds still the strategy decides; the losing side downs
+    /// itself (a `downed` event) and rejoins at a new generation:
+    /// `keep-majority[:tag=KEY=VALUE]`, `static-quorum:size=N[,tag=..]`,
+    /// `keep-oldest[:down-if-alone][,tag=..]`,
+    /// `keep-referee:address=IP:PORT[,down-all-if-less-than=N]`,
+    /// `lease-majority[:acquire-delay-for-minority=DURATION][,tag=..]` (with
+    /// `--lease-file`) or `down-all`.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "STRATEGY"))]
+    pub downing: Option<String>,
+    /// Calm needed before the downing strategy decides (a duration; default
+    /// 20s, Akka's; keep it above the preset's longest suspicion).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION"))]
+    pub stable_after: Option<String>,
+    /// How long the surviving side waits before it declares the losers dead
+    /// (default: --stable-after).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION"))]
+    pub down_removal_margin: Option<String>,
+    /// Instability tolerated past --stable-after before everyone is downed,
+    /// a duration or `off` (default: ¾ of --stable-after, at least 4s).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION|off"))]
+    pub down_all_when_unstable: Option<String>,
+    /// The lease `lease-majority` asks for: a file every member can reach
+    /// (one host, or a shared file system), locked while it is read and
+    /// written.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
+    pub lease_file: Option<PathBuf>,
 }
 
 /// The settings file: the flags' names, in `snake_case`, with `[tags]` and
@@ -306,6 +335,16 @@ pub struct FileSettings {
     pub reconnect_timeout: Option<String>,
     /// `tombstone_timeout`.
     pub tombstone_timeout: Option<String>,
+    /// `downing`.
+    pub downing: Option<String>,
+    /// `stable_after`.
+    pub stable_after: Option<String>,
+    /// `down_removal_margin`.
+    pub down_removal_margin: Option<String>,
+    /// `down_all_when_unstable`.
+    pub down_all_when_unstable: Option<String>,
+    /// `lease_file`.
+    pub lease_file: Option<PathBuf>,
 }
 
 impl FileSettings {
@@ -353,7 +392,12 @@ impl FileSettings {
             policies,
             reconnect_interval,
             reconnect_timeout,
-            tombstone_timeout
+            tombstone_timeout,
+            downing,
+            stable_after,
+            down_removal_margin,
+            down_all_when_unstable,
+            lease_file
         );
         changed
     }
@@ -416,6 +460,10 @@ pub enum Problem {
     Policy(PolicyError),
     /// A detector spec that does not read or build.
     Detector(SpecError),
+    /// A downing strategy that does not read.
+    Downing(vigil_net::downing::BadStrategy),
+    /// `lease-majority` without a lease to ask.
+    NoLease,
     /// The settings file is not TOML, or holds a key it should not.
     Toml(String),
     /// Sealing asked for without keys.
@@ -445,6 +493,10 @@ impl fmt::Display for Problem {
             Problem::Secret(e) => e.fmt(f),
             Problem::Policy(e) => e.fmt(f),
             Problem::Detector(e) => e.fmt(f),
+            Problem::Downing(e) => e.fmt(f),
+            Problem::NoLease => f.write_str(
+                "lease-majority needs a lease that every side can reach: give --lease-file (or pick another strategy)",
+            ),
             Problem::Toml(e) => f.write_str(e.trim_end()),
             Problem::NoKeys => f.write_str("sealing needs keys (--key-file)"),
             Problem::TooMuchMemory { per_member, members } => write!(
@@ -545,6 +597,8 @@ pub struct AgentConfig {
     pub watch: BTreeSet<String>,
     /// The log's level.
     pub log_level: LogLevel,
+    /// The lease `lease-majority` asks for (`--lease-file`).
+    pub lease_file: Option<PathBuf>,
     /// The settings file, to read again on SIGHUP, with what it said at the
     /// start.
     pub file: Option<(PathBuf, FileSettings)>,
@@ -842,6 +896,38 @@ impl Flags {
             let from = origin(a.datagram_budget.is_some(), "datagram_budget", "--datagram-budget", path);
             protocol.validate().map_err(protocol_error(from))?;
         }
+        let lease_file = match (&a.lease_file, &file.lease_file) {
+            (Some(p), _) => Some(p.clone()),
+            (None, p) => p.clone(),
+        };
+        if let Some((text, from)) = pick(&a.downing, &file.downing, "downing", "--downing") {
+            let strategy: vigil_net::downing::Strategy =
+                text.parse().map_err(|e| SettingsError::new(from.clone(), Problem::Downing(e)))?;
+            if matches!(strategy, vigil_net::downing::Strategy::LeaseMajority { .. }) && lease_file.is_none() {
+                return Err(SettingsError::new(from, Problem::NoLease));
+            }
+            protocol.downing = vigil_net::downing::Downing::new(strategy);
+        }
+        if let Some((text, from)) = pick(&a.stable_after, &file.stable_after, "stable_after", "--stable-after") {
+            protocol.downing = protocol.downing.clone().with_stable_after(duration(from.clone(), &text)?);
+            protocol.validate().map_err(protocol_error(from))?;
+        }
+        if let Some((text, from)) =
+            pick(&a.down_removal_margin, &file.down_removal_margin, "down_removal_margin", "--down-removal-margin")
+        {
+            protocol.downing.down_removal_margin = duration(from.clone(), &text)?;
+            protocol.validate().map_err(protocol_error(from))?;
+        }
+        if let Some((text, from)) = pick(
+            &a.down_all_when_unstable,
+            &file.down_all_when_unstable,
+            "down_all_when_unstable",
+            "--down-all-when-unstable",
+        ) {
+            protocol.downing.down_all_when_unstable =
+                if text.trim() == "off" { None } else { Some(duration(from.clone(), &text)?) };
+            protocol.validate().map_err(protocol_error(from))?;
+        }
         let http = match pick(&a.http, &file.http, "http", "--http") {
             Some((v, _)) if v == "off" => Http::Off,
             Some((v, from)) => Http::At(address(from.clone(), &v)?, from),
@@ -921,6 +1007,7 @@ impl Flags {
             event_history,
             watch,
             log_level: a.log_level.or(file.log_level).unwrap_or_default(),
+            lease_file,
             file: path.map(|p| (p.to_owned(), file.clone())),
             tag_flags: a.tags.clone(),
         })

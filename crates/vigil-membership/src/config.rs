@@ -182,6 +182,13 @@ pub struct Config {
     /// until the first outcome. Default
     /// [`OutlierConfig::vigil`](vigil_detector::outlier::OutlierConfig::vigil).
     pub outliers: vigil_detector::outlier::OutlierConfig,
+    /// Who survives a partition: [`Strategy::Auto`](crate::downing::Strategy::Auto)
+    /// (the default) declares a member dead when its suspicion runs out,
+    /// on each side of a partition, so both sides carry on (unsafe for
+    /// anything exclusive); a strategy such as `keep-majority` makes such a
+    /// member unreachable instead and decides, once the picture holds
+    /// still, which side is downed. See [`Downing`](crate::downing::Downing).
+    pub downing: crate::downing::Downing,
 }
 
 /// A day: the LAN preset's reconnect and tombstone timeouts.
@@ -258,6 +265,7 @@ impl Config {
             datagram_budget: crate::wire::MAX_DATAGRAM,
             recorded_arrivals: 0,
             outliers: vigil_detector::outlier::OutlierConfig::vigil(),
+            downing: crate::downing::Downing::default(),
         }
     }
 
@@ -347,6 +355,7 @@ impl Config {
             ("push_pull_interval", self.push_pull_interval),
             ("reconnect_interval", self.reconnect_interval),
             ("introduction_window", self.introduction_window),
+            ("downing.stable_after", self.downing.stable_after),
         ] {
             // Durations are bounded so that scaling them (by local health,
             // by the cluster size) cannot overflow.
@@ -354,7 +363,13 @@ impl Config {
                 return Err(ConfigError::out_of_range(field, format!("{d:?}"), "more than zero and at most a day"));
             }
         }
-        for (field, d) in [("dead_retention", self.dead_retention), ("local_stall", self.local_stall)] {
+        let dg = &self.downing;
+        for (field, d) in [
+            ("dead_retention", self.dead_retention),
+            ("local_stall", self.local_stall),
+            ("downing.down_all_when_unstable", dg.down_all_when_unstable.unwrap_or_default()),
+            ("downing.down_removal_margin", dg.down_removal_margin),
+        ] {
             if d > day {
                 return Err(ConfigError::out_of_range(field, format!("{d:?}"), "at most a day"));
             }

@@ -206,6 +206,8 @@ pub enum Strategy {
 
 /// What a member decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Decision {
     /// Nothing to decide: nobody is unreachable (but the indirectly
     /// connected, who are downed).
@@ -569,6 +571,139 @@ impl fmt::Display for Strategy {
                 )
             }
         }
+    }
+}
+
+/// The downing provider's settings ([`Config::downing`](crate::Config::downing)).
+///
+/// With [`Strategy::Auto`] (the default) the protocol declares a member
+/// dead when its suspicion runs out, as SWIM does, and nothing here
+/// applies. With any other strategy a suspicion that runs out only makes
+/// the member *unreachable* ([`Event::Unreachable`](crate::Event::Unreachable));
+/// once the picture has held still for `stable_after`, the strategy
+/// decides who is downed. The losing side downs itself at once; the
+/// winning side declares the others dead `down_removal_margin` later, so
+/// that the losers have stopped before anyone takes over what they held.
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_membership::downing::{Downing, Strategy};
+///
+/// let d = Downing::new(Strategy::KeepMajority { tag: None }).with_stable_after(Duration::from_secs(8));
+/// assert_eq!(d.down_all_when_unstable, Some(Duration::from_secs(6)));
+/// assert_eq!(d.down_removal_margin, Duration::from_secs(8));
+/// assert_eq!(Downing::default().strategy, Strategy::Auto);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Downing {
+    /// Who survives a partition.
+    pub strategy: Strategy,
+    /// How long the picture (members, suspicions, unreachable members)
+    /// must hold still before a decision (Akka: 20 s). Keep it above
+    /// [`Config::suspicion_max`](crate::Config::suspicion_max), so that a
+    /// suspected member has had its chance to refute.
+    pub stable_after: Duration,
+    /// Down everyone when no stable moment comes within `stable_after +`
+    /// this (`None`: wait for ever). Akka: ¾ of `stable_after`, at least
+    /// 4 s.
+    pub down_all_when_unstable: Option<Duration>,
+    /// How long the winning side waits, after its decision, before it
+    /// declares the losing side dead.
+    pub down_removal_margin: Duration,
+}
+
+/// Akka's `stable-after`.
+const STABLE_AFTER: Duration = Duration::from_secs(20);
+
+impl Downing {
+    /// `strategy` with Akka's timing: stable after 20 s, everyone downed
+    /// after 15 s more of instability, a removal margin of 20 s.
+    pub fn new(strategy: Strategy) -> Downing {
+        Downing { strategy, ..Downing::default() }.with_stable_after(STABLE_AFTER)
+    }
+
+    /// The same settings with `stable_after`, and the margins that follow
+    /// from it: [`Stability::default_margin`](crate::stability::Stability::default_margin)
+    /// and a removal margin of `stable_after`.
+    pub fn with_stable_after(self, stable_after: Duration) -> Downing {
+        Downing {
+            stable_after,
+            down_all_when_unstable: Some(crate::stability::Stability::default_margin(stable_after)),
+            down_removal_margin: stable_after,
+            ..self
+        }
+    }
+
+    /// Whether a strategy decides (anything but [`Strategy::Auto`]).
+    pub fn decides(&self) -> bool {
+        !matches!(self.strategy, Strategy::Auto)
+    }
+}
+
+impl Default for Downing {
+    fn default() -> Downing {
+        Downing {
+            strategy: Strategy::Auto,
+            stable_after: STABLE_AFTER,
+            down_all_when_unstable: Some(crate::stability::Stability::default_margin(STABLE_AFTER)),
+            down_removal_margin: STABLE_AFTER,
+        }
+    }
+}
+
+/// A decision taken and not yet carried out: the winning side's removal
+/// margin, or the wait before asking the lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Pending {
+    /// What was decided.
+    pub decision: Decision,
+    /// The members it downs, by name.
+    pub down: Vec<String>,
+    /// Why, for a person.
+    pub reason: String,
+    /// When it is carried out (the removal margin's end), or the lease
+    /// asked.
+    pub at: vigil_detector::Instant,
+    /// Whether the lease was asked and the answer is awaited.
+    pub lease_asked: bool,
+    /// For [`Decision::AskLease`]: the holder this side asks the lease
+    /// for, the same for every member of the side (the name of its member
+    /// with the lowest address), so that the lease grants a side and not
+    /// one member of it.
+    pub lease_holder: Option<String>,
+}
+
+/// What one member's downing provider knows and intends, as
+/// [`NodeView::downing`](crate::NodeView::downing) shows it.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Outlook {
+    /// The strategy, in its text form.
+    pub strategy: String,
+    /// Observer → subject: the observer finds the subject unreachable (its
+    /// suspicion ran out without a refutation), by name.
+    pub records: Vec<(String, String)>,
+    /// When a decision may be taken: `None` while nothing is unreachable,
+    /// or with [`Strategy::Auto`].
+    pub decide_at: Option<vigil_detector::Instant>,
+    /// A decision taken and not yet carried out.
+    pub pending: Option<Pending>,
+}
+
+/// The decision's name: `nothing`, `down-unreachable`, `down-reachable`,
+/// `down-all`, `ask-lease`, `auto`.
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Decision::Nothing => "nothing",
+            Decision::DownUnreachable => "down-unreachable",
+            Decision::DownReachable => "down-reachable",
+            Decision::DownAll => "down-all",
+            Decision::AskLease { .. } => "ask-lease",
+            Decision::Auto => "auto",
+        })
     }
 }
 

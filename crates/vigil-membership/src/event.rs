@@ -107,9 +107,10 @@ pub enum Event {
         /// Its new incarnation.
         incarnation: u64,
     },
-    /// This node's incarnation could not grow any more, so it took a new
-    /// generation (as a restart would). A runtime that persists the
-    /// generation should persist this one.
+    /// This node took a new generation (as a restart would): its
+    /// incarnation could not grow any more, or it was downed
+    /// ([`Event::Downed`]). A runtime that persists the generation should
+    /// persist this one.
     Renewed {
         /// The new identity.
         id: NodeId,
@@ -163,6 +164,53 @@ pub enum Event {
     LocalStall {
         /// How late it was.
         late: Duration,
+    },
+    /// A downing strategy decides ([`Config::downing`](crate::Config::downing)):
+    /// a member's suspicion ran out here without a refutation. It is not
+    /// dead: it is unreachable from its accusers, until it refutes
+    /// ([`Event::Reachable`]) or a decision downs it or this node.
+    Unreachable {
+        /// Who.
+        id: NodeId,
+        /// Its first accuser.
+        by: NodeId,
+    },
+    /// An unreachable member refuted its suspicion.
+    Reachable {
+        /// Who.
+        id: NodeId,
+        /// Its new incarnation.
+        incarnation: u64,
+    },
+    /// The downing strategy decided, once the picture held still (or it
+    /// never did: [`Decision::DownAll`](crate::downing::Decision::DownAll)).
+    Decided {
+        /// The strategy, in its text form.
+        strategy: String,
+        /// What it decided.
+        decision: crate::downing::Decision,
+        /// The members it downs, by name.
+        down: Vec<String>,
+        /// Why.
+        reason: String,
+    },
+    /// A member was downed by a decision. When `id` is this node's own
+    /// (former) identity, **this node is downed**: the application must
+    /// stop acting as a member (give up leadership, leases, shards) at
+    /// once. The node has taken a new generation ([`Event::Renewed`]
+    /// follows), so fencing tokens of the old epoch are stale, and it
+    /// rejoins through the surviving side when it can reach it (or, when
+    /// everyone was downed, stays out until restarted). For another member,
+    /// [`Event::Dead`] follows.
+    Downed {
+        /// Who, in the generation that was downed.
+        id: NodeId,
+        /// Who decided (this node, or the member whose verdict reached it).
+        by: NodeId,
+        /// The strategy, in its text form.
+        strategy: String,
+        /// Why.
+        reason: String,
     },
 }
 
@@ -245,6 +293,15 @@ impl std::fmt::Display for Event {
             Event::Ejected { id, reason, .. } => write!(f, "{id} ejected ({})", reason.name()),
             Event::Returned { id } => write!(f, "{id} returned to service"),
             Event::LocalStall { late } => write!(f, "this member stalled: its timers ran {} ms late", late.as_millis()),
+            Event::Unreachable { id, by } => write!(f, "{id} unreachable (suspected by {}, not refuted)", by.name),
+            Event::Reachable { id, incarnation } => write!(f, "{id} reachable again (incarnation {incarnation})"),
+            Event::Decided { strategy, decision, down, reason } => {
+                let whom = if down.is_empty() { String::new() } else { format!(", downing {}", down.join(", ")) };
+                write!(f, "{strategy} decided {decision}{whom}: {reason}")
+            }
+            Event::Downed { id, by, strategy, reason } => {
+                write!(f, "{id} downed by {} ({strategy}: {reason})", by.name)
+            }
         }
     }
 }

@@ -68,6 +68,7 @@ mod outcomes;
 mod probe;
 mod rejected;
 pub mod replay;
+mod resolver;
 pub mod seal;
 pub mod stability;
 mod stats;

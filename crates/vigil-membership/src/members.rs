@@ -357,18 +357,18 @@ impl MemberTable {
     }
 
     /// The first `k` live members after `name` on the ring (whom `name`
-    /// heartbeats), never `name` itself.
-    pub(crate) fn successors(&self, name: &str, k: usize) -> Vec<Arc<str>> {
-        self.ring_walk(name, k, true)
+    /// heartbeats), never `name` itself, passing over those `skip` names.
+    pub(crate) fn successors(&self, name: &str, k: usize, skip: impl Fn(&str) -> bool) -> Vec<Arc<str>> {
+        self.ring_walk(name, k, true, skip)
     }
 
     /// The first `k` live members before `name` on the ring (whom `name`
-    /// watches), never `name` itself.
-    pub(crate) fn predecessors(&self, name: &str, k: usize) -> Vec<Arc<str>> {
-        self.ring_walk(name, k, false)
+    /// watches), never `name` itself, passing over those `skip` names.
+    pub(crate) fn predecessors(&self, name: &str, k: usize, skip: impl Fn(&str) -> bool) -> Vec<Arc<str>> {
+        self.ring_walk(name, k, false, skip)
     }
 
-    fn ring_walk(&self, name: &str, k: usize, forward: bool) -> Vec<Arc<str>> {
+    fn ring_walk(&self, name: &str, k: usize, forward: bool, skip: impl Fn(&str) -> bool) -> Vec<Arc<str>> {
         let key: (u64, Arc<str>) = (ring_hash(name), Arc::from(name));
         let n = self.ring.len();
         let start = self.ring_position(&key);
@@ -376,9 +376,14 @@ impl MemberTable {
         let here = self.ring.get(start).and_then(|&s| self.slot(s)).is_some_and(|m| *m.name == *name);
         let others = n - usize::from(here);
         let mut out = Vec::with_capacity(k.min(others));
-        for i in 0..k.min(others) {
+        for i in 0..others {
+            if out.len() == k {
+                break;
+            }
             let at = if forward { (start + usize::from(here) + i) % n } else { (start + n - 1 - i) % n };
-            if let Some(m) = self.ring.get(at).and_then(|&s| self.slot(s)) {
+            if let Some(m) = self.ring.get(at).and_then(|&s| self.slot(s))
+                && !skip(&m.name)
+            {
                 out.push(m.name.clone());
             }
         }
@@ -507,22 +512,25 @@ mod tests {
         // Every member's successors list each member that watches it.
         for i in 0..6 {
             let me = format!("n{i}");
-            let succ = t.successors(&me, 2);
-            let pred = t.predecessors(&me, 2);
+            let succ = t.successors(&me, 2, |_| false);
+            let pred = t.predecessors(&me, 2, |_| false);
             assert_eq!((succ.len(), pred.len()), (2, 2));
             assert!(!succ.iter().chain(&pred).any(|n| **n == *me));
             for s in &succ {
-                assert!(t.predecessors(s, 2).iter().any(|p| **p == *me), "{me} heartbeats {s}, which must watch it");
+                assert!(
+                    t.predecessors(s, 2, |_| false).iter().any(|p| **p == *me),
+                    "{me} heartbeats {s}, which must watch it"
+                );
             }
         }
         // An asker that is not on the ring (this node) sees everyone.
-        assert_eq!(t.successors("outsider", 10).len(), 6);
-        assert_eq!(t.predecessors("outsider", 10).len(), 6);
+        assert_eq!(t.successors("outsider", 10, |_| false).len(), 6);
+        assert_eq!(t.predecessors("outsider", 10, |_| false).len(), 6);
         // Dead members leave the ring and its version moves.
         let v = t.ring_version();
         t.set("n3", 1, Status::Dead, addr(3), Instant::from_secs(1));
         assert_ne!(t.ring_version(), v);
-        assert!(!t.successors("n0", 10).iter().any(|n| &**n == "n3"));
+        assert!(!t.successors("n0", 10, |_| false).iter().any(|n| &**n == "n3"));
         assert_eq!(t.tombstones().map(|m| m.name.to_string()).collect::<Vec<_>>(), ["n3"]);
         t.check();
     }

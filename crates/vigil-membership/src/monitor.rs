@@ -48,6 +48,10 @@ struct Watch {
     on_ring: bool,
     /// Watched because the application asked.
     by_app: bool,
+    /// On the ring only because members closer to this node are passed
+    /// over (suspected, while a downing strategy decides): it does not
+    /// heartbeat this node by itself, so this node subscribes.
+    borrowed: bool,
     /// `probe` fired: the member is silent.
     silent: bool,
     /// Silent without ever having been heard.
@@ -142,25 +146,45 @@ impl Monitor {
         })
     }
 
-    /// Watches the `K` ring predecessors of `me`, if the ring changed since
-    /// the last call: new ones start their first-heartbeat clock at `now`,
+    /// Watches the `K` ring predecessors of `me`, passing over those `skip`
+    /// names (members this node suspects, while a downing strategy
+    /// decides: the next ones take their place, borrowed, so that every
+    /// member keeps observers on this node's side of a partition), if the
+    /// ring's `version` changed since the last call. Returns whether a
+    /// member was newly borrowed (to be subscribed to at once). New ones
+    /// start their first-heartbeat clock at `now`,
     /// former ones are dropped (unless the application watches them), and a
     /// member with a new generation starts afresh.
-    pub(crate) fn sync(&mut self, members: &MemberTable, me: &str, now: Instant) {
-        if self.ring_version == Some(members.ring_version()) {
-            return;
+    pub(crate) fn sync(
+        &mut self,
+        members: &MemberTable,
+        me: &str,
+        now: Instant,
+        version: u64,
+        skip: impl Fn(&str) -> bool,
+    ) -> bool {
+        if self.ring_version == Some(version) {
+            return false;
         }
-        self.ring_version = Some(members.ring_version());
-        let ring: Vec<Arc<str>> = members.predecessors(me, self.observers);
+        self.ring_version = Some(version);
+        let ring: Vec<Arc<str>> = members.predecessors(me, self.observers, &skip);
+        // The members that heartbeat this node by themselves.
+        let natural: Vec<Arc<str>> = members.predecessors(me, self.observers, |_| false);
         let former: Vec<Arc<str>> = self.watched.iter().filter(|(_, w)| w.on_ring).map(|(n, _)| n.clone()).collect();
         for name in former {
             if !ring.contains(&name) {
                 self.set_on_ring(&name, false, now);
             }
         }
+        let mut newly_borrowed = false;
         for name in ring {
             let generation = members.get(&name).map_or(0, |m| m.generation);
-            self.add(name, generation, now, true);
+            let borrowed = !natural.contains(&name);
+            self.add(name.clone(), generation, now, true);
+            if let Some(w) = self.watched.get_mut(&name) {
+                newly_borrowed |= borrowed && !w.borrowed;
+                w.borrowed = borrowed;
+            }
         }
         // Application watches follow generations too.
         let stale: Vec<(Arc<str>, u64)> = self
@@ -173,12 +197,17 @@ impl Monitor {
         for (name, generation) in stale {
             self.add(name, generation, now, false);
         }
+        newly_borrowed
     }
 
-    /// Members watched for the application only (not on the ring): they
-    /// heartbeat this node only if it subscribes.
+    /// Members watched for the application only (not on the ring), or
+    /// borrowed onto it: they heartbeat this node only if it subscribes.
     pub(crate) fn app_only(&self) -> Vec<Arc<str>> {
-        self.watched.iter().filter(|(_, w)| w.by_app && !w.on_ring).map(|(n, _)| n.clone()).collect()
+        self.watched
+            .iter()
+            .filter(|(_, w)| (w.by_app && !w.on_ring) || (w.on_ring && w.borrowed))
+            .map(|(n, _)| n.clone())
+            .collect()
     }
 
     /// Whether `name` is watched because the ring says so.
@@ -231,6 +260,7 @@ impl Monitor {
                     generation,
                     on_ring,
                     by_app: !on_ring,
+                    borrowed: false,
                     silent: false,
                     never_heard: false,
                     quiet_until: Instant::ZERO,
@@ -605,8 +635,8 @@ mod tests {
         let config = Config::lan(1);
         let mut m = monitor(&config);
         let mut t = table(6);
-        m.sync(&t, ME, ms(0));
-        let ring = sorted(t.predecessors(ME, 2));
+        m.sync(&t, ME, ms(0), t.ring_version(), |_| false);
+        let ring = sorted(t.predecessors(ME, 2, |_| false));
         assert_eq!(watched(&m), ring);
         assert!(ring.iter().all(|n| m.on_ring(n)));
         // The application also watches a member off the ring.
@@ -617,8 +647,8 @@ mod tests {
         // and the application's watch stays.
         let gone = ring[0].clone();
         t.set(&gone, 0, Status::Dead, addr(0), ms(10));
-        m.sync(&t, ME, ms(10));
-        let now_ring = sorted(t.predecessors(ME, 2));
+        m.sync(&t, ME, ms(10), t.ring_version(), |_| false);
+        let now_ring = sorted(t.predecessors(ME, 2, |_| false));
         assert!(!now_ring.contains(&gone));
         let mut expected = now_ring.clone();
         if !expected.contains(&off) {
@@ -632,7 +662,7 @@ mod tests {
         assert_eq!(watched(&m), now_ring);
         // Classic mode watches nobody on its own.
         let mut classic = monitor(&Config::classic_lan(1));
-        classic.sync(&t, ME, ms(0));
+        classic.sync(&t, ME, ms(0), t.ring_version(), |_| false);
         assert!(watched(&classic).is_empty());
     }
 
@@ -641,8 +671,8 @@ mod tests {
         let config = Config::lan(1);
         let mut m = monitor(&config);
         let mut t = table(3);
-        m.sync(&t, ME, ms(0));
-        let name = t.predecessors(ME, 1)[0].to_string();
+        m.sync(&t, ME, ms(0), t.ring_version(), |_| false);
+        let name = t.predecessors(ME, 1, |_| false)[0].to_string();
         beat(&mut m, &name, 0, 10_000);
         let before = m.report(&name, ms(10_000)).unwrap();
         assert!(before.heard && before.heartbeats > 5);
@@ -650,7 +680,7 @@ mod tests {
         // The member restarts: generation 2, in the same place on the ring.
         t.remove(&name);
         assert!(t.insert(&NodeId::new(name.as_str(), 2), addr(0), 0, Status::Alive, ms(10_000)));
-        m.sync(&t, ME, ms(10_000));
+        m.sync(&t, ME, ms(10_000), t.ring_version(), |_| false);
         let after = m.report(&name, ms(10_000)).unwrap();
         assert_eq!((after.generation, after.heard, after.mean), (2, false, None));
         // The old process's heartbeats are not the new one's.
@@ -664,8 +694,8 @@ mod tests {
         let config = Config::lan(1);
         let mut m = monitor(&config);
         let t = table(3);
-        m.sync(&t, ME, ms(0));
-        let ring: Vec<String> = sorted(t.predecessors(ME, 2));
+        m.sync(&t, ME, ms(0), t.ring_version(), |_| false);
+        let ring: Vec<String> = sorted(t.predecessors(ME, 2, |_| false));
         let (heard, never) = (&ring[0], &ring[1]);
         // One member heartbeats for 2.9 s; the other is never heard from.
         assert!(beat(&mut m, heard, 0, 2_900).is_empty());
@@ -693,7 +723,7 @@ mod tests {
         let config = Config::lan(1);
         let mut m = monitor(&config);
         let t = table(1);
-        m.sync(&t, ME, ms(0));
+        m.sync(&t, ME, ms(0), t.ring_version(), |_| false);
         let name = "m0";
         beat(&mut m, name, 0, 20_000);
         let last = m.last_heartbeat(name).unwrap();
@@ -712,7 +742,7 @@ mod tests {
         let config = Config::lan(1);
         let mut m = monitor(&config);
         let t = table(1);
-        m.sync(&t, ME, ms(0));
+        m.sync(&t, ME, ms(0), t.ring_version(), |_| false);
         beat(&mut m, "m0", 0, 10_000);
         let crossing = m.crossing("m0").unwrap();
         // This node stalled for 4 s just before the member's level crossed:
@@ -741,7 +771,7 @@ mod tests {
         config.policies = vec!["slow=2,dwell=1s".parse().unwrap()];
         let mut m = monitor(&config);
         let t = table(2);
-        m.sync(&t, ME, ms(0));
+        m.sync(&t, ME, ms(0), t.ring_version(), |_| false);
         // Both members are on the ring; the application watches m0 too.
         m.watch(t.get("m0").unwrap().name.clone(), 1, ms(0));
         for s in 0..10u64 {
@@ -790,7 +820,7 @@ mod tests {
         config.policies = vec!["route=2,ejection".parse().unwrap(), "drain=ejection".parse().unwrap()];
         let mut m = monitor(&config);
         let t = table(6);
-        m.sync(&t, ME, ms(0));
+        m.sync(&t, ME, ms(0), t.ring_version(), |_| false);
         let live: Vec<Arc<str>> = t.iter().map(|m| m.name.clone()).collect();
         m.watch(t.get("m0").unwrap().name.clone(), 1, ms(0));
         m.heartbeat("m0", 1, ms(0));
@@ -846,7 +876,7 @@ mod tests {
         config.policies = vec!["evict=2,destructive".parse().unwrap()];
         let mut m = monitor(&config);
         let t = table(10);
-        m.sync(&t, ME, ms(0));
+        m.sync(&t, ME, ms(0), t.ring_version(), |_| false);
         for i in 0..10 {
             m.watch(t.get(&format!("m{i}")).unwrap().name.clone(), 1, ms(0));
         }

@@ -46,6 +46,7 @@ use crate::monitor::{Change, Monitor, Notice};
 use crate::node_view::NodeView;
 use crate::probe::{Answered, Probe, ProbeOrder, Probes, Purpose, Stage};
 use crate::rejected::Rejected;
+use crate::resolver::Resolver;
 use crate::stats::Stats;
 use crate::subscription::{self, Subscribers};
 use crate::suspicion::{Bounds, Confirmed, Suspicions};
@@ -57,6 +58,7 @@ use crate::watch_report::WatchReport;
 use crate::wire::{self, MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
 
 mod dissemination;
+mod downing;
 mod probing;
 mod rules;
 #[cfg(test)]
@@ -108,6 +110,10 @@ pub struct Node {
     /// Whether the runtime should resolve the seeds' names again (set when
     /// the seeds are asked again; taken by [`Node::take_seed_refresh`]).
     seed_refresh: bool,
+    /// Downed, and not yet back: only packets from the seeds (the side
+    /// that survived) are heard, so that the members downed together do
+    /// not form a cluster of their own again.
+    rejoining: bool,
     /// Members proposed by strangers, waiting for their answer.
     introductions: Introductions,
     /// Accusers told of this incarnation's refutation.
@@ -120,6 +126,8 @@ pub struct Node {
     monitor: Monitor,
     subscribers: Subscribers,
     health: LocalHealth,
+    /// The downing provider's gate and pending decision.
+    resolver: Resolver,
     timers: Timers,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
@@ -173,6 +181,7 @@ impl Node {
         stagger(Timer::Collect, COLLECT_INTERVAL);
         let mut node = Node {
             health: LocalHealth::new(config.max_awareness),
+            resolver: Resolver::new(&config.downing),
             introductions: Introductions::new(config.introductions_per_source, config.introduction_window),
             config,
             me: id,
@@ -186,6 +195,7 @@ impl Node {
             seeds: Vec::new(),
             join_backoff: JOIN_RETRY_FIRST,
             seed_refresh: false,
+            rejoining: false,
             refuted_to: std::collections::BTreeSet::new(),
             members: MemberTable::new(),
             suspicions: Suspicions::default(),
@@ -214,6 +224,12 @@ impl Node {
     /// This node's incarnation.
     pub fn incarnation(&self) -> u64 {
         self.incarnation
+    }
+
+    /// [`Status::Alive`]; [`Status::Left`] once it left ([`Node::leave`]),
+    /// or was downed with nobody to rejoin through ([`Event::Downed`]).
+    pub fn status(&self) -> Status {
+        self.status
     }
 
     /// Lifeguard's local health score (0 is healthy).
@@ -407,6 +423,7 @@ impl Node {
             candidates: self.introductions.len(),
             recorded_arrivals: self.config.recorded_arrivals,
             seeds: self.seeds.clone(),
+            downing: self.downing_outlook(),
             stats: self.stats.clone(),
         }
     }
@@ -678,6 +695,13 @@ impl Node {
     }
 
     fn receive(&mut self, now: Instant, from: SocketAddr, packet: Packet) {
+        if self.rejoining {
+            if !self.seeds.contains(&from) {
+                self.stats.ignored_while_downed += 1;
+                return;
+            }
+            self.rejoining = false;
+        }
         let vouched = self.vouched(from, &packet);
         if !vouched {
             self.stats.from_strangers += 1;
@@ -694,7 +718,7 @@ impl Node {
             Message::Heartbeat if vouched => {
                 // Membership changes in this very packet must show in the
                 // watch list before the heartbeat is matched against it.
-                self.monitor.sync(&self.members, &self.me.name, now);
+                self.sync_monitor(now);
                 self.monitor.heartbeat(&packet.from.name, packet.from.generation, now);
                 // A recovery for an application policy is reported now,
                 // not at the next timer.
@@ -906,7 +930,7 @@ impl Node {
         if self.status == Status::Left {
             return;
         }
-        self.monitor.sync(&self.members, &self.me.name, now);
+        self.sync_monitor(now);
         // Alone with seeds: go back to them, after a back-off that grows
         // while nobody answers and starts again from 1 s once someone did.
         if self.members.live_count() > 0 {
@@ -917,10 +941,30 @@ impl Node {
         self.timers.set(Timer::Probes, self.probes.next_deadline());
         self.timers.set(Timer::Suspicions, self.suspicions.next_deadline());
         self.timers.set(Timer::Monitor, self.monitor.next_deadline());
+        self.settle_downing(now);
+    }
+
+    /// The watch list follows the ring; while a downing strategy decides,
+    /// past the members this node suspects (their places go to the next
+    /// ones, subscribed to at once).
+    fn sync_monitor(&mut self, now: Instant) {
+        if !self.decides() {
+            self.monitor.sync(&self.members, &self.me.name, now, self.members.ring_version(), |_| false);
+            return;
+        }
+        let version = self.members.ring_version().wrapping_add(self.suspicions.version());
+        let suspicions = &self.suspicions;
+        if self.monitor.sync(&self.members, &self.me.name, now, version, |n| suspicions.get(n).is_some())
+            && self.status == Status::Alive
+        {
+            self.timers.set(Timer::Subscribe, Some(now));
+        }
     }
 
     fn heartbeat(&mut self) {
-        let mut targets = self.members.successors(&self.me.name, self.config.observers);
+        let (suspicions, decides) = (&self.suspicions, self.decides());
+        let mut targets =
+            self.members.successors(&self.me.name, self.config.observers, |n| decides && suspicions.get(n).is_some());
         // Subscribers off the ring too, once each.
         self.subscribers.prune(self.now);
         for name in self.subscribers.current(self.now) {

@@ -74,6 +74,9 @@ pub struct NodeView {
     pub recorded_arrivals: usize,
     /// The seeds it goes back to when it knows no live member.
     pub seeds: Vec<SocketAddr>,
+    /// The downing provider's records, gate and pending decision; `None`
+    /// with the `auto` strategy.
+    pub downing: Option<crate::downing::Outlook>,
     /// The counters.
     pub stats: Stats,
 }

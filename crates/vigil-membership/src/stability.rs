@@ -100,6 +100,27 @@ impl Stability {
         self.unstable_since = None;
     }
 
+    /// When the gate next says something other than [`Gate::Wait`]: the
+    /// end of the calm it waits for, or of the instability it tolerates,
+    /// whichever is first; `None` while it rests.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vigil_detector::Instant;
+    /// use vigil_membership::stability::Stability;
+    ///
+    /// let mut gate = Stability::new(Duration::from_secs(20), Some(Duration::from_secs(15)));
+    /// assert_eq!(gate.deadline(), None);
+    /// gate.changed(Instant::from_secs(10), true);
+    /// assert_eq!(gate.deadline(), Some(Instant::from_secs(30)));
+    /// ```
+    pub fn deadline(&self) -> Option<Instant> {
+        let (changed, since) = (self.changed_at?, self.unstable_since?);
+        let stable = changed.saturating_add(self.stable_after);
+        let give_up = self.down_all_when_unstable.map(|m| since.saturating_add(self.stable_after).saturating_add(m));
+        Some(give_up.map_or(stable, |g| stable.min(g)))
+    }
+
     /// What to do at `now`.
     pub fn poll(&self, now: Instant) -> Gate {
         let (Some(changed), Some(since)) = (self.changed_at, self.unstable_since) else { return Gate::Idle };

@@ -85,6 +85,20 @@ pub struct Stats {
     pub suspicions_started: u64,
     /// Deaths this node declared.
     pub deaths_declared: u64,
+    /// Suspicions that ran out without a refutation while a downing
+    /// strategy decides: members found unreachable.
+    pub found_unreachable: u64,
+    /// Decisions the downing strategy took.
+    pub downing_decisions: u64,
+    /// Members this node downed by a decision (after the removal margin).
+    pub members_downed: u64,
+    /// Packets ignored because this node was downed and had not yet
+    /// heard from the surviving side (only its members are heard then).
+    pub ignored_while_downed: u64,
+    /// Times this node downed itself (its side lost, the lease went to
+    /// the other side, everyone was downed, or the other side's decision
+    /// reached it).
+    pub self_downs: u64,
     /// Times this node refuted an accusation about itself.
     pub self_refutations: u64,
     /// Times this node took a new generation because its incarnation could

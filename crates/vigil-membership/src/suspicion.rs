@@ -44,6 +44,9 @@ pub(crate) struct Suspicion {
     accusers: Vec<Arc<str>>,
     bounds: Bounds,
     deadline: Instant,
+    /// Ran out without a refutation while a downing strategy decides: the
+    /// member is unreachable from its accusers.
+    ripe: bool,
 }
 
 impl Suspicion {
@@ -55,6 +58,16 @@ impl Suspicion {
     /// Confirmations so far (accusers other than the first).
     pub(crate) fn confirmations(&self) -> usize {
         self.accusers.len().saturating_sub(1)
+    }
+
+    /// Every accuser, the first one first.
+    pub(crate) fn accusers(&self) -> &[Arc<str>] {
+        &self.accusers
+    }
+
+    /// Whether it ran out without a refutation (see [`Suspicions::ripen`]).
+    pub(crate) fn is_ripe(&self) -> bool {
+        self.ripe
     }
 
     pub(crate) fn accused_by(&self, name: &str) -> bool {
@@ -71,6 +84,11 @@ impl Suspicion {
 pub(crate) struct Suspicions {
     by_name: HashMap<Arc<str>, Suspicion>,
     deadlines: BTreeSet<(Instant, Arc<str>)>,
+    /// Suspicions that ran out (see [`Suspicions::ripen`]).
+    ripe: usize,
+    /// Grows with every change: a suspicion opened, confirmed, ripened or
+    /// ended.
+    version: u64,
 }
 
 /// What a confirmation did.
@@ -86,7 +104,8 @@ impl Suspicions {
     /// Opens (or restarts) a suspicion of `name` by `accuser`.
     pub(crate) fn start(&mut self, name: Arc<str>, accuser: Arc<str>, now: Instant, bounds: Bounds) {
         self.remove(&name);
-        let mut s = Suspicion { started: now, accusers: vec![accuser], bounds, deadline: now };
+        self.version += 1;
+        let mut s = Suspicion { started: now, accusers: vec![accuser], bounds, deadline: now, ripe: false };
         s.deadline = s.deadline();
         self.deadlines.insert((s.deadline, name.clone()));
         self.by_name.insert(name, s);
@@ -103,6 +122,7 @@ impl Suspicions {
         self.deadlines.remove(&(s.deadline, key.clone()));
         s.accusers.push(accuser);
         s.deadline = s.deadline();
+        self.version += 1;
         self.deadlines.insert((s.deadline, key));
         Confirmed::New(s.confirmations())
     }
@@ -134,10 +154,45 @@ impl Suspicions {
         self.deadlines.insert((s.deadline, key));
     }
 
+    /// Marks `name`'s suspicion as run out without a refutation (a
+    /// downing strategy decides what follows), and starts its clock again
+    /// so that it is looked at once more if nothing decides. Whether it
+    /// was not ripe before.
+    pub(crate) fn ripen(&mut self, name: &str, now: Instant, bounds: Bounds) -> bool {
+        let Some(s) = self.by_name.get_mut(name) else { return false };
+        let newly = !s.ripe;
+        if newly {
+            s.ripe = true;
+            self.ripe += 1;
+            self.version += 1;
+        }
+        self.restart(name, now, bounds);
+        newly
+    }
+
     pub(crate) fn remove(&mut self, name: &str) -> Option<Suspicion> {
         let (key, s) = self.by_name.remove_entry(name)?;
         self.deadlines.remove(&(s.deadline, key));
+        self.version += 1;
+        if s.ripe {
+            self.ripe -= 1;
+        }
         Some(s)
+    }
+
+    /// Whether any suspicion ran out without a refutation.
+    pub(crate) fn any_ripe(&self) -> bool {
+        self.ripe > 0
+    }
+
+    /// The suspicions that ran out, by member.
+    pub(crate) fn ripe(&self) -> impl Iterator<Item = (&Arc<str>, &Suspicion)> {
+        self.by_name.iter().filter(|(_, s)| s.ripe)
+    }
+
+    /// Grows with every change (see the field).
+    pub(crate) fn version(&self) -> u64 {
+        self.version
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&Suspicion> {

@@ -38,10 +38,12 @@ pub(crate) enum Timer {
     Subscribe,
     /// Ask the seeds again: this node knows no live member.
     Rejoin,
+    /// The downing provider's next decision, margin's end or lease.
+    Downing,
 }
 
 impl Timer {
-    const COUNT: usize = 11;
+    const COUNT: usize = 12;
 
     fn index(self) -> usize {
         match self {
@@ -56,6 +58,7 @@ impl Timer {
             Timer::Monitor => 8,
             Timer::Subscribe => 9,
             Timer::Rejoin => 10,
+            Timer::Downing => 11,
         }
     }
 }

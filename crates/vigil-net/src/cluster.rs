@@ -65,6 +65,7 @@ pub struct Builder {
     net: NetConfig,
     tags: Tags,
     intercept: Option<Arc<dyn Intercept>>,
+    lease: Option<Arc<dyn crate::lease::Lease>>,
     /// The member's events, subscribed to before it starts, too.
     events: broadcast::Sender<ClusterEvent>,
 }
@@ -84,6 +85,7 @@ impl Clone for Builder {
             net: self.net.clone(),
             tags: self.tags.clone(),
             intercept: self.intercept.clone(),
+            lease: self.lease.clone(),
             events: broadcast::channel(EVENT_QUEUE).0,
         }
     }
@@ -135,6 +137,7 @@ impl Builder {
             net: NetConfig::default(),
             tags: Tags::default(),
             intercept: None,
+            lease: None,
             events: broadcast::channel(EVENT_QUEUE).0,
         }
     }
@@ -423,6 +426,29 @@ impl Builder {
         self
     }
 
+    /// The lease a `lease-majority` downing strategy asks for
+    /// ([`Config::downing`]): see [`lease`](crate::lease). Without one,
+    /// such a member's side never takes it, and downs itself whenever the
+    /// strategy asks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use vigil_net::lease::FileLease;
+    /// use vigil_net::{Cluster, Config, DEFAULT_CLUSTER};
+    ///
+    /// let mut config = Config::lan(DEFAULT_CLUSTER);
+    /// config.downing = vigil_net::downing::Downing::new("lease-majority".parse()?);
+    /// let builder = Cluster::builder("a").config(config).lease(Arc::new(FileLease::new("/var/lib/vigil/lease")));
+    /// # drop(builder);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn lease(mut self, lease: Arc<dyn crate::lease::Lease>) -> Builder {
+        self.lease = Some(lease);
+        self
+    }
+
     /// Binds the sockets, starts the member's tasks on the current tokio
     /// runtime, and joins through the seeds. It returns once the member
     /// runs; joining goes on in the background (the seeds' members appear
@@ -550,6 +576,7 @@ impl Builder {
             events.clone(),
             (self.seeds.clone(), self.seed_names.clone()),
             self.intercept,
+            self.lease,
         );
         let task = tokio::spawn(driver.run());
         Ok(Cluster {

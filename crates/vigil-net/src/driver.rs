@@ -88,6 +88,8 @@ enum Input {
     Inbound(Inbound),
     SendError(SocketAddr, &'static str),
     Seeds(Vec<SocketAddr>),
+    /// The lease's answer.
+    Lease(bool),
     Timeout,
     Command(Option<Command>),
 }
@@ -120,6 +122,7 @@ pub(crate) struct Driver {
     /// What decides which packets pass and when the member stands still,
     /// if anything does (tests and demonstrations).
     intercept: Option<Arc<dyn Intercept>>,
+    lease: Option<Arc<dyn crate::lease::Lease>>,
     /// The seeds as given: by address, and by name (resolved again when the
     /// member is alone).
     seed_addrs: Vec<SocketAddr>,
@@ -153,6 +156,7 @@ impl Driver {
         events: broadcast::Sender<ClusterEvent>,
         seeds: (Vec<SocketAddr>, Vec<String>),
         intercept: Option<Arc<dyn Intercept>>,
+        lease: Option<Arc<dyn crate::lease::Lease>>,
     ) -> Driver {
         let (seed_addrs, seed_names) = seeds;
         let budget = Arc::new(Semaphore::new(net.frame_budget));
@@ -170,6 +174,7 @@ impl Driver {
             shared: Arc::new(Shared::default()),
             answers: std::collections::HashMap::new(),
             intercept,
+            lease,
             seed_addrs,
             seed_names,
             resolving: false,
@@ -182,6 +187,7 @@ impl Driver {
         let (frames_tx, mut frames_rx) = mpsc::channel::<Inbound>(256);
         let (errors_tx, mut errors_rx) = mpsc::channel::<(SocketAddr, &'static str)>(256);
         let (seeds_tx, mut seeds_rx) = mpsc::channel::<Vec<SocketAddr>>(1);
+        let (lease_tx, mut lease_rx) = mpsc::channel::<bool>(1);
         let listener = self.tcp.take().map(|tcp| {
             let (shared, net, frames) = (self.shared.clone(), self.net.clone(), frames_tx.clone());
             tokio::spawn(listen(tcp, frames, shared, net, self.budget.clone()))
@@ -204,6 +210,7 @@ impl Driver {
                 Some(inbound) = frames_rx.recv() => Input::Inbound(inbound),
                 Some((to, why)) = errors_rx.recv() => Input::SendError(to, why),
                 Some(resolved) = seeds_rx.recv() => Input::Seeds(resolved),
+                Some(granted) = lease_rx.recv() => Input::Lease(granted),
                 _ = tokio::time::sleep_until(deadline) => Input::Timeout,
                 cmd = self.cmd.recv() => Input::Command(cmd),
             };
@@ -243,6 +250,7 @@ impl Driver {
                         self.node.set_seeds(self.clock.now(), &seeds);
                     }
                 }
+                Input::Lease(granted) => self.node.lease_answer(self.clock.now(), granted),
                 Input::Timeout => {
                     if leaving.is_some() {
                         break;
@@ -258,6 +266,38 @@ impl Driver {
                 Input::Command(Some(cmd)) => self.command(cmd),
             }
             self.flush(&errors_tx, &frames_tx).await;
+            // The downing strategy wants the lease: asked off the loop.
+            if let Some(holder) = self.node.take_lease_request() {
+                let (lease, tx) = (self.lease.clone(), lease_tx.clone());
+                tokio::spawn(async move {
+                    let granted = match lease {
+                        Some(lease) => {
+                            let asked = holder.clone();
+                            let answer =
+                                tokio::task::spawn_blocking(move || lease.acquire(&asked, crate::lease::TTL)).await;
+                            match answer {
+                                Ok(Ok(granted)) => granted,
+                                Ok(Err(e)) => {
+                                    tracing::warn!("{e}: counted as not granted");
+                                    false
+                                }
+                                Err(e) => {
+                                    tracing::warn!("the lease was not asked ({e}): counted as not granted");
+                                    false
+                                }
+                            }
+                        }
+                        None => {
+                            tracing::warn!(
+                                "lease-majority wants a lease and none is configured: this side downs itself"
+                            );
+                            false
+                        }
+                    };
+                    tracing::info!(holder, granted, "lease asked");
+                    let _ = tx.send(granted).await;
+                });
+            }
             // Alone, the node asked its seeds again: resolve their names
             // again too (a name whose records changed). With no seed
             // resolved at all, try every few seconds.

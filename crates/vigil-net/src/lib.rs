@@ -72,6 +72,7 @@ mod error;
 pub mod frame;
 pub mod generation;
 mod intercept;
+pub mod lease;
 mod slots;
 mod types;
 
@@ -83,6 +84,7 @@ pub use types::{ClusterEvent, ClusterStats, NetConfig, NetStats, Recorded, Reque
 // needs no other dependency to use it.
 pub use vigil_detector::Instant;
 pub use vigil_detector::outlier::{HostReport, Outcome};
+pub use vigil_membership::downing;
 pub use vigil_membership::keyring::{Key, KeyId, KeyInfo, Keyring, KeyringError};
 pub use vigil_membership::seal::{SealError, SealMode, SealStats};
 pub use vigil_membership::{

@@ -12,6 +12,11 @@
 //!   (and no other is in force), every live node sees every other live node
 //!   alive within the scenario's heal bound, however long the partition
 //!   lasted.
+//! - [`AT_MOST_ONE_SIDE_SURVIVES`]: with a downing strategy, no partition
+//!   ends with members of both sides having downed the other side;
+//! - [`DECISIONS_WAIT_FOR_STABILITY`]: with a downing strategy, no node
+//!   decides before its picture has held still for `stable_after` (a
+//!   down-all for instability excepted).
 //!
 //! # Example
 //!
@@ -63,6 +68,23 @@ pub const EVERY_CRASH_DETECTED_WITHIN_BOUND: &str = "every crash detected within
 /// assert!(!vigil_sim::checkers::HEALED_PARTITIONS_CONVERGE_WITHIN_BOUND.is_empty());
 /// ```
 pub const HEALED_PARTITIONS_CONVERGE_WITHIN_BOUND: &str = "healed partitions converge within the bound";
+
+/// The checker name of [`at_most_one_side_survives`].
+///
+/// # Example
+///
+/// ```
+/// assert!(!vigil_sim::checkers::AT_MOST_ONE_SIDE_SURVIVES.is_empty());
+/// ```
+pub const AT_MOST_ONE_SIDE_SURVIVES: &str = "at most one side survives a partition";
+/// The checker name of [`decision_waits_for_stability`].
+///
+/// # Example
+///
+/// ```
+/// assert!(!vigil_sim::checkers::DECISIONS_WAIT_FOR_STABILITY.is_empty());
+/// ```
+pub const DECISIONS_WAIT_FOR_STABILITY: &str = "decisions wait for stable-after";
 
 /// A violated invariant.
 ///
@@ -227,6 +249,51 @@ pub fn healed_partition_converges_within_bound(
              still did not see each other alive",
             lasted_ms / 1e3,
             bound_ms / 1e3
+        )
+    })
+}
+
+/// A partition (fault `fault`) ended with `first` of the first side and
+/// `second` of the second having downed members of the other side: two
+/// sides survived, each believing it owns the cluster.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::checkers::at_most_one_side_survives;
+///
+/// assert!(at_most_one_side_survives(2, &["n0"], &[]).is_none());
+/// let detail = at_most_one_side_survives(2, &["n0", "n1"], &["n5"]).unwrap();
+/// assert_eq!(detail, "partition (fault 2): both sides downed the other (n0, n1 on one side; n5 on the other)");
+/// ```
+pub fn at_most_one_side_survives(fault: usize, first: &[&str], second: &[&str]) -> Option<String> {
+    (!first.is_empty() && !second.is_empty()).then(|| {
+        format!(
+            "partition (fault {fault}): both sides downed the other ({} on one side; {} on the other)",
+            first.join(", "),
+            second.join(", ")
+        )
+    })
+}
+
+/// Node `node` decided after `calm_ms` without a change in its picture,
+/// less than `stable_after_ms`.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::checkers::decision_waits_for_stability;
+///
+/// assert!(decision_waits_for_stability("n3", 20_000.0, 20_000.0).is_none());
+/// let detail = decision_waits_for_stability("n3", 4_500.0, 20_000.0).unwrap();
+/// assert_eq!(detail, "n3 decided 4.5 s after its last membership change, before stable-after (20.0 s)");
+/// ```
+pub fn decision_waits_for_stability(node: &str, calm_ms: f64, stable_after_ms: f64) -> Option<String> {
+    (calm_ms < stable_after_ms).then(|| {
+        format!(
+            "{node} decided {:.1} s after its last membership change, before stable-after ({:.1} s)",
+            calm_ms / 1e3,
+            stable_after_ms / 1e3
         )
     })
 }

@@ -42,6 +42,7 @@ mod clock;
 mod fault;
 pub mod frontier;
 mod job;
+mod lease;
 mod links;
 mod machines;
 mod preset;
@@ -61,7 +62,7 @@ pub use preset::{CLUSTER, preset};
 pub use record::{Record, What};
 pub use report::{CrashReport, FaultWindow, HealReport, Report, SealReport, Stretch, Totals};
 pub use scenario::{
-    Envelope, MAX_DURATION, MAX_LATENCY_MS, MAX_NODES, MIN_DURATION, Network, Protocol, Scenario, ScenarioError,
-    Sealing,
+    Downing, Envelope, MAX_DURATION, MAX_LATENCY_MS, MAX_NODES, MIN_DURATION, Network, Protocol, Scenario,
+    ScenarioError, Sealing,
 };
 pub use sim::{Sim, SimError};

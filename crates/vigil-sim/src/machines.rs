@@ -97,6 +97,8 @@ pub(crate) struct Outbox {
     pub(crate) accusations: u64,
     /// (generation, incarnation) at the last drain and now.
     pub(crate) epochs: ((u64, u64), (u64, u64)),
+    /// The holder the node asks the lease for, if it does now.
+    pub(crate) lease: Option<String>,
 }
 
 /// A message on its way out of a machine.
@@ -313,6 +315,7 @@ impl Machines {
         while let Some(e) = node.poll_event() {
             events.push(e);
         }
+        let lease = node.take_lease_request();
         let stats = node.stats();
         let seen = (stats.probes, stats.suspicions_started);
         let epoch = (node.id().generation, node.incarnation());
@@ -327,7 +330,14 @@ impl Machines {
         }
         let before = std::mem::replace(&mut m.epoch, epoch);
         m.generation = epoch.0;
-        Some(Outbox { sent, events, probes, accusations, epochs: (before, epoch) })
+        Some(Outbox { sent, events, probes, accusations, epochs: (before, epoch), lease })
+    }
+
+    /// The lease's answer reaches machine `i`'s node at `now`.
+    pub(crate) fn lease_answer(&mut self, i: usize, now: Instant, granted: bool) {
+        if let Some(node) = self.all[i].node.as_mut() {
+            node.lease_answer(now, granted);
+        }
     }
 
     /// Machine `i` crashes at `now`: its node is gone, and what waited in
@@ -417,10 +427,12 @@ impl Machines {
     /// `enough`.
     pub(crate) fn disagreements(&self, enough: u64) -> u64 {
         let mut count = 0;
+        // A node that left, or was downed with nobody to rejoin, is out.
+        let live = |m: &Machine| m.node.as_ref().is_some_and(|n| n.status() == Status::Alive);
         for (i, a) in self.all.iter().enumerate() {
-            let Some(node) = &a.node else { continue };
+            let Some(node) = a.node.as_ref().filter(|_| live(a)) else { continue };
             for (j, b) in self.all.iter().enumerate() {
-                if i == j || b.node.is_none() {
+                if i == j || !live(b) {
                     continue;
                 }
                 let sees =

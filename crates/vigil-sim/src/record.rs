@@ -66,6 +66,15 @@ pub enum What {
     },
     /// Every live node saw every other live node alive.
     Converged,
+    /// A node asked the lease for its side's holder.
+    Lease {
+        /// The node's index.
+        node: usize,
+        /// The holder asked for.
+        holder: String,
+        /// Whether it was granted.
+        granted: bool,
+    },
 }
 
 impl Record {

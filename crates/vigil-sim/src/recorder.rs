@@ -34,6 +34,24 @@ struct Crash {
     at: Instant,
 }
 
+/// A partition in force, and what each side did.
+#[derive(Debug, Clone)]
+struct Sides {
+    fault: usize,
+    split: usize,
+    /// Members of each side that downed (or, with `auto`, declared dead)
+    /// members of the other side.
+    winners: [BTreeSet<usize>; 2],
+    /// Members of each side that downed themselves.
+    self_downed: [BTreeSet<usize>; 2],
+}
+
+impl Sides {
+    fn side(&self, i: usize) -> usize {
+        usize::from(i >= self.split)
+    }
+}
+
 /// What a run measured so far.
 #[derive(Debug)]
 pub(crate) struct Recorder {
@@ -59,6 +77,16 @@ pub(crate) struct Recorder {
     max_loss: f64,
     /// How soon a healed partition must converge.
     heal_bound: Duration,
+    /// The downing strategy's `stable_after`, when one decides.
+    stable_after: Option<Duration>,
+    /// Partitions in force.
+    sides: Vec<Sides>,
+    /// Each node's last visible membership change.
+    last_change: HashMap<usize, Instant>,
+    /// Members (name, generation) some decision downed.
+    downed_ids: BTreeSet<(String, u64)>,
+    /// Deaths of members a decision downed, as nodes learned them.
+    downed_deaths: u64,
 }
 
 impl Recorder {
@@ -82,6 +110,71 @@ impl Recorder {
             check_liveness: scenario.check_liveness,
             max_loss: scenario.envelope.max_loss,
             heal_bound: scenario.heal_bound,
+            stable_after: scenario
+                .downing
+                .as_ref()
+                .and_then(|d| d.settings().ok())
+                .filter(|d| d.decides())
+                .map(|d| d.stable_after),
+            sides: Vec::new(),
+            last_change: HashMap::new(),
+            downed_ids: BTreeSet::new(),
+            downed_deaths: 0,
+        }
+    }
+
+    /// Partition `k` (machines below `split` against the rest) started.
+    pub(crate) fn partitioned(&mut self, k: usize, split: usize) {
+        self.sides.push(Sides { fault: k, split, winners: Default::default(), self_downed: Default::default() });
+    }
+
+    /// What machine `i`'s event says of the sides of the partitions in
+    /// force, and of its picture's calm.
+    fn watch_sides(&mut self, i: usize, event: &Event, now: Instant, machines: &Machines) {
+        let me = machines.name(i);
+        match event {
+            Event::Up { .. }
+            | Event::Suspected { .. }
+            | Event::Refuted { .. }
+            | Event::Unreachable { .. }
+            | Event::Reachable { .. }
+            | Event::Dead { .. }
+            | Event::Left { .. } => {
+                self.last_change.insert(i, now);
+            }
+            Event::Decided { decision, .. } => {
+                if let Some(stable_after) = self.stable_after
+                    && *decision != vigil_membership::downing::Decision::DownAll
+                {
+                    let calm = self.last_change.get(&i).map_or(Duration::MAX, |t| now.saturating_duration_since(*t));
+                    let calm_ms = calm.as_secs_f64() * 1e3;
+                    self.violations.add(
+                        ms(now),
+                        checkers::DECISIONS_WAIT_FOR_STABILITY,
+                        checkers::decision_waits_for_stability(me, calm_ms, stable_after.as_secs_f64() * 1e3),
+                    );
+                }
+            }
+            _ => {}
+        }
+        let (subject, against_other) = match event {
+            Event::Downed { id, .. } if id.name == me => {
+                for s in &mut self.sides {
+                    let side = s.side(i);
+                    s.self_downed[side].insert(i);
+                }
+                return;
+            }
+            Event::Downed { id, .. } => (id, true),
+            Event::Dead { id, .. } if self.stable_after.is_none() => (id, true),
+            _ => return,
+        };
+        let Some(j) = machines.index_of(&subject.name).filter(|_| against_other) else { return };
+        for s in &mut self.sides {
+            if s.side(i) != s.side(j) {
+                let side = s.side(i);
+                s.winners[side].insert(i);
+            }
         }
     }
 
@@ -149,9 +242,15 @@ impl Recorder {
             {
                 self.totals.false_suspicions += 1;
             }
+            Event::Downed { id, .. } => {
+                self.downed_ids.insert((id.name.clone(), id.generation));
+            }
             Event::Dead { id, .. } => {
                 if let Some(j) = machines.index_of(&id.name) {
-                    if !machines.crashed(j, id.generation) {
+                    if self.downed_ids.contains(&(id.name.clone(), id.generation)) {
+                        // A downing decision, not a detection's mistake.
+                        self.downed_deaths += 1;
+                    } else if !machines.crashed(j, id.generation) {
                         self.totals.false_deaths += 1;
                         *self.false_deaths_of.entry(id.name.clone()).or_default() += 1;
                         let inside =
@@ -172,6 +271,7 @@ impl Recorder {
             Event::PathProblem { .. } => self.path_problems += 1,
             _ => {}
         }
+        self.watch_sides(i, &event, now, machines);
         self.record(now, What::Membership { node: i, event });
     }
 
@@ -213,9 +313,31 @@ impl Recorder {
     /// Partition `k`, which lasted `lasted`, healed at `now`: the first
     /// check of whether the cluster is one again, which is to be within the
     /// heal bound.
-    pub(crate) fn healed(&mut self, k: usize, lasted: Duration, now: Instant) -> (Instant, Job) {
+    pub(crate) fn healed(&mut self, k: usize, lasted: Duration, now: Instant, machines: &Machines) -> (Instant, Job) {
         let lasted_ms = lasted.as_secs_f64() * 1e3;
-        self.heals.push(HealReport { fault: k, healed_at_ms: ms(now), lasted_ms, converged_after_ms: None });
+        let (mut surviving_sides, mut self_downed) = (0, [0, 0]);
+        if let Some(p) = self.sides.iter().position(|s| s.fault == k) {
+            let s = self.sides.remove(p);
+            surviving_sides = s.winners.iter().filter(|w| !w.is_empty()).count();
+            self_downed = [s.self_downed[0].len(), s.self_downed[1].len()];
+            if self.stable_after.is_some() {
+                let names = |w: &BTreeSet<usize>| w.iter().map(|&i| machines.name(i)).collect::<Vec<_>>();
+                let (a, b) = (names(&s.winners[0]), names(&s.winners[1]));
+                self.violations.add(
+                    ms(now),
+                    checkers::AT_MOST_ONE_SIDE_SURVIVES,
+                    checkers::at_most_one_side_survives(k, &a, &b),
+                );
+            }
+        }
+        self.heals.push(HealReport {
+            fault: k,
+            healed_at_ms: ms(now),
+            lasted_ms,
+            converged_after_ms: None,
+            surviving_sides,
+            self_downed,
+        });
         let deadline = now.saturating_add(self.heal_bound);
         (now.saturating_add(CHECK_EVERY), Job::HealCheck(k, deadline))
     }
@@ -377,6 +499,7 @@ impl Recorder {
             false_suspicions: totals.false_suspicions,
             false_deaths: totals.false_deaths,
             false_deaths_outside_envelope: self.false_deaths_outside,
+            downed_deaths: self.downed_deaths,
             false_deaths_of: self.false_deaths_of,
             refuted: self.refuted,
             path_problems: self.path_problems,

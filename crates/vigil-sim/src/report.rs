@@ -165,6 +165,14 @@ pub struct HealReport {
     /// bound (a violation), before the end of the run, or while another
     /// partition was in force.
     pub converged_after_ms: Option<f64>,
+    /// Sides (0, 1 or 2) on which some member downed, or declared dead,
+    /// members of the other side while the partition lasted: with `auto`
+    /// both sides carry on as the cluster; a downing strategy leaves at
+    /// most one.
+    pub surviving_sides: usize,
+    /// Members of the first side (below the split) and of the second that
+    /// downed themselves while the partition lasted.
+    pub self_downed: [usize; 2],
 }
 
 /// How one crash was detected, and what it cost.
@@ -296,6 +304,10 @@ pub struct Report {
     pub false_deaths_outside_envelope: u64,
     /// False deaths by the member declared dead.
     pub false_deaths_of: BTreeMap<String, u64>,
+    /// Deaths of members a downing decision downed (the losing side of a
+    /// partition, the indirectly connected), as nodes learned them: the
+    /// price of the decision, not counted as false deaths.
+    pub downed_deaths: u64,
     /// Suspicions refuted.
     pub refuted: u64,
     /// Path problems reported (a silent member answered a probe).

@@ -85,6 +85,83 @@ pub enum Protocol {
     Classic,
 }
 
+/// Who survives a partition: the downing strategy every node runs, and its
+/// timing (`[downing]` in TOML; `--downing` and `--stable-after` on the
+/// command line). Without it, nodes run their preset's (`auto`: a member
+/// whose suspicion runs out is declared dead, on both sides of a
+/// partition).
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use vigil_sim::Scenario;
+///
+/// let s = Scenario::from_toml("name = 'x'\nnodes = 6\n[downing]\nstrategy = 'keep-majority'\nstable_after = 8\n")?;
+/// let d = s.downing.as_ref().unwrap();
+/// assert_eq!((d.strategy.as_str(), d.stable_after), ("keep-majority", Some(Duration::from_secs(8))));
+/// let config = d.settings()?;
+/// assert_eq!(config.down_removal_margin, Duration::from_secs(8));
+/// assert!(Scenario::from_toml("name = 'x'\nnodes = 6\n[downing]\nstrategy = 'keep-most'\n").is_err());
+/// # Ok::<(), vigil_sim::ScenarioError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Downing {
+    /// The strategy in its text form (`keep-majority`,
+    /// `static-quorum:size=4`, `lease-majority`, ...; see
+    /// `vigil_membership::downing::Strategy`).
+    pub strategy: String,
+    /// Calm needed before a decision, seconds (default 20, Akka's).
+    #[serde(with = "crate::secs::opt", default)]
+    pub stable_after: Option<Duration>,
+    /// Instability tolerated past `stable_after` before everyone is downed,
+    /// seconds (default ¾ of `stable_after`, at least 4).
+    #[serde(with = "crate::secs::opt", default)]
+    pub down_all_when_unstable: Option<Duration>,
+    /// The winning side's wait before it declares the losers dead, seconds
+    /// (default `stable_after`).
+    #[serde(with = "crate::secs::opt", default)]
+    pub down_removal_margin: Option<Duration>,
+}
+
+impl Downing {
+    /// `strategy` (a text form) with the default timing.
+    pub fn new(strategy: &str) -> Downing {
+        Downing {
+            strategy: strategy.to_owned(),
+            stable_after: None,
+            down_all_when_unstable: None,
+            down_removal_margin: None,
+        }
+    }
+
+    /// The protocol's settings.
+    ///
+    /// # Errors
+    ///
+    /// A [`ScenarioError`] naming `downing.strategy` for a strategy that
+    /// does not parse.
+    pub fn settings(&self) -> Result<vigil_membership::downing::Downing, ScenarioError> {
+        let strategy = self
+            .strategy
+            .parse::<vigil_membership::downing::Strategy>()
+            .map_err(|e| err("downing.strategy", e.to_string()))?;
+        let mut d = vigil_membership::downing::Downing::new(strategy);
+        if let Some(s) = self.stable_after {
+            d = d.with_stable_after(s);
+        }
+        if let Some(m) = self.down_all_when_unstable {
+            d.down_all_when_unstable = Some(m);
+        }
+        if let Some(m) = self.down_removal_margin {
+            d.down_removal_margin = m;
+        }
+        Ok(d)
+    }
+}
+
 /// Where the liveness checker applies: a node nobody may declare dead.
 ///
 /// A node is inside the envelope while it runs, is not paused or slowed, no
@@ -196,6 +273,9 @@ pub struct Scenario {
     /// `seal::OVERHEAD` bytes more, counted in the traffic.
     #[serde(default)]
     pub sealing: Sealing,
+    /// Who survives a partition (`None`: the preset's `auto`).
+    #[serde(default)]
+    pub downing: Option<Downing>,
 }
 
 /// How the simulated nodes seal their packets.
@@ -349,6 +429,7 @@ impl Scenario {
             envelope: Envelope::default(),
             converge_after: None,
             sealing: Sealing::Plaintext,
+            downing: None,
         }
     }
 
@@ -447,6 +528,23 @@ impl Scenario {
                 "heal_bound",
                 format!("{} s is outside (0, 30 days]", shown(self.heal_bound.as_secs_f64())),
             ));
+        }
+        if let Some(d) = &self.downing {
+            d.settings()?;
+            for (field, v) in [
+                ("downing.stable_after", d.stable_after),
+                ("downing.down_all_when_unstable", d.down_all_when_unstable),
+                ("downing.down_removal_margin", d.down_removal_margin),
+            ] {
+                if let Some(v) = v
+                    && v > MAX_DURATION
+                {
+                    return Err(err(field, format!("{} s is outside 0 to 30 days", shown(v.as_secs_f64()))));
+                }
+            }
+            if d.stable_after.is_some_and(|v| v.is_zero()) {
+                return Err(err("downing.stable_after", "0 s: a decision needs some calm before it"));
+            }
         }
         let n = self.nodes;
         for (i, t) in self.faults.iter().enumerate() {

@@ -13,6 +13,7 @@ use vigil_membership::{Config, ConfigError, Node, NodeView};
 use crate::clock::{START, since_start};
 use crate::fault::{Action, Fault};
 use crate::job::Job;
+use crate::lease::Lease;
 use crate::links::Links;
 use crate::machines::{Arrival, Machines};
 use crate::preset::preset;
@@ -86,6 +87,8 @@ pub struct Sim {
     links: Links,
     sealer: Sealer,
     recorder: Recorder,
+    /// The lease `lease-majority` asks for.
+    lease: Lease,
 }
 
 impl Sim {
@@ -109,7 +112,8 @@ impl Sim {
     }
 
     /// As [`Sim::new`], with a protocol configuration of your own (its
-    /// cluster id is kept; the scenario's protocol is ignored).
+    /// cluster id is kept; the scenario's protocol is ignored, its
+    /// `downing`, when given, replaces the configuration's).
     ///
     /// # Errors
     ///
@@ -134,8 +138,11 @@ impl Sim {
     /// assert!(matches!(Sim::with_config(&s, broken), Err(SimError::Config(_))));
     /// # Ok::<(), SimError>(())
     /// ```
-    pub fn with_config(scenario: &Scenario, config: Config) -> Result<Sim, SimError> {
+    pub fn with_config(scenario: &Scenario, mut config: Config) -> Result<Sim, SimError> {
         scenario.validate().map_err(SimError::Scenario)?;
+        if let Some(d) = &scenario.downing {
+            config.downing = d.settings().map_err(SimError::Scenario)?;
+        }
         config.validate().map_err(SimError::Config)?;
         let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
         let mut sealer = Sealer::new(scenario);
@@ -155,6 +162,7 @@ impl Sim {
             links: Links::new(scenario.seed, scenario.network.clone()),
             sealer,
             recorder: Recorder::new(scenario),
+            lease: Lease::default(),
         };
         for i in 0..scenario.nodes {
             sim.schedule_wake(i);
@@ -379,6 +387,7 @@ impl Sim {
             }
             Action::Fault(Fault::Partition { split }) => {
                 self.links.partition(*split);
+                self.recorder.partitioned(k, *split);
                 true
             }
             Action::Fault(Fault::Loss { p }) => {
@@ -434,7 +443,7 @@ impl Sim {
             Fault::Partition { split } => {
                 self.links.heal(split);
                 self.links.disturbed_until(calm);
-                let (at, check) = self.recorder.healed(k, t.duration.unwrap_or_default(), now);
+                let (at, check) = self.recorder.healed(k, t.duration.unwrap_or_default(), now, &self.machines);
                 self.queue.push(at, check);
             }
             Fault::Loss { p } => {
@@ -500,6 +509,12 @@ impl Sim {
         }
         let (before, after) = out.epochs;
         self.recorder.epoch(self.machines.name(i), before, after, now);
+        if let Some(holder) = out.lease {
+            let granted = self.lease.acquire(&holder, now);
+            self.recorder.record(now, What::Lease { node: i, holder, granted });
+            self.machines.lease_answer(i, now, granted);
+            self.flush(i);
+        }
     }
 
     /// Sets machine `i`'s timer to what its node asks for.

@@ -461,6 +461,8 @@ struct HealOut {
     healed_at_ms: Option<f64>,
     lasted_ms: Option<f64>,
     converged_after_ms: Option<f64>,
+    surviving_sides: usize,
+    self_downed: [usize; 2],
 }
 
 /// What the nodes' seals did.
@@ -486,6 +488,7 @@ pub(crate) struct ReportOut {
     false_suspicions: u64,
     false_deaths: u64,
     false_deaths_outside_envelope: u64,
+    downed_deaths: u64,
     false_deaths_of: BTreeMap<String, u64>,
     refuted: u64,
     path_problems: u64,
@@ -517,6 +520,7 @@ impl From<&Report> for ReportOut {
             false_suspicions: r.false_suspicions,
             false_deaths: r.false_deaths,
             false_deaths_outside_envelope: r.false_deaths_outside_envelope,
+            downed_deaths: r.downed_deaths,
             false_deaths_of: r.false_deaths_of.clone(),
             refuted: r.refuted,
             path_problems: r.path_problems,
@@ -535,6 +539,8 @@ impl From<&Report> for ReportOut {
                     healed_at_ms: num(h.healed_at_ms),
                     lasted_ms: num(h.lasted_ms),
                     converged_after_ms: h.converged_after_ms.and_then(num),
+                    surviving_sides: h.surviving_sides,
+                    self_downed: h.self_downed,
                 })
                 .collect(),
             violations: (&r.violations).into(),

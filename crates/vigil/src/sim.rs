@@ -159,6 +159,15 @@ struct RunArgs {
     /// Pause a node: `NODE@SECS+DURATION`.
     #[arg(long, value_name = "NODE@SECS+DUR", allow_hyphen_values = true)]
     pause: Vec<String>,
+    /// Who survives a partition: auto (each side declares the other dead),
+    /// keep-majority, static-quorum:size=N, keep-oldest[:down-if-alone],
+    /// keep-referee:address=IP:PORT, lease-majority (a lease every node
+    /// reaches) or down-all.
+    #[arg(long, value_name = "STRATEGY")]
+    downing: Option<String>,
+    /// Seconds of calm before the downing strategy decides (default 20).
+    #[arg(long, value_name = "SECS")]
+    stable_after: Option<f64>,
     /// Split the cluster at node SPLIT: `SPLIT@SECS+DURATION`.
     #[arg(long, value_name = "SPLIT@SECS+DUR", allow_hyphen_values = true)]
     partition: Vec<String>,
@@ -290,6 +299,21 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
     }
     if let Some(b) = a.heal_bound {
         s.heal_bound = secs("--heal-bound", &number(b))?;
+    }
+    if let Some(d) = &a.downing {
+        d.parse::<vigil_membership::downing::Strategy>().map_err(|e| UsageError(format!("--downing: {e}")))?;
+        let mut downing = s.downing.clone().unwrap_or_else(|| vigil_sim::Downing::new(d));
+        downing.strategy = d.clone();
+        s.downing = Some(downing);
+    }
+    if let Some(v) = a.stable_after {
+        let Some(downing) = s.downing.as_mut() else {
+            return Err(UsageError(
+                "--stable-after needs a downing strategy (--downing, or [downing] in the scenario)".into(),
+            )
+            .into());
+        };
+        downing.stable_after = Some(secs("--stable-after", &number(v))?);
     }
     for c in &a.crash {
         let (n, at, _) = at_for("--crash", c, false)?;
@@ -570,13 +594,26 @@ fn print_run(s: &Scenario, r: &Report, json: bool, out: &mut dyn Write) -> Resul
             }
         }
         for h in &r.heals {
+            let sides = match h.surviving_sides {
+                0 => "no side survived".to_owned(),
+                1 => "one side survived".to_owned(),
+                n => format!("{n} sides carried on as the cluster"),
+            };
             rows.push(vec![
                 format!("partition (fault {}) healed at {:.0} ms", h.fault, h.healed_at_ms),
-                match h.converged_after_ms {
-                    Some(after) => format!("one view again {after:.0} ms later"),
-                    None => "not one view again within the heal bound (or the run)".to_owned(),
-                },
+                format!(
+                    "{sides} ({} + {} members downed themselves); {}",
+                    h.self_downed[0],
+                    h.self_downed[1],
+                    match h.converged_after_ms {
+                        Some(after) => format!("one view again {after:.0} ms later"),
+                        None => "not one view again within the heal bound (or the run)".to_owned(),
+                    }
+                ),
             ]);
+        }
+        if r.downed_deaths > 0 {
+            rows.push(vec!["deaths by a downing decision".into(), r.downed_deaths.to_string()]);
         }
         for c in &r.crashes {
             let extra = match (c.extra_messages_per_member, c.extra_bytes_per_member) {

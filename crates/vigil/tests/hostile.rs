@@ -765,8 +765,9 @@ fn members_json(name: &str, (phi, mean, std_dev): (f64, f64, f64)) -> String {
             policies: Vec::new(),
         }),
         outlier: None,
+        unreachable_by: Vec::new(),
     };
-    serde_json::to_string(&Members { node: "me".into(), unix_ms: 1, members: vec![member] }).unwrap()
+    serde_json::to_string(&Members { node: "me".into(), unix_ms: 1, members: vec![member], downing: None }).unwrap()
 }
 
 /// This member as an agent would answer, named `name`, with a tag.
@@ -793,6 +794,8 @@ fn self_json(name: &str, tag: &str) -> String {
         detector: "akka".into(),
         suspect_level: 8.0,
         fleet: false,
+        downing: None,
+        self_downs: 0,
     })
     .unwrap()
 }

@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// Namespace names start with this and the process id, so runs can coexist.
-fn prefix() -> String {
-    format!("vg{}", std::process::id())
+/// Namespace names start with this, the process id and the test's tag, so
+/// runs and tests can coexist.
+fn prefix(tag: &str) -> String {
+    format!("vg{}{tag}", std::process::id())
 }
 
 const NET: &str = "10.77.0";
@@ -53,8 +54,8 @@ struct Net {
 }
 
 impl Net {
-    fn new(n: usize) -> Net {
-        let p = prefix();
+    fn new(tag: &str, n: usize) -> Net {
+        let p = prefix(tag);
         let net = Net { sw: format!("{p}-sw"), hosts: (0..n).map(|i| format!("{p}-a{i}")).collect() };
         net.remove();
         sh(&["ip", "netns", "add", &net.sw]);
@@ -105,6 +106,11 @@ struct Agent {
 
 impl Agent {
     fn start(ns: &str, i: usize) -> Agent {
+        Agent::start_with(ns, i, &[])
+    }
+
+    /// An agent with more flags.
+    fn start_with(ns: &str, i: usize, extra: &[&str]) -> Agent {
         let name = format!("a{i}");
         let bind = format!("{}:7946", ip(i));
         let join = format!("{}:7946", ip(0));
@@ -115,6 +121,7 @@ impl Agent {
         if i > 0 {
             cmd.args(["--join", &join]);
         }
+        cmd.args(extra);
         let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("vigil agent starts");
         let events = Arc::new(Mutex::new(Vec::new()));
         let sink = events.clone();
@@ -139,7 +146,7 @@ impl Agent {
         let mut view = HashMap::new();
         for (_, v) in self.events.lock().unwrap().iter() {
             let state = match v["event"].as_str() {
-                Some("up" | "refuted") => "alive",
+                Some("up" | "refuted" | "reachable") => "alive",
                 Some("suspected") => "suspect",
                 Some("dead") => "dead",
                 Some("left") => "left",
@@ -157,6 +164,23 @@ impl Drop for Agent {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Cuts the hosts below `split` from the others, both ways.
+fn partition(net: &Net, split: usize) {
+    let side = |i: usize| i < split;
+    for (i, h) in net.hosts.iter().enumerate() {
+        let others: Vec<String> = (0..net.hosts.len()).filter(|&j| side(j) != side(i)).map(ip).collect();
+        nft(
+            h,
+            &format!(
+                "table inet fault {{ chain in {{ type filter hook input priority 0; policy accept;
+                   ip saddr {{ {} }} drop; }}
+             }}",
+                others.join(", ")
+            ),
+        );
     }
 }
 
@@ -192,7 +216,7 @@ fn loss_one_way_and_partition_in_namespaces() {
         eprintln!("not run: set VIGIL_NETNS=1 to run it (root, ip and nft needed; .ci/run does)");
         return;
     }
-    let net = Net::new(N);
+    let net = Net::new("f", N);
     let mut agents = Vec::new();
     for (i, h) in net.hosts.iter().enumerate() {
         agents.push(Agent::start(h, i));
@@ -303,4 +327,114 @@ fn loss_one_way_and_partition_in_namespaces() {
     let healed = until_one_view(&agents, Duration::from_secs(60)).expect("one view within 60 s of the heal");
     println!("healed after 300 s: one view after {:.1} s", healed.as_secs_f64());
     drop(agents);
+}
+
+/// The members of `agents` that downed themselves since `t`.
+fn self_downed(agents: &[Agent], t: Instant) -> Vec<String> {
+    agents
+        .iter()
+        .filter(|a| a.since(t, "downed").iter().any(|v| v["member"] == a.name.as_str()))
+        .map(|a| a.name.clone())
+        .collect()
+}
+
+/// Who survives a partition, on real sockets: six agents with
+/// `keep-majority` split 4+2 (the two down themselves, the four keep
+/// serving and declare them dead after the removal margin; after the heal,
+/// one cluster again, the two back at new generations), then six fresh
+/// agents with `lease-majority` over a file lease split 3+3 (exactly one
+/// side takes the lease and survives). About five minutes.
+#[test]
+fn who_survives_a_partition_in_namespaces() {
+    if std::env::var("VIGIL_NETNS").as_deref() != Ok("1") {
+        eprintln!("not run: set VIGIL_NETNS=1 to run it (root, ip and nft needed; .ci/run does)");
+        return;
+    }
+    // 15 s of calm (Akka's 20 s, shortened), and room for the detection of
+    // every member of the other side before everyone would be downed.
+    let timing = ["--stable-after", "15s", "--down-all-when-unstable", "30s"];
+    let net = Net::new("d", N);
+    let mut flags = vec!["--downing", "keep-majority"];
+    flags.extend(timing);
+    let mut agents = Vec::new();
+    for (i, h) in net.hosts.iter().enumerate() {
+        agents.push(Agent::start_with(h, i, &flags));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    until_one_view(&agents, Duration::from_secs(20)).expect("the agents converge within 20 s");
+    let generations: Vec<u64> = agents
+        .iter()
+        .map(|a| {
+            let ups = agents[0].since(Instant::now() - Duration::from_secs(60), "up");
+            ups.iter()
+                .rev()
+                .find(|v| v["member"] == a.name.as_str())
+                .and_then(|v| v["generation"].as_u64())
+                .unwrap_or(0)
+        })
+        .collect();
+
+    let split = 4;
+    let start = Instant::now();
+    partition(&net, split);
+    std::thread::sleep(Duration::from_secs(90));
+    let downed = self_downed(&agents, start);
+    println!("keep-majority, {split}+{} for 90 s: downed themselves: {downed:?}", N - split);
+    assert_eq!(downed, ["a4", "a5"], "the two down themselves, the four do not");
+    for a in &agents[..split] {
+        let decided = a.since(start, "decided");
+        assert!(
+            decided.iter().any(|v| v["decision"] == "down-unreachable"),
+            "{} decided that its side survives: {decided:?}",
+            a.name
+        );
+        let dead: Vec<String> =
+            a.since(start, "dead").iter().filter_map(|v| v["member"].as_str().map(str::to_owned)).collect();
+        assert!(dead.iter().all(|m| m == "a4" || m == "a5") && dead.len() >= 2, "{}: {dead:?}", a.name);
+    }
+    net.heal();
+    let healed = until_one_view(&agents, Duration::from_secs(60)).expect("one cluster again within 60 s of the heal");
+    // The two came back as new processes: higher generations.
+    for i in split..N {
+        let ups = agents[0].since(start, "up");
+        let back =
+            ups.iter().rev().find(|v| v["member"] == agents[i].name.as_str()).and_then(|v| v["generation"].as_u64());
+        assert!(back.is_some_and(|g| g > generations[i]), "{} rejoined at a new generation: {back:?}", agents[i].name);
+    }
+    println!("healed: one cluster after {:.1} s, the two at new generations", healed.as_secs_f64());
+    drop(agents);
+
+    // An even split: keep-majority would keep the lowest address; with a
+    // lease, the side that takes it survives, and only that one.
+    let lease = std::env::temp_dir().join(format!("vigil-netns-lease-{}", std::process::id()));
+    let _ = std::fs::remove_file(&lease);
+    let lease_text = lease.to_string_lossy().into_owned();
+    let mut flags = vec!["--downing", "lease-majority", "--lease-file", &lease_text];
+    flags.extend(timing);
+    let mut agents = Vec::new();
+    for (i, h) in net.hosts.iter().enumerate() {
+        agents.push(Agent::start_with(h, i, &flags));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    until_one_view(&agents, Duration::from_secs(20)).expect("the lease-majority agents converge within 20 s");
+    let split = N / 2;
+    let start = Instant::now();
+    partition(&net, split);
+    std::thread::sleep(Duration::from_secs(90));
+    let downed = self_downed(&agents, start);
+    let holder = std::fs::read_to_string(&lease).unwrap_or_default();
+    println!("lease-majority, {split}+{} for 90 s: downed themselves: {downed:?}; lease: {holder:?}", N - split);
+    let (left, right): (Vec<&String>, Vec<&String>) = downed.iter().partition(|n| names_index(n) < split);
+    assert!(
+        (left.is_empty() && right.len() == N - split) || (right.is_empty() && left.len() == split),
+        "exactly one side downs itself, whole: {downed:?}"
+    );
+    net.heal();
+    until_one_view(&agents, Duration::from_secs(60)).expect("one cluster again within 60 s of the heal");
+    let _ = std::fs::remove_file(&lease);
+}
+
+/// `a3` → 3.
+fn names_index(name: &str) -> usize {
+    name.trim_start_matches('a').parse().unwrap_or(usize::MAX)
 }

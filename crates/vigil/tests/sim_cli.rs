@@ -43,6 +43,7 @@ fn a_crash_from_flags_is_reported_as_json_and_reproducible() {
             "bytes_per_member_second",
             "converged_ms",
             "crashes",
+            "downed_deaths",
             "false_deaths",
             "false_deaths_of",
             "false_deaths_outside_envelope",

@@ -234,6 +234,9 @@ pub struct Member {
     pub watched: Option<Watched>,
     /// Outlier detection's view, once outcomes were recorded.
     pub outlier: Option<Outlier>,
+    /// The members that find it unreachable (its suspicion ran out without
+    /// a refutation), while a downing strategy decides; empty otherwise.
+    pub unreachable_by: Vec<String>,
 }
 
 impl Member {
@@ -250,7 +253,79 @@ impl Member {
             tags: tags(&m.tags),
             watched: watched.map(Watched::from),
             outlier: s.node.outliers.get(&m.id.name).map(|r| Outlier::of(r, s)),
+            unreachable_by: s
+                .node
+                .downing
+                .as_ref()
+                .map(|d| {
+                    d.records.iter().filter(|(_, subject)| *subject == m.id.name).map(|(o, _)| o.clone()).collect()
+                })
+                .unwrap_or_default(),
         }
+    }
+}
+
+/// Who survives a partition, as this member's downing strategy sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DowningView {
+    /// The strategy, in its text form (`keep-majority`, ...).
+    pub strategy: String,
+    /// The reachability table: observer → subject, the observer finds the
+    /// subject unreachable.
+    pub unreachable: Vec<Reachability>,
+    /// In how long a decision may be taken, milliseconds, once the picture
+    /// holds still that long; `null` while nothing is unreachable.
+    pub decide_in_ms: Option<f64>,
+    /// A decision taken and not yet carried out.
+    pub pending: Option<PendingDecision>,
+}
+
+/// One record of the reachability table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Reachability {
+    /// The member that finds the other unreachable.
+    pub observer: String,
+    /// The member found unreachable.
+    pub subject: String,
+}
+
+/// A decision waiting for its margin (or for the lease).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PendingDecision {
+    /// `down-unreachable` (this side survives), `nothing` (only the
+    /// indirectly connected are downed) or `ask-lease`.
+    pub decision: String,
+    /// The members it downs.
+    pub down: Vec<String>,
+    /// Why.
+    pub reason: String,
+    /// In how long it is carried out (or the lease asked), milliseconds.
+    pub in_ms: f64,
+    /// Whether the lease was asked and its answer is awaited.
+    pub lease_asked: bool,
+}
+
+impl DowningView {
+    /// The snapshot's downing provider, when a strategy decides.
+    pub fn of(s: &Snapshot) -> Option<DowningView> {
+        let d = s.node.downing.as_ref()?;
+        let now = s.node.now;
+        Some(DowningView {
+            strategy: d.strategy.clone(),
+            unreachable: d
+                .records
+                .iter()
+                .map(|(o, subject)| Reachability { observer: o.clone(), subject: subject.clone() })
+                .collect(),
+            decide_in_ms: d.decide_at.map(|t| ms(t.saturating_duration_since(now))),
+            pending: d.pending.as_ref().map(|p| PendingDecision {
+                decision: p.decision.to_string(),
+                down: p.down.clone(),
+                reason: p.reason.clone(),
+                in_ms: ms(p.at.saturating_duration_since(now)),
+                lease_asked: p.lease_asked,
+            }),
+        })
     }
 }
 
@@ -263,6 +338,9 @@ pub struct Members {
     pub unix_ms: u64,
     /// The members, by name.
     pub members: Vec<Member>,
+    /// Who survives a partition, as this member's strategy sees it;
+    /// `null` with the `auto` strategy.
+    pub downing: Option<DowningView>,
 }
 
 impl From<&Snapshot> for Members {
@@ -271,6 +349,7 @@ impl From<&Snapshot> for Members {
             node: s.node.id.name.clone(),
             unix_ms: s.unix_ms,
             members: s.node.members.iter().map(|m| Member::of(m, s)).collect(),
+            downing: DowningView::of(s),
         }
     }
 }
@@ -344,6 +423,12 @@ pub struct SelfView {
     pub suspect_level: f64,
     /// Whether this is `vigil cluster` (faults can be injected).
     pub fleet: bool,
+    /// Who survives a partition: the strategy, the reachability table and
+    /// the pending decision; `null` with the `auto` strategy.
+    pub downing: Option<DowningView>,
+    /// Times this member downed itself since it started (its side lost a
+    /// partition): each time it took a new generation.
+    pub self_downs: u64,
 }
 
 /// Why the member is not ready, if it is not: it has not joined (it was

@@ -57,6 +57,8 @@ pub(super) async fn self_view(State(state): State<ApiState>) -> Result<Json<Self
         detector: state.detector.clone(),
         suspect_level: state.suspect_level,
         fleet: state.fleet.is_some(),
+        downing: body::DowningView::of(&s),
+        self_downs: n.stats.self_downs,
     }))
 }
 

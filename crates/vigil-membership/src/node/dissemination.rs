@@ -10,10 +10,16 @@ impl Node {
             return;
         }
         let retention = self.config.dead_retention;
+        // While a downing strategy decides, a member found unreachable is
+        // not gossiped to (it is probed, and told of its suspicion, each
+        // time its suspicion runs out): the rumours go to those that can
+        // hear them, so that a side's members come to the same picture.
+        let (suspicions, decides) = (&self.suspicions, self.decides());
         // The recently dead and left hear the news too: a member declared
         // dead, or said to have left, by mistake (or by a forger) learns it
         // and refutes.
         let targets = self.members.pick(&mut self.rng, self.config.gossip_nodes, |m| match m.status {
+            Status::Suspect if decides => suspicions.get(&m.name).is_none_or(|s| !s.is_ripe()),
             Status::Alive | Status::Suspect => true,
             Status::Dead | Status::Left => now.saturating_duration_since(m.since) < retention,
         });

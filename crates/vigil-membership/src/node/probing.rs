@@ -117,8 +117,9 @@ impl Node {
         let Some(m) = self.members.get(&name) else { return };
         if probe.purpose == Purpose::Verify {
             // Nobody's verdict came, and the suspect does not answer this
-            // node either: this node's own evidence.
-            if m.is(&probe.target) && m.status == Status::Suspect {
+            // node either: this node's own evidence (while a downing
+            // strategy decides, it only stays unreachable).
+            if m.is(&probe.target) && m.status == Status::Suspect && !self.decides() {
                 self.declare_dead(now, &name);
             }
             return;
@@ -156,6 +157,36 @@ impl Node {
                 continue;
             }
             let accuser = self.suspicions.get(&name).is_some_and(|s| s.accused_by(&self.me.name));
+            if self.decides() {
+                // A strategy decides: the member is unreachable, not dead.
+                // It is looked at again each time the clock runs out, in
+                // case it answers but does not know it is suspected.
+                let bounds = self.suspicion_bounds(accuser);
+                if self.suspicions.ripen(&name, now, bounds) {
+                    let first = self.suspicions.get(&name).and_then(|s| s.first_accuser()).cloned();
+                    if let (Some(m), Some(first)) = (self.members.get(&name), first) {
+                        let by = if *first == *self.me.name {
+                            self.me.clone()
+                        } else {
+                            NodeId {
+                                name: first.to_string(),
+                                generation: self.members.get(&first).map_or(0, |a| a.generation),
+                            }
+                        };
+                        self.stats.found_unreachable += 1;
+                        let (id, rumour) = (m.id(), self.rumour(m));
+                        self.emit(Event::Unreachable { id, by });
+                        // Passed on once more, now that the unreachable are
+                        // no longer gossiped to: the members of this side
+                        // that missed it the first time hear it.
+                        self.broadcast(rumour);
+                    }
+                }
+                if !self.probes.probing(&name) {
+                    self.start_probe(now, &name, Purpose::Verify, None);
+                }
+                continue;
+            }
             if self.config.mode == Mode::Phi && !accuser {
                 // This node only heard of the suspicion, and neither the
                 // accusers' verdict nor a refutation reached it (a rumour

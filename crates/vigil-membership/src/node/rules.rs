@@ -55,7 +55,16 @@ impl Node {
     /// member is dead or left is taken as a suspicion, which the member
     /// refutes and nobody acts on without probing it first.
     pub(super) fn take(&mut self, now: Instant, mut u: Update, vouched: bool, source: SocketAddr) {
-        if vouched || u.id.name == self.me.name {
+        if u.id.name == self.me.name {
+            // A stranger's word that this node is dead is an accusation to
+            // refute, never a decision to obey.
+            if !vouched && u.status == Status::Dead {
+                u.status = Status::Suspect;
+            }
+            self.apply(now, u, None);
+            return;
+        }
+        if vouched {
             self.apply(now, u, None);
             return;
         }
@@ -215,13 +224,22 @@ impl Node {
         let held = now.saturating_duration_since(m.since);
         match u.status {
             Status::Alive => {
+                // A member downed by a decision stays down in its
+                // generation: it comes back as a new process.
+                if was == Status::Dead && self.decides() {
+                    self.stats.stale_updates += 1;
+                    return;
+                }
                 // The fast path above took every incarnation not above ours.
                 self.members.set(&name, u.incarnation, Status::Alive, u.addr, now);
-                self.suspicions.remove(&name);
+                let ripe = self.suspicions.remove(&name).is_some_and(|s| s.is_ripe());
                 match was {
                     Status::Suspect => {
                         self.stats.refutations_seen += 1;
                         self.emit(Event::Refuted { id: u.id.clone(), incarnation: u.incarnation, suspected_for: held });
+                        if ripe {
+                            self.emit(Event::Reachable { id: u.id.clone(), incarnation: u.incarnation });
+                        }
                     }
                     Status::Dead | Status::Left => {
                         let tags = self.members.get(&name).and_then(|m| m.tags().cloned()).unwrap_or_default();
@@ -333,6 +351,13 @@ impl Node {
         if !matches!(u.status, Status::Suspect | Status::Dead | Status::Left) || self.status != Status::Alive {
             return;
         }
+        // While a strategy decides, only a decision declares a member dead:
+        // a member whose word this node takes (a stranger's was softened
+        // into a suspicion) downed it, at its current incarnation or later.
+        if u.status == Status::Dead && self.decides() && u.incarnation >= self.incarnation {
+            self.downed_by_rumour(self.now, u.from);
+            return;
+        }
         if u.incarnation >= self.incarnation {
             self.renew(u.incarnation);
             self.refuted_to.clear();
@@ -396,8 +421,12 @@ impl Node {
     /// refutation), and declares the death itself only after
     /// `suspicion_max`, should neither arrive: so a refutation has to reach
     /// the few accusers in time, not the whole cluster. Classic mode keeps
-    /// memberlist's rule, every member's timer alike.
+    /// memberlist's rule, every member's timer alike. While a downing
+    /// strategy decides, a suspicion that runs out only makes the member
+    /// unreachable, so every member keeps the accusers' clock: the members
+    /// of a side come to hold the same records at about the same time.
     pub(super) fn suspicion_bounds(&self, accuser: bool) -> Bounds {
+        let accuser = accuser || self.decides();
         let n = self.cluster_size();
         let c = &self.config;
         match c.mode {

@@ -1,0 +1,111 @@
+//! The downing provider's state in a node: the stability gate, the
+//! decision taken and not yet carried out, and the lease asked for.
+//!
+//! The node tells it when the picture may have changed (a version that
+//! grows with the suspicions and the membership) and asks it what is due;
+//! what a decision does to the members is the node's (`node/downing.rs`).
+
+use vigil_detector::Instant;
+
+use crate::downing::{Downing, Pending};
+use crate::stability::{Gate, Stability};
+
+/// See the module documentation.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolver {
+    gate: Stability,
+    /// The picture's version last seen (suspicions' and membership's).
+    seen: u64,
+    pending: Option<Pending>,
+    /// The lease is due to be asked: taken by the runtime.
+    lease_wanted: bool,
+}
+
+/// What is due at a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Due {
+    /// Nothing.
+    Nothing,
+    /// The picture held still: decide.
+    Decide,
+    /// It never held still: down everyone.
+    DownAll,
+    /// Carry out the pending decision (its margin is over).
+    CarryOut(Pending),
+    /// Ask the lease.
+    AskLease,
+}
+
+impl Resolver {
+    pub(crate) fn new(settings: &Downing) -> Resolver {
+        Resolver {
+            gate: Stability::new(settings.stable_after, settings.down_all_when_unstable),
+            seen: 0,
+            pending: None,
+            lease_wanted: false,
+        }
+    }
+
+    /// The picture is at `version`; if that is new, it changed at `now`.
+    pub(crate) fn observe(&mut self, now: Instant, version: u64, anything_unreachable: bool) {
+        if version != self.seen {
+            self.seen = version;
+            self.gate.changed(now, anything_unreachable);
+        }
+    }
+
+    /// What is due by `now`, taken out of the state (a pending decision is
+    /// handed over once; the gate rests after a decision until the next
+    /// change).
+    pub(crate) fn due(&mut self, now: Instant) -> Due {
+        if let Some(p) = self.pending.as_mut().filter(|p| p.at <= now && !p.lease_asked) {
+            if matches!(p.decision, crate::downing::Decision::AskLease { .. }) {
+                p.lease_asked = true;
+                self.lease_wanted = true;
+                return Due::AskLease;
+            }
+            return self.pending.take().map_or(Due::Nothing, Due::CarryOut);
+        }
+        match self.gate.poll(now) {
+            Gate::Decide => {
+                self.gate.decided();
+                Due::Decide
+            }
+            Gate::DownAll => {
+                self.gate.decided();
+                Due::DownAll
+            }
+            Gate::Idle | Gate::Wait { .. } => Due::Nothing,
+        }
+    }
+
+    /// When something is next due.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        let pending = self.pending.as_ref().filter(|p| !p.lease_asked).map(|p| p.at);
+        [self.gate.deadline(), pending].into_iter().flatten().min()
+    }
+
+    /// When a decision may be taken, while something is unreachable.
+    pub(crate) fn decide_at(&self) -> Option<Instant> {
+        self.gate.deadline()
+    }
+
+    pub(crate) fn pending(&self) -> Option<&Pending> {
+        self.pending.as_ref()
+    }
+
+    pub(crate) fn set_pending(&mut self, pending: Option<Pending>) {
+        self.pending = pending;
+    }
+
+    /// Takes the pending lease request, once.
+    pub(crate) fn take_lease_request(&mut self) -> bool {
+        std::mem::take(&mut self.lease_wanted)
+    }
+
+    /// The lease's answer: the pending decision it was asked for, if any.
+    pub(crate) fn lease_answered(&mut self) -> Option<Pending> {
+        self.lease_wanted = false;
+        self.pending.take_if(|p| p.lease_asked)
+    }
+}

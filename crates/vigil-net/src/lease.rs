@@ -1,0 +1,229 @@
+//! The lease a `lease-majority` downing strategy asks for, when a
+//! partition leaves its side without a clear majority: the side that takes
+//! it survives, the other downs itself.
+//!
+//! A lease is held by a *holder*, a side's name: every member of a side
+//! asks for the same one (its member with the lowest address, as
+//! [`Node::take_lease_request`](vigil_membership::Node::take_lease_request)
+//! names it), so the lease grants a side, not one of its members. It holds
+//! for a time to live and is granted again to its holder; another holder
+//! gets it only once that time has run out.
+//!
+//! [`FileLease`] keeps the lease in a file, locked while it is read and
+//! written: for tests, and for members on one host or sharing a file
+//! system. For a fleet, implement [`Lease`] over what every side of a
+//! partition can still reach and that grants one holder at a time: a
+//! Kubernetes `coordination.k8s.io/v1` Lease (`holderIdentity`,
+//! `leaseDurationSeconds`, and `renewTime` updated with the object's
+//! `resourceVersion`, so that two writers cannot both win), an etcd key
+//! written in a transaction that compares its revision under an etcd
+//! lease, or a row in a database updated with a compare-and-set.
+//!
+//! ```
+//! use std::time::Duration;
+//! use vigil_net::lease::{FileLease, Lease};
+//!
+//! let dir = std::env::temp_dir().join(format!("vigil-lease-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let lease = FileLease::new(dir.join("lease"));
+//! let ttl = Duration::from_secs(120);
+//! assert!(lease.acquire("side-of-a", ttl)?);
+//! assert!(lease.acquire("side-of-a", ttl)?, "its holder gets it again");
+//! assert!(!lease.acquire("side-of-d", ttl)?, "another holder waits for the time to live");
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How long a side holds the lease it took, by default (Akka's Kubernetes
+/// lease: 120 s).
+pub const TTL: Duration = Duration::from_secs(120);
+
+/// The most a lease file may hold; a longer one is not a lease.
+const MAX_LEASE_FILE: u64 = 4096;
+
+/// Something every side of a partition can reach and that grants one
+/// holder at a time. See the module documentation.
+pub trait Lease: Send + Sync + fmt::Debug + 'static {
+    /// Asks the lease for `holder`, to hold it for `ttl`: granted when
+    /// nobody holds it, its holder's time ran out, or `holder` holds it
+    /// already (its time starts again). Blocking: a runtime calls it off
+    /// its event loop.
+    ///
+    /// # Errors
+    ///
+    /// A [`LeaseError`] when the lease cannot be read or written; the side
+    /// then counts it as not granted.
+    fn acquire(&self, holder: &str, ttl: Duration) -> Result<bool, LeaseError>;
+}
+
+/// A lease that could not be asked.
+#[derive(Debug)]
+pub struct LeaseError {
+    /// Where the lease is (a path, a URL).
+    pub at: String,
+    /// What went wrong.
+    pub problem: String,
+}
+
+impl fmt::Display for LeaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "lease {}: {}", self.at, self.problem)
+    }
+}
+
+impl std::error::Error for LeaseError {}
+
+/// A lease in a file: `holder=NAME` and `until_ms=UNIX_MS` lines, read and
+/// written under an exclusive lock on the file. See the module
+/// documentation.
+#[derive(Debug, Clone)]
+pub struct FileLease {
+    path: PathBuf,
+}
+
+impl FileLease {
+    /// The lease kept at `path` (created on first use).
+    pub fn new(path: impl Into<PathBuf>) -> FileLease {
+        FileLease { path: path.into() }
+    }
+
+    /// Where it is kept.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn error(&self, problem: impl fmt::Display) -> LeaseError {
+        LeaseError { at: self.path.display().to_string(), problem: problem.to_string() }
+    }
+}
+
+/// The holder and until when, as the file says; `None` for an empty file.
+fn parse(text: &str) -> Result<Option<(String, u64)>, String> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let (mut holder, mut until) = (None, None);
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        match line.split_once('=') {
+            Some(("holder", v)) => holder = Some(v.to_owned()),
+            Some(("until_ms", v)) => {
+                until = Some(v.parse::<u64>().map_err(|_| format!("until_ms={v} is not a number of milliseconds"))?)
+            }
+            _ => {
+                let shown: String = line.chars().take(40).flat_map(char::escape_debug).collect();
+                return Err(format!("'{shown}' is not a line of a lease (holder=NAME, until_ms=UNIX_MS)"));
+            }
+        }
+    }
+    match (holder, until) {
+        (Some(h), Some(u)) => Ok(Some((h, u))),
+        _ => Err("a lease needs both holder= and until_ms=".into()),
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Lease for FileLease {
+    fn acquire(&self, holder: &str, ttl: Duration) -> Result<bool, LeaseError> {
+        if holder.is_empty() || holder.contains(['\n', '\r']) {
+            return Err(self.error(format!("{holder:?} cannot hold a lease (an empty name, or a line break)")));
+        }
+        let mut file: File = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&self.path)
+            .map_err(|e| self.error(e))?;
+        // Held until the file is closed, at the end of this call.
+        file.lock().map_err(|e| self.error(format!("cannot lock it: {e}")))?;
+        let len = file.metadata().map_err(|e| self.error(e))?.len();
+        if len > MAX_LEASE_FILE {
+            return Err(self.error(format!("{len} bytes: not a lease (at most {MAX_LEASE_FILE})")));
+        }
+        let mut text = String::new();
+        file.read_to_string(&mut text).map_err(|e| self.error(e))?;
+        let now = unix_ms();
+        if let Some((current, until)) = parse(&text).map_err(|e| self.error(e))?
+            && current != holder
+            && until > now
+        {
+            return Ok(false);
+        }
+        let until = now.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let body = format!("holder={holder}\nuntil_ms={until}\n");
+        file.set_len(0).map_err(|e| self.error(e))?;
+        file.seek(SeekFrom::Start(0)).map_err(|e| self.error(e))?;
+        file.write_all(body.as_bytes()).map_err(|e| self.error(e))?;
+        file.sync_all().map_err(|e| self.error(e))?;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("vigil-lease-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("lease")
+    }
+
+    #[test]
+    fn one_holder_until_its_time_runs_out() {
+        let path = temp("ttl");
+        let lease = FileLease::new(&path);
+        assert!(lease.acquire("a", Duration::from_millis(200)).unwrap());
+        assert!(!lease.acquire("d", Duration::from_secs(60)).unwrap());
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(lease.acquire("d", Duration::from_secs(60)).unwrap(), "a's time ran out");
+        assert!(!lease.acquire("a", Duration::from_secs(60)).unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("holder=d\nuntil_ms="), "{text}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_lease_is_refused_and_left_alone() {
+        for (body, why) in [
+            ("holder=a\n", "a lease needs both holder= and until_ms="),
+            ("holder=a\nuntil_ms=soon\n", "until_ms=soon is not a number of milliseconds"),
+            ("#!/bin/sh\nrm -rf /\n", "'#!/bin/sh' is not a line of a lease"),
+        ] {
+            let path = temp("junk");
+            std::fs::write(&path, body).unwrap();
+            let e = FileLease::new(&path).acquire("a", TTL).unwrap_err();
+            assert!(e.to_string().contains(why), "{e}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), body, "nothing is written over it");
+        }
+        let path = temp("big");
+        std::fs::write(&path, vec![b'x'; 5000]).unwrap();
+        let e = FileLease::new(&path).acquire("a", TTL).unwrap_err();
+        assert!(e.to_string().contains("5000 bytes: not a lease"), "{e}");
+        let e = FileLease::new(temp("name")).acquire("a\nuntil_ms=0", TTL).unwrap_err();
+        assert!(e.to_string().contains("cannot hold a lease"), "{e}");
+    }
+
+    #[test]
+    fn holders_racing_from_threads_get_it_once() {
+        let path = temp("race");
+        let granted: Vec<bool> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let lease = FileLease::new(&path);
+                    s.spawn(move || lease.acquire(&format!("side-{i}"), TTL).unwrap())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(granted.iter().filter(|g| **g).count(), 1, "{granted:?}");
+    }
+}

@@ -1,0 +1,48 @@
+//! The lease a `lease-majority` strategy asks for: one object every node
+//! reaches whatever the partition (as a Kubernetes Lease on the API server
+//! outside the cluster's network), held by a side's name for a while.
+
+use std::time::Duration;
+
+use vigil_detector::Instant;
+
+/// How long a grant holds: a side that took the lease keeps it this long.
+pub(crate) const TTL: Duration = Duration::from_secs(120);
+
+/// See the module documentation.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Lease {
+    /// The holder and until when.
+    holder: Option<(String, Instant)>,
+}
+
+impl Lease {
+    /// Asks the lease for `holder` at `now`: granted if nobody holds it,
+    /// its grant ran out, or `holder` already holds it (renewed).
+    pub(crate) fn acquire(&mut self, holder: &str, now: Instant) -> bool {
+        if let Some((h, until)) = &self.holder
+            && h != holder
+            && *until > now
+        {
+            return false;
+        }
+        self.holder = Some((holder.to_owned(), now.saturating_add(TTL)));
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_holder_at_a_time_until_its_grant_runs_out() {
+        let mut l = Lease::default();
+        let t = Instant::from_secs(10);
+        assert!(l.acquire("n0", t));
+        assert!(l.acquire("n0", t), "the holder asks again: renewed");
+        assert!(!l.acquire("n3", t + Duration::from_secs(5)));
+        assert!(l.acquire("n3", t + TTL), "the grant ran out");
+        assert!(!l.acquire("n0", t + TTL));
+    }
+}

@@ -1,0 +1,177 @@
+//! Who survives a partition, with each downing strategy: the simulator's
+//! checkers hold every run to at most one surviving side (no partition
+//! ends with both sides having downed the other) and to decisions taken
+//! only after `stable_after` of calm; each test adds what its strategy
+//! promises. Figures are printed (`cargo test -p vigil-sim --release --test
+//! downing -- --nocapture`).
+
+use std::time::Duration;
+
+use vigil_membership::Event;
+use vigil_sim::{Downing, Fault, Report, Scenario, Sim, Timed};
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+/// Akka's default, 20 s: well above
+/// the LAN preset's longest suspicion (10 s for a member that only heard
+/// of it, less for its accusers), so every suspect has had its chance to
+/// refute before anyone decides.
+const STABLE_AFTER: u64 = 20;
+
+fn downing(strategy: &str) -> Downing {
+    let mut d = Downing::new(strategy);
+    d.stable_after = Some(secs(STABLE_AFTER));
+    d
+}
+
+/// `nodes` members, `strategy`, a partition at `split` from 30 s for
+/// `lasting` seconds, then two minutes to heal.
+fn partition(nodes: usize, split: usize, lasting: u64, strategy: &str, seed: u64) -> Scenario {
+    let mut s = Scenario::new(&format!("{strategy}: {split}|{} for {lasting} s", nodes - split), nodes);
+    s.seed = seed;
+    s.duration = secs(30 + lasting + 120);
+    s.downing = Some(downing(strategy));
+    s.faults.push(Timed::new(secs(30), Fault::Partition { split }).lasting(secs(lasting)));
+    s
+}
+
+fn run(s: &Scenario) -> Report {
+    let r = Sim::new(s).unwrap().keep_records(true).run(&mut |_| {});
+    let h = &r.heals[0];
+    println!(
+        "{} (seed {}): surviving sides {}, self-downed {:?}, one view {:?} ms after the heal; false deaths {}, \
+         deaths by decision {}; violations {:?}",
+        s.name,
+        s.seed,
+        h.surviving_sides,
+        h.self_downed,
+        h.converged_after_ms,
+        r.false_deaths,
+        r.downed_deaths,
+        r.violations
+    );
+    r
+}
+
+/// Self-downs by node index.
+fn self_downed(r: &Report) -> Vec<usize> {
+    let mut v: Vec<usize> = r
+        .events()
+        .filter(|(_, i, e)| matches!(e, Event::Downed { id, .. } if id.name == format!("n{i}")))
+        .map(|(_, i, _)| i)
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[test]
+fn keep_majority_downs_the_minority_which_rejoins_at_new_generations_after_the_heal() {
+    for seed in 1..=3 {
+        let s = partition(6, 4, 90, "keep-majority", seed);
+        let r = run(&s);
+        assert!(r.violations.is_empty(), "{}: {:?}", s.name, r.violations);
+        let h = &r.heals[0];
+        assert_eq!(
+            (h.surviving_sides, h.self_downed),
+            (1, [0, 2]),
+            "{}: the two down themselves, the four go on",
+            s.name
+        );
+        assert_eq!(self_downed(&r), [4, 5]);
+        // Every death was a decision's: none a detection's mistake.
+        assert_eq!(r.false_deaths, 0, "{}", s.name);
+        assert!(r.downed_deaths >= 8, "{}: each of the four learned both deaths", s.name);
+        // One cluster again, with the minority at new generations.
+        assert!(h.converged_after_ms.is_some_and(|ms| ms <= 60_000.0), "{}: {:?}", s.name, h.converged_after_ms);
+        assert_eq!(r.final_disagreements, 0);
+        // The majority declared the minority's old generations dead (after
+        // the removal margin), and nobody of the majority was declared dead.
+        let dead: Vec<(usize, String)> = r
+            .events()
+            .filter_map(|(_, i, e)| match e {
+                Event::Dead { id, .. } => Some((i, id.name.clone())),
+                _ => None,
+            })
+            .collect();
+        assert!(dead.iter().all(|(_, who)| who == "n4" || who == "n5"), "{}: {dead:?}", s.name);
+        assert!(dead.iter().any(|(by, _)| *by < 4), "{}: the majority removed the minority", s.name);
+    }
+}
+
+#[test]
+fn an_even_split_keeps_the_side_with_the_lowest_address_under_keep_majority() {
+    let s = partition(6, 3, 90, "keep-majority", 1);
+    let r = run(&s);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!((r.heals[0].surviving_sides, r.heals[0].self_downed), (1, [0, 3]));
+}
+
+#[test]
+fn no_side_survives_an_even_split_under_a_static_quorum_of_four() {
+    let s = partition(6, 3, 90, "static-quorum:size=4", 1);
+    let r = run(&s);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!((r.heals[0].surviving_sides, r.heals[0].self_downed), (0, [3, 3]));
+}
+
+#[test]
+fn down_all_downs_everyone_and_auto_leaves_two_clusters() {
+    let s = partition(6, 4, 90, "down-all", 1);
+    let r = run(&s);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!((r.heals[0].surviving_sides, r.heals[0].self_downed), (0, [4, 2]));
+    // The unsafe baseline: each side declares the other dead and carries on.
+    let mut s = partition(6, 4, 90, "auto", 1);
+    s.downing = None;
+    let r = run(&s);
+    assert_eq!((r.heals[0].surviving_sides, r.heals[0].self_downed), (2, [0, 0]));
+}
+
+#[test]
+fn with_a_lease_exactly_one_side_of_an_even_split_survives() {
+    for seed in 1..=3 {
+        let s = partition(6, 3, 90, "lease-majority", seed);
+        let r = run(&s);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        let h = &r.heals[0];
+        assert_eq!(h.surviving_sides, 1, "seed {seed}");
+        assert!(h.self_downed == [0, 3] || h.self_downed == [3, 0], "seed {seed}: {:?}", h.self_downed);
+    }
+}
+
+#[test]
+fn a_crashed_member_is_downed_after_the_calm_and_the_margin() {
+    let mut s = Scenario::new("keep-majority: one crash", 10);
+    s.duration = secs(120);
+    s.downing = Some(downing("keep-majority"));
+    // Detection now includes stable-after and the removal margin.
+    s.detection_bound = secs(60);
+    s.faults.push(Timed::new(secs(30), Fault::Crash { node: 7 }));
+    let r = Sim::new(&s).unwrap().keep_records(true).run(&mut |_| {});
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let c = &r.crashes[0];
+    assert_eq!(c.detected_by, c.survivors);
+    println!("crash detected: median {:.1} s, max {:.1} s", c.median_ms / 1e3, c.max_ms / 1e3);
+    // At least stable-after and the margin after the crash.
+    assert!(c.first_ms >= (2 * STABLE_AFTER * 1000) as f64, "{}", c.first_ms);
+    assert!(self_downed(&r).is_empty());
+}
+
+#[test]
+fn one_bad_link_downs_nobody() {
+    // n1 and n2 cannot hear each other for two minutes: indirect probes
+    // find each alive through the others, so nobody is even unreachable.
+    let mut s = Scenario::new("keep-majority: one bad link", 8);
+    s.duration = secs(240);
+    s.downing = Some(downing("keep-majority"));
+    for (from, to) in [(1, 2), (2, 1)] {
+        s.faults.push(Timed::new(secs(30), Fault::Block { from, to }).lasting(secs(120)));
+    }
+    let r = Sim::new(&s).unwrap().keep_records(true).run(&mut |_| {});
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert!(self_downed(&r).is_empty());
+    assert!(!r.events().any(|(_, _, e)| matches!(e, Event::Downed { .. } | Event::Dead { .. })));
+}
