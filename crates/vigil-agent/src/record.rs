@@ -235,6 +235,9 @@ pub enum What {
     Decided {
         /// This member.
         member: String,
+        /// Whether members flapped for too long and the decision counted
+        /// them unreachable.
+        unstable: bool,
         /// The strategy, in its text form.
         strategy: String,
         /// `nothing`, `down-unreachable` (this side survives),
@@ -445,8 +448,9 @@ impl What {
                 let (member, generation) = id(i);
                 What::Reachable { member, generation, incarnation: *incarnation }
             }
-            Event::Decided { strategy, decision, down, reason } => What::Decided {
+            Event::Decided { unstable, strategy, decision, down, reason } => What::Decided {
                 member: node.to_owned(),
+                unstable: *unstable,
                 strategy: strategy.clone(),
                 decision: decision.to_string(),
                 down: down.clone(),
@@ -575,7 +579,7 @@ impl fmt::Display for EventRecord {
             What::Reachable { member, incarnation, .. } => {
                 write!(f, "{member} is reachable again (incarnation {incarnation})")
             }
-            What::Decided { member, strategy, decision, down, reason } => {
+            What::Decided { member, strategy, decision, down, reason, .. } => {
                 let what = match decision.as_str() {
                     "down-unreachable" => "its side survives",
                     "down-reachable" => "its side is downed",

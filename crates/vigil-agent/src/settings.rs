@@ -270,7 +270,7 @@ pub struct Flags {
     /// Instability tolerated past --stable-after before everyone is downed,
     /// a duration or `off` (default: ¾ of --stable-after, at least 4s).
     #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION|off"))]
-    pub down_all_when_unstable: Option<String>,
+    pub decide_when_unstable: Option<String>,
     /// The lease `lease-majority` asks for: a file every member can reach
     /// (one host, or a shared file system), locked while it is read and
     /// written.
@@ -341,8 +341,8 @@ pub struct FileSettings {
     pub stable_after: Option<String>,
     /// `down_removal_margin`.
     pub down_removal_margin: Option<String>,
-    /// `down_all_when_unstable`.
-    pub down_all_when_unstable: Option<String>,
+    /// `decide_when_unstable`.
+    pub decide_when_unstable: Option<String>,
     /// `lease_file`.
     pub lease_file: Option<PathBuf>,
 }
@@ -396,7 +396,7 @@ impl FileSettings {
             downing,
             stable_after,
             down_removal_margin,
-            down_all_when_unstable,
+            decide_when_unstable,
             lease_file
         );
         changed
@@ -918,13 +918,10 @@ impl Flags {
             protocol.downing.down_removal_margin = duration(from.clone(), &text)?;
             protocol.validate().map_err(protocol_error(from))?;
         }
-        if let Some((text, from)) = pick(
-            &a.down_all_when_unstable,
-            &file.down_all_when_unstable,
-            "down_all_when_unstable",
-            "--down-all-when-unstable",
-        ) {
-            protocol.downing.down_all_when_unstable =
+        if let Some((text, from)) =
+            pick(&a.decide_when_unstable, &file.decide_when_unstable, "decide_when_unstable", "--decide-when-unstable")
+        {
+            protocol.downing.decide_when_unstable =
                 if text.trim() == "off" { None } else { Some(duration(from.clone(), &text)?) };
             protocol.validate().map_err(protocol_error(from))?;
         }

@@ -367,7 +367,7 @@ impl Config {
         for (field, d) in [
             ("dead_retention", self.dead_retention),
             ("local_stall", self.local_stall),
-            ("downing.down_all_when_unstable", dg.down_all_when_unstable.unwrap_or_default()),
+            ("downing.decide_when_unstable", dg.decide_when_unstable.unwrap_or_default()),
             ("downing.down_removal_margin", dg.down_removal_margin),
         ] {
             if d > day {

@@ -254,9 +254,21 @@ impl Verdict {
 /// documentation.
 pub fn decide(strategy: &Strategy, picture: &Picture) -> Verdict {
     let indirect = picture.indirectly_connected();
-    // The fully connected members, and those of them found unreachable.
+    // The fully connected members, and those of them found unreachable by
+    // a fully connected observer (an indirectly connected one's word does
+    // not count).
     let members: Vec<&Candidate> = picture.members.values().filter(|c| !indirect.contains(&c.name)).collect();
-    let unreachable: BTreeSet<&str> = picture.unreachable_members().filter(|n| !indirect.contains(*n)).collect();
+    let unreachable: BTreeSet<&str> = picture
+        .records
+        .iter()
+        .filter(|(o, s)| {
+            picture.members.contains_key(o)
+                && picture.members.contains_key(s)
+                && !indirect.contains(o)
+                && !indirect.contains(s)
+        })
+        .map(|(_, s)| s.as_str())
+        .collect();
     let (mine, theirs): (Vec<&Candidate>, Vec<&Candidate>) =
         members.iter().copied().partition(|c| !unreachable.contains(c.name.as_str()));
     let names = |side: &[&Candidate]| side.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
@@ -590,7 +602,7 @@ impl fmt::Display for Strategy {
 /// use vigil_membership::downing::{Downing, Strategy};
 ///
 /// let d = Downing::new(Strategy::KeepMajority { tag: None }).with_stable_after(Duration::from_secs(8));
-/// assert_eq!(d.down_all_when_unstable, Some(Duration::from_secs(6)));
+/// assert_eq!(d.decide_when_unstable, Some(Duration::from_secs(6)));
 /// assert_eq!(d.down_removal_margin, Duration::from_secs(8));
 /// assert_eq!(Downing::default().strategy, Strategy::Auto);
 /// ```
@@ -604,10 +616,14 @@ pub struct Downing {
     /// [`Config::suspicion_max`](crate::Config::suspicion_max), so that a
     /// suspected member has had its chance to refute.
     pub stable_after: Duration,
-    /// Down everyone when no stable moment comes within `stable_after +`
-    /// this (`None`: wait for ever). Akka: ¾ of `stable_after`, at least
-    /// 4 s.
-    pub down_all_when_unstable: Option<Duration>,
+    /// When members flap (found unreachable, then reachable again) and no
+    /// stable moment comes within `stable_after +` this after the first
+    /// flap, decide anyway, with every member that flapped counted
+    /// unreachable: one flaky member is removed (its side, alone, downs
+    /// itself) rather than waiting for ever. Akka downs everyone at this
+    /// point (`down-all-when-unstable`); the default margin is Akka's, ¾
+    /// of `stable_after`, at least 4 s. `None`: wait for calm for ever.
+    pub decide_when_unstable: Option<Duration>,
     /// How long the winning side waits, after its decision, before it
     /// declares the losing side dead.
     pub down_removal_margin: Duration,
@@ -629,7 +645,7 @@ impl Downing {
     pub fn with_stable_after(self, stable_after: Duration) -> Downing {
         Downing {
             stable_after,
-            down_all_when_unstable: Some(crate::stability::Stability::default_margin(stable_after)),
+            decide_when_unstable: Some(crate::stability::Stability::default_margin(stable_after)),
             down_removal_margin: stable_after,
             ..self
         }
@@ -646,7 +662,7 @@ impl Default for Downing {
         Downing {
             strategy: Strategy::Auto,
             stable_after: STABLE_AFTER,
-            down_all_when_unstable: Some(crate::stability::Stability::default_margin(STABLE_AFTER)),
+            decide_when_unstable: Some(crate::stability::Stability::default_margin(STABLE_AFTER)),
             down_removal_margin: STABLE_AFTER,
         }
     }

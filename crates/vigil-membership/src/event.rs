@@ -182,9 +182,13 @@ pub enum Event {
         /// Its new incarnation.
         incarnation: u64,
     },
-    /// The downing strategy decided, once the picture held still (or it
-    /// never did: [`Decision::DownAll`](crate::downing::Decision::DownAll)).
+    /// The downing strategy decided, once the picture held still (or
+    /// flapped for too long: `unstable`).
     Decided {
+        /// Whether the picture flapped for too long and the decision was
+        /// taken with the members that flapped counted unreachable (see
+        /// [`Downing::decide_when_unstable`](crate::downing::Downing::decide_when_unstable)).
+        unstable: bool,
         /// The strategy, in its text form.
         strategy: String,
         /// What it decided.
@@ -295,7 +299,7 @@ impl std::fmt::Display for Event {
             Event::LocalStall { late } => write!(f, "this member stalled: its timers ran {} ms late", late.as_millis()),
             Event::Unreachable { id, by } => write!(f, "{id} unreachable (suspected by {}, not refuted)", by.name),
             Event::Reachable { id, incarnation } => write!(f, "{id} reachable again (incarnation {incarnation})"),
-            Event::Decided { strategy, decision, down, reason } => {
+            Event::Decided { strategy, decision, down, reason, .. } => {
                 let whom = if down.is_empty() { String::new() } else { format!(", downing {}", down.join(", ")) };
                 write!(f, "{strategy} decided {decision}{whom}: {reason}")
             }

@@ -1007,6 +1007,10 @@ impl Node {
 
     /// As [`Node::send`], with `first` piggybacked before any queued rumour.
     fn send_with(&mut self, to: SocketAddr, message: Message, first: Option<Update>) {
+        // Downed and not yet back: it speaks to the surviving side only.
+        if self.rejoining && !self.seeds.contains(&to) {
+            return;
+        }
         if self.transmits.len() >= MAX_QUEUE {
             self.stats.transmit_overflows += 1;
             return;

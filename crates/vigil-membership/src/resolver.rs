@@ -10,6 +10,9 @@ use vigil_detector::Instant;
 use crate::downing::{Downing, Pending};
 use crate::stability::{Gate, Stability};
 
+/// Accusations kept between decisions, at most.
+const MAX_SEEN: usize = 65_536;
+
 /// See the module documentation.
 #[derive(Debug, Clone)]
 pub(crate) struct Resolver {
@@ -19,6 +22,9 @@ pub(crate) struct Resolver {
     pending: Option<Pending>,
     /// The lease is due to be asked: taken by the runtime.
     lease_wanted: bool,
+    /// Accusations (accuser, accused) seen since the last decision, this
+    /// node's own included: what an unstable decision counts as records.
+    accusations: std::collections::BTreeSet<(String, String)>,
 }
 
 /// What is due at a time.
@@ -28,8 +34,9 @@ pub(crate) enum Due {
     Nothing,
     /// The picture held still: decide.
     Decide,
-    /// It never held still: down everyone.
-    DownAll,
+    /// It flapped and never held still: decide with the members that
+    /// flapped counted unreachable.
+    Unstable,
     /// Carry out the pending decision (its margin is over).
     CarryOut(Pending),
     /// Ask the lease.
@@ -39,10 +46,11 @@ pub(crate) enum Due {
 impl Resolver {
     pub(crate) fn new(settings: &Downing) -> Resolver {
         Resolver {
-            gate: Stability::new(settings.stable_after, settings.down_all_when_unstable),
+            gate: Stability::new(settings.stable_after, settings.decide_when_unstable),
             seen: 0,
             pending: None,
             lease_wanted: false,
+            accusations: std::collections::BTreeSet::new(),
         }
     }
 
@@ -52,6 +60,23 @@ impl Resolver {
             self.seen = version;
             self.gate.changed(now, anything_unreachable);
         }
+    }
+
+    /// A member found unreachable became reachable again at `now`.
+    pub(crate) fn flapped(&mut self, now: Instant) {
+        self.gate.flapped(now);
+    }
+
+    /// `accuser` accused `accused` (of this node's knowledge).
+    pub(crate) fn saw(&mut self, accuser: &str, accused: &str) {
+        if self.accusations.len() < MAX_SEEN && accuser != accused {
+            self.accusations.insert((accuser.to_owned(), accused.to_owned()));
+        }
+    }
+
+    /// The accusations seen since the last decision, handed over once.
+    pub(crate) fn take_seen(&mut self) -> std::collections::BTreeSet<(String, String)> {
+        std::mem::take(&mut self.accusations)
     }
 
     /// What is due by `now`, taken out of the state (a pending decision is
@@ -71,9 +96,9 @@ impl Resolver {
                 self.gate.decided();
                 Due::Decide
             }
-            Gate::DownAll => {
+            Gate::Unstable => {
                 self.gate.decided();
-                Due::DownAll
+                Due::Unstable
             }
             Gate::Idle | Gate::Wait { .. } => Due::Nothing,
         }

@@ -407,3 +407,78 @@ fn a_member_behind_a_nat_is_heard_once_it_answers_from_its_other_address() {
     nodes[0].handle_datagram(t, stranger(), &hb).unwrap();
     assert_eq!(nodes[0].stats().from_strangers, before + 1);
 }
+
+/// Six members that decide who survives a partition with `keep-majority`,
+/// after 12 s of calm.
+fn downing_cluster() -> Vec<Node> {
+    let mut config = Config::lan(CLUSTER);
+    config.downing = vigil_membership::downing::Downing::new("keep-majority".parse().unwrap())
+        .with_stable_after(Duration::from_secs(12));
+    cluster(6, config)
+}
+
+#[test]
+fn a_forged_death_never_downs_a_member_of_a_healthy_cluster() {
+    let mut nodes = downing_cluster();
+    let t = Instant::from_secs(2);
+    let dead = Update { status: Status::Dead, from: id(1), ..alive("n0", addr(0)) };
+    // From a stranger's address, and even from a member's own (a forged
+    // source): n0 finds nobody unreachable, so it refutes.
+    for source in [stranger(), addr(1)] {
+        nodes[0].handle_datagram(t, source, &encode(id(1), Message::Gossip, vec![dead.clone()])).unwrap();
+    }
+    run(&mut nodes, &[], t, t + Duration::from_secs(40));
+    assert_eq!(nodes[0].stats().self_downs, 0);
+    assert!(nodes[0].stats().self_refutations >= 1);
+    assert!(!events(&mut nodes[0]).iter().any(|e| matches!(e, Event::Downed { .. })));
+    for node in &nodes[1..] {
+        assert_eq!(status(node, "n0"), Some(Status::Alive));
+        assert_eq!(node.stats().downing_decisions, 0, "nothing was ever unreachable");
+    }
+}
+
+#[test]
+fn the_minority_downs_itself_and_hears_only_the_majority_until_it_is_back() {
+    let mut nodes = downing_cluster();
+    let t = Instant::from_secs(2);
+    let t = run(&mut nodes, &[], t, t + Duration::from_secs(5));
+    // n4 and n5 are cut off for 90 s.
+    let t = run(&mut nodes, &[4, 5], t, t + Duration::from_secs(90));
+    for (i, n) in nodes.iter().enumerate() {
+        let downed = n.stats().self_downs;
+        assert_eq!(downed, u64::from(i >= 4), "n{i} downed itself {downed} times");
+    }
+    for i in [4, 5] {
+        let view = nodes[i].snapshot(t);
+        assert_eq!(view.id.generation, 2, "n{i} took a new generation");
+        assert!(view.members.is_empty(), "n{i} forgot the members it was downed with");
+        let seeds: Vec<SocketAddr> = (0..4).map(addr).collect();
+        assert_eq!(view.seeds, seeds, "n{i} rejoins through the side that survived");
+        // A stranger, or its old side-mate, is not heard meanwhile.
+        let hello = encode(
+            NodeId::new("n9", 1),
+            Message::PushPull { reply: true, members: vec![alive("n9", stranger())] },
+            vec![],
+        );
+        let ignored = nodes[i].stats().ignored_while_downed;
+        nodes[i].handle_stream(t, stranger(), &hello).unwrap();
+        let mate = if i == 4 { 5 } else { 4 };
+        nodes[i].handle_stream(t, addr(mate), &hello).unwrap();
+        assert!(nodes[i].member("n9").is_none());
+        assert_eq!(nodes[i].stats().ignored_while_downed, ignored + 2);
+    }
+    for n in &nodes[..4] {
+        assert_eq!(status(n, "n4"), Some(Status::Dead));
+        assert_eq!(status(n, "n5"), Some(Status::Dead));
+    }
+    // Healed: one cluster again, n4 and n5 at their new generation.
+    let t = run(&mut nodes, &[], t, t + Duration::from_secs(60));
+    for (i, n) in nodes.iter().enumerate() {
+        for j in (0..6).filter(|&j| j != i) {
+            let m = n.member(&format!("n{j}")).unwrap_or_else(|| panic!("n{i} knows n{j}"));
+            assert_eq!(m.status, Status::Alive, "n{i} sees n{j}");
+            assert_eq!(m.id.generation, if j >= 4 { 2 } else { 1 }, "n{i} sees n{j}");
+        }
+    }
+    let _ = t;
+}

@@ -15,8 +15,8 @@
 //! - [`AT_MOST_ONE_SIDE_SURVIVES`]: with a downing strategy, no partition
 //!   ends with members of both sides having downed the other side;
 //! - [`DECISIONS_WAIT_FOR_STABILITY`]: with a downing strategy, no node
-//!   decides before its picture has held still for `stable_after` (a
-//!   down-all for instability excepted).
+//!   decides before its picture has held still for `stable_after` (but
+//!   for a decision on members that flapped for too long).
 //!
 //! # Example
 //!

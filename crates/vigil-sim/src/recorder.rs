@@ -142,9 +142,9 @@ impl Recorder {
             | Event::Left { .. } => {
                 self.last_change.insert(i, now);
             }
-            Event::Decided { decision, .. } => {
+            Event::Decided { unstable, .. } => {
                 if let Some(stable_after) = self.stable_after
-                    && *decision != vigil_membership::downing::Decision::DownAll
+                    && !unstable
                 {
                     let calm = self.last_change.get(&i).map_or(Duration::MAX, |t| now.saturating_duration_since(*t));
                     let calm_ms = calm.as_secs_f64() * 1e3;

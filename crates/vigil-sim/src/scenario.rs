@@ -119,7 +119,7 @@ pub struct Downing {
     /// Instability tolerated past `stable_after` before everyone is downed,
     /// seconds (default ¾ of `stable_after`, at least 4).
     #[serde(with = "crate::secs::opt", default)]
-    pub down_all_when_unstable: Option<Duration>,
+    pub decide_when_unstable: Option<Duration>,
     /// The winning side's wait before it declares the losers dead, seconds
     /// (default `stable_after`).
     #[serde(with = "crate::secs::opt", default)]
@@ -132,7 +132,7 @@ impl Downing {
         Downing {
             strategy: strategy.to_owned(),
             stable_after: None,
-            down_all_when_unstable: None,
+            decide_when_unstable: None,
             down_removal_margin: None,
         }
     }
@@ -152,8 +152,8 @@ impl Downing {
         if let Some(s) = self.stable_after {
             d = d.with_stable_after(s);
         }
-        if let Some(m) = self.down_all_when_unstable {
-            d.down_all_when_unstable = Some(m);
+        if let Some(m) = self.decide_when_unstable {
+            d.decide_when_unstable = Some(m);
         }
         if let Some(m) = self.down_removal_margin {
             d.down_removal_margin = m;
@@ -533,7 +533,7 @@ impl Scenario {
             d.settings()?;
             for (field, v) in [
                 ("downing.stable_after", d.stable_after),
-                ("downing.down_all_when_unstable", d.down_all_when_unstable),
+                ("downing.decide_when_unstable", d.decide_when_unstable),
                 ("downing.down_removal_margin", d.down_removal_margin),
             ] {
                 if let Some(v) = v

@@ -175,3 +175,35 @@ fn one_bad_link_downs_nobody() {
     assert!(self_downed(&r).is_empty());
     assert!(!r.events().any(|(_, _, e)| matches!(e, Event::Downed { .. } | Event::Dead { .. })));
 }
+
+#[test]
+fn a_member_that_flaps_is_removed_not_the_cluster() {
+    // n9 is cut off 10 s out of every 20 s for three minutes (Rapid's
+    // flip-flop, on one member of ten): never 20 s of calm, so after the
+    // instability margin the members decide with n9 counted unreachable.
+    let mut s = Scenario::new("keep-majority: n9 flaps", 10);
+    s.duration = secs(330);
+    s.downing = Some(downing("keep-majority"));
+    for k in 0..9 {
+        s.faults.push(Timed::new(secs(30 + 20 * k), Fault::Partition { split: 9 }).lasting(secs(10)));
+    }
+    let r = Sim::new(&s).unwrap().keep_records(true).run(&mut |_| {});
+    let downs = self_downed(&r);
+    let decisions: Vec<String> = r
+        .events()
+        .filter_map(|(t, i, e)| match e {
+            Event::Decided { unstable, decision, down, .. } => Some(format!(
+                "{:.0} s n{i}: {decision}{} {down:?}",
+                t / 1e3,
+                if *unstable { " (unstable)" } else { "" }
+            )),
+            _ => None,
+        })
+        .collect();
+    println!("n9 flapping: self-downed {downs:?}; {} decisions: {decisions:?}", decisions.len());
+    println!("violations {:?}; false deaths {}, deaths by decision {}", r.violations, r.false_deaths, r.downed_deaths);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert!(downs.iter().all(|&i| i == 9), "only the flapping member downs itself: {downs:?}");
+    assert_eq!(r.false_deaths, 0);
+    assert_eq!(r.final_disagreements, 0, "one cluster at the end, n9 included");
+}

@@ -352,7 +352,7 @@ fn who_survives_a_partition_in_namespaces() {
     }
     // 15 s of calm (Akka's 20 s, shortened), and room for the detection of
     // every member of the other side before everyone would be downed.
-    let timing = ["--stable-after", "15s", "--down-all-when-unstable", "30s"];
+    let timing = ["--stable-after", "15s", "--decide-when-unstable", "30s"];
     let net = Net::new("d", N);
     let mut flags = vec!["--downing", "keep-majority"];
     flags.extend(timing);

@@ -10,7 +10,7 @@
 //! hold the same records; the stability gate waits until they have.
 
 use super::*;
-use crate::downing::{self, Candidate, Decision, Pending, Picture, Verdict};
+use crate::downing::{self, Candidate, Decision, Pending, Picture};
 use crate::resolver::{Due, Resolver};
 
 impl Node {
@@ -52,7 +52,7 @@ impl Node {
             match self.resolver.due(now) {
                 Due::Nothing => break,
                 Due::Decide => self.decide_downing(now, false),
-                Due::DownAll => self.decide_downing(now, true),
+                Due::Unstable => self.decide_downing(now, true),
                 Due::CarryOut(p) => self.carry_out(now, p),
                 // The runtime takes the request (`take_lease_request`).
                 Due::AskLease => {}
@@ -61,28 +61,39 @@ impl Node {
         self.timers.set(Timer::Downing, self.resolver.next_deadline());
     }
 
-    /// The picture held still (or never did, `unstable`): decide.
+    /// The picture held still, or flapped for too long (`unstable`):
+    /// decide, in the second case with every accusation seen since the
+    /// last decision (this node's own, those of others, and those against
+    /// this node) counted as a record: a member that flaps is accused and
+    /// accuses, so it is indirectly connected, and downed, whichever side
+    /// looks at it.
     fn decide_downing(&mut self, now: Instant, unstable: bool) {
-        let picture = self.picture();
+        let mut picture = self.picture();
+        let seen = self.resolver.take_seen();
         let settings = &self.config.downing;
-        let verdict = if unstable {
-            let everyone: Vec<String> = picture.members.keys().cloned().collect();
-            let margin = settings.down_all_when_unstable.unwrap_or_default();
-            Verdict {
-                decision: Decision::DownAll,
-                down: everyone,
-                indirectly_connected: Vec::new(),
-                reason: format!(
-                    "no stable moment within {} ms and {} ms more",
-                    settings.stable_after.as_millis(),
-                    margin.as_millis()
-                ),
-            }
+        let flappers: std::collections::BTreeSet<String> = if unstable {
+            let known = |n: &String| picture.members.contains_key(n);
+            let added: Vec<(String, String)> = seen.into_iter().filter(|(o, s)| known(o) && known(s)).collect();
+            let flappers = added.iter().map(|(_, s)| s.clone()).collect();
+            picture.records.extend(added);
+            flappers
         } else {
-            downing::decide(&settings.strategy, &picture)
+            std::collections::BTreeSet::new()
         };
+        let mut verdict = downing::decide(&settings.strategy, &picture);
+        if unstable {
+            let margin = settings.decide_when_unstable.unwrap_or_default();
+            let listed: Vec<&str> = flappers.iter().map(String::as_str).collect();
+            verdict.reason = format!(
+                "unstable for {} ms: the accusations of {} since the last decision counted; {}",
+                (settings.stable_after + margin).as_millis(),
+                listed.join(", "),
+                verdict.reason
+            );
+        }
         self.stats.downing_decisions += 1;
         self.emit(Event::Decided {
+            unstable,
             strategy: settings.strategy.to_string(),
             decision: verdict.decision,
             down: verdict.down.clone(),
@@ -236,6 +247,8 @@ impl Node {
             self.monitor.member_gone(&name, now);
         }
         self.broadcasts = Broadcasts::new(MAX_BROADCASTS);
+        self.subscribers = Subscribers::default();
+        self.timers.set(Timer::Subscribe, None);
         self.introductions = Introductions::new(self.config.introductions_per_source, self.config.introduction_window);
         self.refuted_to.clear();
         self.resolver = Resolver::new(&self.config.downing);

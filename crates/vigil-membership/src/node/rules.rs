@@ -238,6 +238,7 @@ impl Node {
                         self.stats.refutations_seen += 1;
                         self.emit(Event::Refuted { id: u.id.clone(), incarnation: u.incarnation, suspected_for: held });
                         if ripe {
+                            self.resolver.flapped(now);
                             self.emit(Event::Reachable { id: u.id.clone(), incarnation: u.incarnation });
                         }
                     }
@@ -263,6 +264,9 @@ impl Node {
                         self.suspicions.set_bounds(&name, bounds);
                     }
                     let accuser = self.members.intern(&u.from.name);
+                    if self.decides() {
+                        self.resolver.saw(&u.from.name, &name);
+                    }
                     if let Confirmed::New(c) = self.suspicions.confirm(&name, accuser)
                         && c <= self.config.max_confirmations_gossiped as usize
                     {
@@ -271,6 +275,9 @@ impl Node {
                     return;
                 }
                 self.members.set(&name, u.incarnation, Status::Suspect, addr, now);
+                if self.decides() {
+                    self.resolver.saw(&u.from.name, &name);
+                }
                 let accuser = self.members.intern(&u.from.name);
                 let bounds = self.suspicion_bounds(*u.from.name == *self.me.name);
                 self.suspicions.start(name, accuser, now, bounds);
@@ -354,7 +361,15 @@ impl Node {
         // While a strategy decides, only a decision declares a member dead:
         // a member whose word this node takes (a stranger's was softened
         // into a suspicion) downed it, at its current incarnation or later.
-        if u.status == Status::Dead && self.decides() && u.incarnation >= self.incarnation {
+        // It is obeyed while this node itself finds members unreachable (a
+        // partition it is on one side of); otherwise it is refuted like any
+        // accusation, so that one forged packet cannot down a member of a
+        // healthy cluster.
+        if self.decides() && u.status == Status::Suspect {
+            self.resolver.saw(&u.from.name, &self.me.name);
+        }
+        if u.status == Status::Dead && self.decides() && self.suspicions.any_ripe() && u.incarnation >= self.incarnation
+        {
             self.downed_by_rumour(self.now, u.from);
             return;
         }
@@ -423,12 +438,24 @@ impl Node {
     /// the few accusers in time, not the whole cluster. Classic mode keeps
     /// memberlist's rule, every member's timer alike. While a downing
     /// strategy decides, a suspicion that runs out only makes the member
-    /// unreachable, so every member keeps the accusers' clock: the members
-    /// of a side come to hold the same records at about the same time.
+    /// unreachable, and the decision waits `stable_after` of calm, which a
+    /// refutation breaks: the refutation's window is the calm, so every
+    /// member's suspicion runs out at `suspicion_min` (classic mode: its
+    /// minimum), and the members of a side come to hold the same records
+    /// at about the same time, however many observers confirmed.
     pub(super) fn suspicion_bounds(&self, accuser: bool) -> Bounds {
-        let accuser = accuser || self.decides();
         let n = self.cluster_size();
         let c = &self.config;
+        if self.decides() {
+            let min = match c.mode {
+                Mode::Phi => c.suspicion_min,
+                Mode::Classic => {
+                    let scale = (n.max(1) as f64).log10().max(1.0);
+                    c.probe_interval.mul_f64(f64::from(c.suspicion_mult) * scale)
+                }
+            };
+            return Bounds { min, max: min, k: 0 };
+        }
         match c.mode {
             Mode::Phi if accuser => {
                 let k = c.observers.saturating_sub(1).min(n.saturating_sub(2)) as u32;
