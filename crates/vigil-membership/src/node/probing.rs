@@ -159,9 +159,10 @@ impl Node {
             let accuser = self.suspicions.get(&name).is_some_and(|s| s.accused_by(&self.me.name));
             if self.decides() {
                 // A strategy decides: the member is unreachable, not dead.
-                // It is looked at again each time the clock runs out, in
-                // case it answers but does not know it is suspected.
-                let bounds = self.suspicion_bounds(accuser);
+                // Its accusers look at it again every reconnect interval,
+                // in case it answers but does not know it is suspected.
+                let again = self.config.reconnect_interval;
+                let bounds = Bounds { min: again, max: again, k: 0 };
                 if self.suspicions.ripen(&name, now, bounds) {
                     let first = self.suspicions.get(&name).and_then(|s| s.first_accuser()).cloned();
                     if let (Some(m), Some(first)) = (self.members.get(&name), first) {
@@ -182,7 +183,7 @@ impl Node {
                         self.broadcast(rumour);
                     }
                 }
-                if !self.probes.probing(&name) {
+                if accuser && !self.probes.probing(&name) {
                     self.start_probe(now, &name, Purpose::Verify, None);
                 }
                 continue;
