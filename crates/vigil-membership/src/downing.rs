@@ -120,16 +120,47 @@ impl Picture {
     /// Members that are indirectly connected: found unreachable by some
     /// member, and finding some member unreachable themselves. A clean
     /// partition has none (each side's records go from it to the other);
-    /// a flaky link or a one-way cut does.
+    /// a flaky link, a one-way cut or a member that flaps does.
+    ///
+    /// Blame goes first to those found unreachable by the most members:
+    /// they are marked, their own records stop counting, and the rest is
+    /// looked at again, so that a member cut off from everyone, which
+    /// accuses the members it cannot hear, does not take them with it. Two
+    /// members that only accuse each other (a bad link between them) are
+    /// both indirectly connected.
+    ///
+    /// ```
+    /// use vigil_membership::downing::Picture;
+    ///
+    /// // e hears nobody: it accuses a and b; c, d and a accuse e.
+    /// let p = Picture::new("a", ["a", "b", "c", "d", "e"])
+    ///     .unreachable("e", "a")
+    ///     .unreachable("e", "b")
+    ///     .unreachable("c", "e")
+    ///     .unreachable("d", "e")
+    ///     .unreachable("a", "e");
+    /// assert_eq!(p.indirectly_connected().into_iter().collect::<Vec<_>>(), ["e"]);
+    /// ```
     pub fn indirectly_connected(&self) -> BTreeSet<String> {
         let known = |n: &String| self.members.contains_key(n);
-        let observers: BTreeSet<&String> =
-            self.records.iter().filter(|(o, s)| known(o) && known(s)).map(|(o, _)| o).collect();
-        self.records
-            .iter()
-            .filter(|(o, s)| known(o) && known(s) && observers.contains(s))
-            .map(|(_, s)| s.clone())
-            .collect()
+        let mut records: BTreeSet<(&str, &str)> =
+            self.records.iter().filter(|(o, s)| known(o) && known(s)).map(|(o, s)| (o.as_str(), s.as_str())).collect();
+        let mut marked = BTreeSet::new();
+        loop {
+            let observers: BTreeSet<&str> = records.iter().map(|(o, _)| *o).collect();
+            let mut accusers: BTreeMap<&str, usize> = BTreeMap::new();
+            for (_, s) in &records {
+                *accusers.entry(*s).or_default() += 1;
+            }
+            let both: Vec<(&str, usize)> = accusers.into_iter().filter(|(s, _)| observers.contains(s)).collect();
+            let Some(most) = both.iter().map(|(_, c)| *c).max() else { break };
+            let blamed: Vec<&str> = both.iter().filter(|(_, c)| *c == most).map(|(s, _)| *s).collect();
+            for s in blamed {
+                marked.insert(s.to_owned());
+                records.retain(|(o, _)| *o != s);
+            }
+        }
+        marked
     }
 }
 

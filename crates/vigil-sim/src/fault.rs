@@ -217,6 +217,18 @@ pub enum Fault {
         /// Loss probability.
         p: f64,
     },
+    /// One machine's datagrams and stream attempts are lost with
+    /// probability `p` on their way in, out or both, for a while (Rapid's
+    /// faulty processes: 80 % loss on 1 % of them, or every packet in
+    /// dropped 20 s out of 40).
+    Lossy {
+        /// Machine index.
+        node: usize,
+        /// Loss probability.
+        p: f64,
+        /// Which way.
+        way: Way,
+    },
     /// The whole network degrades for a while: every link's one-way latency
     /// becomes `base_ms` plus an exponential jitter of mean `jitter_ms`
     /// (seed 001's regime change, seed 003's degradation).
@@ -234,7 +246,7 @@ pub enum Fault {
 
 impl Fault {
     /// A short name: `crash`, `restart`, `pause`, `slow`, `block`,
-    /// `partition`, `loss`, `degrade`, `replay`.
+    /// `partition`, `loss`, `lossy`, `degrade`, `replay`.
     ///
     /// # Example
     ///
@@ -252,9 +264,43 @@ impl Fault {
             Fault::Block { .. } => "block",
             Fault::Partition { .. } => "partition",
             Fault::Loss { .. } => "loss",
+            Fault::Lossy { .. } => "lossy",
             Fault::Degrade { .. } => "degrade",
             Fault::Replay => "replay",
         }
+    }
+}
+
+/// Which way a [`Fault::Lossy`] machine loses packets.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::Way;
+///
+/// assert!(Way::In.inbound() && !Way::In.outbound());
+/// assert!(Way::Both.inbound() && Way::Both.outbound());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Way {
+    /// What it receives.
+    In,
+    /// What it sends.
+    Out,
+    /// Both.
+    Both,
+}
+
+impl Way {
+    /// Whether what the machine receives is lost.
+    pub fn inbound(self) -> bool {
+        matches!(self, Way::In | Way::Both)
+    }
+
+    /// Whether what the machine sends is lost.
+    pub fn outbound(self) -> bool {
+        matches!(self, Way::Out | Way::Both)
     }
 }
 
@@ -383,6 +429,15 @@ mod file {
             #[serde(with = "crate::secs")]
             duration: Duration,
         },
+        Lossy {
+            node: usize,
+            p: f64,
+            way: super::Way,
+            #[serde(with = "crate::secs")]
+            at: Duration,
+            #[serde(with = "crate::secs")]
+            duration: Duration,
+        },
         RotateKey {
             #[serde(with = "crate::secs")]
             at: Duration,
@@ -421,6 +476,9 @@ mod file {
                 Fault::Block { from, to, at, duration } => (at, Some(duration), Model::Block { from, to }.into()),
                 Fault::Partition { split, at, duration } => (at, Some(duration), Model::Partition { split }.into()),
                 Fault::Loss { p, at, duration } => (at, Some(duration), Model::Loss { p }.into()),
+                Fault::Lossy { node, p, way, at, duration } => {
+                    (at, Some(duration), Model::Lossy { node, p, way }.into())
+                }
                 Fault::Degrade { base_ms, jitter_ms, at, duration } => {
                     (at, Some(duration), Model::Degrade { base_ms, jitter_ms }.into())
                 }
@@ -450,6 +508,7 @@ mod file {
                 Action::Fault(Model::Block { from, to }) => Fault::Block { from, to, at, duration },
                 Action::Fault(Model::Partition { split }) => Fault::Partition { split, at, duration },
                 Action::Fault(Model::Loss { p }) => Fault::Loss { p, at, duration },
+                Action::Fault(Model::Lossy { node, p, way }) => Fault::Lossy { node, p, way, at, duration },
                 Action::Fault(Model::Degrade { base_ms, jitter_ms }) => {
                     Fault::Degrade { base_ms, jitter_ms, at, duration }
                 }

@@ -39,6 +39,7 @@
 
 pub mod checkers;
 mod clock;
+pub mod experiment;
 mod fault;
 pub mod frontier;
 mod job;
@@ -57,7 +58,7 @@ mod shown;
 mod sim;
 
 pub use checkers::{Violation, Violations};
-pub use fault::{Action, Fault, Operation, Timed};
+pub use fault::{Action, Fault, Operation, Timed, Way};
 pub use preset::{CLUSTER, preset};
 pub use record::{Record, What};
 pub use report::{CrashReport, FaultWindow, HealReport, Report, SealReport, Stretch, Totals};

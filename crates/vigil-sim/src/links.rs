@@ -37,6 +37,8 @@ pub(crate) struct Links {
     partitions: Vec<usize>,
     /// Extra loss probabilities of active loss faults.
     extra_loss: Vec<f64>,
+    /// Machines that lose packets: (machine, probability, way), active.
+    lossy: Vec<(usize, f64, crate::fault::Way)>,
     /// Active degradations (base, jitter in ms); the latest one applies.
     degrades: Vec<(f64, f64)>,
     /// Outside the liveness envelope for everyone until then (after a
@@ -52,6 +54,7 @@ impl Links {
             blocked: BTreeMap::new(),
             partitions: Vec::new(),
             extra_loss: Vec::new(),
+            lossy: Vec::new(),
             degrades: Vec::new(),
             disturbed_until: START,
         }
@@ -100,9 +103,31 @@ impl Links {
         !self.partitions.is_empty()
     }
 
-    /// Whether any block touches node `i`.
+    /// Whether any block or lossy fault touches node `i`.
     fn blocks(&self, i: usize) -> bool {
-        self.blocked.iter().any(|(&(a, b), c)| *c > 0 && (a == i || b == i))
+        self.blocked.iter().any(|(&(a, b), c)| *c > 0 && (a == i || b == i)) || self.lossy.iter().any(|l| l.0 == i)
+    }
+
+    /// The loss on the way from `a` to `b`: the network's, and the lossy
+    /// machines' at either end.
+    fn loss_between(&self, a: usize, b: usize) -> f64 {
+        let mut keep = 1.0 - self.loss();
+        for &(i, p, way) in &self.lossy {
+            if (i == a && way.outbound()) || (i == b && way.inbound()) {
+                keep *= 1.0 - p;
+            }
+        }
+        1.0 - keep
+    }
+
+    pub(crate) fn make_lossy(&mut self, node: usize, p: f64, way: crate::fault::Way) {
+        self.lossy.push((node, p, way));
+    }
+
+    pub(crate) fn end_lossy(&mut self, node: usize, p: f64, way: crate::fault::Way) {
+        if let Some(pos) = self.lossy.iter().position(|&l| l == (node, p, way)) {
+            self.lossy.remove(pos);
+        }
     }
 
     /// What happens to a message from `a` to `b` sent now: `None` if it is
@@ -116,7 +141,7 @@ impl Links {
         if !self.connected(a, b) {
             return None;
         }
-        let loss = self.loss();
+        let loss = self.loss_between(a, b);
         let mut retransmission = 0.0;
         if stream {
             let mut rto = 200.0;

@@ -574,6 +574,12 @@ impl Scenario {
                         return Err(err(field("split"), format!("{split} is outside 1 to {}", n - 1)));
                     }
                 }
+                Action::Fault(Fault::Lossy { node: v, p, .. }) => {
+                    node("node", *v)?;
+                    if !(0.0..=1.0).contains(p) {
+                        return Err(err(field("p"), format!("{} is outside [0, 1]", shown(*p))));
+                    }
+                }
                 Action::Fault(Fault::Loss { p }) => {
                     if !(0.0..=1.0).contains(p) {
                         return Err(err(field("p"), format!("{} is outside [0, 1]", shown(*p))));

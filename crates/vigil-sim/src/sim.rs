@@ -394,6 +394,10 @@ impl Sim {
                 self.links.add_loss(*p);
                 true
             }
+            Action::Fault(Fault::Lossy { node, p, way }) => {
+                self.links.make_lossy(*node, *p, *way);
+                true
+            }
             Action::Fault(Fault::Degrade { base_ms, jitter_ms }) => {
                 self.links.degrade(*base_ms, *jitter_ms);
                 true
@@ -445,6 +449,10 @@ impl Sim {
                 self.links.disturbed_until(calm);
                 let (at, check) = self.recorder.healed(k, t.duration.unwrap_or_default(), now, &self.machines);
                 self.queue.push(at, check);
+            }
+            Fault::Lossy { node, p, way } => {
+                self.links.end_lossy(node, p, way);
+                self.machines.disturbed_until(node, calm);
             }
             Fault::Loss { p } => {
                 self.links.remove_loss(p);

@@ -80,6 +80,10 @@ impl Node {
         } else {
             std::collections::BTreeSet::new()
         };
+        // Calm came back with nobody unreachable: nothing to decide.
+        if picture.records.is_empty() {
+            return;
+        }
         let mut verdict = downing::decide(&settings.strategy, &picture);
         if unstable {
             let margin = settings.decide_when_unstable.unwrap_or_default();

@@ -237,8 +237,13 @@ impl Node {
                     Status::Suspect => {
                         self.stats.refutations_seen += 1;
                         self.emit(Event::Refuted { id: u.id.clone(), incarnation: u.incarnation, suspected_for: held });
-                        if ripe {
+                        // A refuted suspicion is a flap, for the gate: a
+                        // member suspected and refuted again and again is
+                        // unstable, whether or not its suspicions ran out.
+                        if self.decides() {
                             self.resolver.flapped(now);
+                        }
+                        if ripe {
                             self.emit(Event::Reachable { id: u.id.clone(), incarnation: u.incarnation });
                         }
                     }

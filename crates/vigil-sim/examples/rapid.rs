@@ -1,0 +1,59 @@
+//! Rapid's stability experiments on both protocols and each downing
+//! strategy, as a markdown table:
+//!
+//! ```sh
+//! cargo run --release -p vigil-sim --example rapid -- 1000
+//! ```
+//!
+//! The argument is the cluster size (default 1000); the seed is 1 (a
+//! second argument sets another). Each run prints its line as it ends.
+
+use vigil_sim::experiment::{Experiment, Setup};
+
+const SETUPS: [&str; 8] = [
+    "classic/auto",
+    "classic/keep-majority",
+    "phi/auto",
+    "phi/keep-majority",
+    "phi/keep-oldest",
+    "phi/static-quorum:size=QUORUM",
+    "phi/lease-majority",
+    "phi/down-all",
+];
+
+// The wall-clock time of each run, for the reader: an example may read
+// the clock the library never does.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let seed: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
+    println!("N = {n}, seed {seed} (replay with the same arguments)\n");
+    println!(
+        "| experiment | setup | faulty removed | healthy removed | views disagree | most views at once | changes per member | events per member | msgs/member·s |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for e in Experiment::ALL {
+        for s in SETUPS {
+            let text = s.replace("QUORUM", &(n / 2 + 1).to_string());
+            let setup = Setup::parse(&text).expect("the setups parse");
+            let started = std::time::Instant::now();
+            let o = e.run(n, &setup, seed);
+            println!(
+                "| {} | {} | {}/{} | {} | {:.0} of {:.0} s | {} | {:.1} | {:.1} | {:.2} |",
+                e.name(),
+                o.setup,
+                o.faulty_removed,
+                o.faulty,
+                o.wrongly_removed,
+                o.inconsistent_secs,
+                o.observed_secs,
+                o.most_views,
+                o.changes_per_member,
+                o.events_per_member,
+                o.messages_per_member_second
+            );
+            eprintln!("  ({:.1} s)", started.elapsed().as_secs_f64());
+        }
+    }
+}

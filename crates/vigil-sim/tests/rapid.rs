@@ -1,0 +1,40 @@
+//! Rapid's stability experiments (`vigil_sim::experiment`), at N = 100 so
+//! that they run in the test suite; the N = 1,000 table comes from `cargo
+//! run --release -p vigil-sim --example rapid -- 1000` (see the README).
+
+use vigil_sim::experiment::{Experiment, Setup};
+
+fn setup(text: &str) -> Setup {
+    Setup::parse(text).unwrap()
+}
+
+#[test]
+fn ten_crashes_are_one_membership_change_with_a_strategy_and_ten_without() {
+    let auto = Experiment::Crashes.run(100, &setup("phi/auto"), 1);
+    let majority = Experiment::Crashes.run(100, &setup("phi/keep-majority"), 1);
+    println!("10 crashes: auto {auto:?}\nkeep-majority {majority:?}");
+    for o in [&auto, &majority] {
+        assert_eq!((o.faulty_removed, o.wrongly_removed), (10, 0), "{}", o.setup);
+    }
+    // Each observer learns ten deaths either way; with a strategy they come
+    // in one decision (one instant), without one as each is detected.
+    assert!(auto.changes_per_member >= 5.0, "{}", auto.changes_per_member);
+    assert!(majority.changes_per_member <= 1.5, "{}", majority.changes_per_member);
+    assert_eq!(majority.events_per_member, 10.0);
+}
+
+#[test]
+fn a_member_losing_most_of_its_packets_is_removed_and_nobody_else() {
+    let o = Experiment::Lossy.run(100, &setup("phi/keep-majority"), 1);
+    println!("1 % at 80 % loss: {o:?}");
+    assert_eq!((o.faulty, o.faulty_removed, o.wrongly_removed), (1, 1, 0));
+    let classic = Experiment::Lossy.run(100, &setup("classic/auto"), 1);
+    println!("the same on classic SWIM: {classic:?}");
+    // The memberlist stand-in removes it too, and flaps: many more changes.
+    assert!(
+        classic.changes_per_member > 2.0 * o.changes_per_member,
+        "{} {}",
+        classic.changes_per_member,
+        o.changes_per_member
+    );
+}
