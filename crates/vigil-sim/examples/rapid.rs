@@ -6,7 +6,10 @@
 //! ```
 //!
 //! The argument is the cluster size (default 1000); the seed is 1 (a
-//! second argument sets another). Each run prints its line as it ends.
+//! second argument sets another); a third, comma-separated, picks setups
+//! (`phi/auto,classic/auto`), and a fourth experiments by their first
+//! word (`crashes`, `flip-flop`, `80`, `1`). Each run prints its line as
+//! it ends.
 
 use vigil_sim::experiment::{Experiment, Setup};
 
@@ -28,13 +31,22 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let seed: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
+    let picked: Option<Vec<String>> = args.next().map(|a| a.split(',').map(str::to_owned).collect());
+    let experiments: Option<Vec<String>> = args.next().map(|a| a.split(',').map(str::to_owned).collect());
     println!("N = {n}, seed {seed} (replay with the same arguments)\n");
     println!(
         "| experiment | setup | faulty removed | healthy removed | views disagree | most views at once | changes per member | events per member | msgs/member·s |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     for e in Experiment::ALL {
+        let first = e.name().split(' ').find(|w| *w != "10").unwrap_or("");
+        if experiments.as_ref().is_some_and(|x| !x.iter().any(|w| w == first)) {
+            continue;
+        }
         for s in SETUPS {
+            if picked.as_ref().is_some_and(|p| !p.iter().any(|x| s.starts_with(x.as_str()))) {
+                continue;
+            }
             let text = s.replace("QUORUM", &(n / 2 + 1).to_string());
             let setup = Setup::parse(&text).expect("the setups parse");
             let started = std::time::Instant::now();

@@ -182,11 +182,17 @@ fn artifact(name: &str) -> PathBuf {
 /// Starts `vigil agent`; returns it with its gossip address and, if it
 /// serves one, its API's URL.
 fn agent(name: &str, join: Option<&str>, http: bool) -> (Proc, String, Option<String>) {
+    agent_with(name, join, http, &[])
+}
+
+/// As [`agent`], with more flags.
+fn agent_with(name: &str, join: Option<&str>, http: bool, extra: &[&str]) -> (Proc, String, Option<String>) {
     let mut cmd = Command::new(VIGIL);
     cmd.args(["agent", "--name", name, "--bind", "127.0.0.1:0", "--http", if http { "127.0.0.1:0" } else { "off" }]);
     if let Some(j) = join {
         cmd.args(["--join", j]);
     }
+    cmd.args(extra);
     let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let (mut addr, mut url) = (None, None);
@@ -263,6 +269,49 @@ fn the_dashboard_shows_every_member_and_a_death() {
     let dead_count = b.eval("document.getElementById('count-dead').textContent");
     assert_eq!(dead_count, "1 dead");
     b.screenshot(&artifact("dashboard-dead.png"));
+}
+
+/// Three agents deciding with `keep-majority` (5 s of calm, 5 s of
+/// margin); one is killed. The first's dashboard shows the strategy, the
+/// dead one unreachable with its accusers, then which side survived: its
+/// own, downing the dead one. Bound: 45 s (detection, calm and margin
+/// take about 15 s).
+#[test]
+fn the_dashboard_shows_who_survives() {
+    let Some(exe) = chromium() else { return };
+    let flags = ["--downing", "keep-majority", "--stable-after", "5s"];
+    let (p0, seed, url) = agent_with("s0", None, true, &flags);
+    let url = url.unwrap();
+    let mut procs = vec![p0];
+    for i in 1..3 {
+        procs.push(agent_with(&format!("s{i}"), Some(&seed), false, &flags).0);
+    }
+    let mut b = Browser::start(&exe);
+    b.call("Page.enable", json!({}));
+    b.call("Page.navigate", json!({"url": format!("{url}/")}));
+    let v = b.until("document.getElementById('downing-strategy')?.textContent", Duration::from_secs(20), |v| {
+        v.as_str() == Some("keep-majority")
+    });
+    assert_eq!(v, "keep-majority", "the panel names the strategy");
+    let three = b.until(ROWS, Duration::from_secs(20), |v| rows(v).len() == 3);
+    assert_eq!(rows(&three).len(), 3, "{three}");
+    assert_eq!(b.eval("document.getElementById('downing-none')?.textContent"), "nobody unreachable");
+    drop(procs.remove(2));
+    let unreachable = b.until(
+        "JSON.stringify([...document.querySelectorAll('#reachability tbody tr')].map(tr => [...tr.children].map(td => td.textContent)))",
+        Duration::from_secs(20),
+        |v| v.as_str().is_some_and(|s| s.contains("\"s2\"")),
+    );
+    assert!(unreachable.as_str().unwrap().contains("\"s2\""), "the table shows s2 unreachable: {unreachable}");
+    let verdict = b.until("document.getElementById('downing-verdict').textContent", Duration::from_secs(30), |v| {
+        v.as_str().is_some_and(|s| s.starts_with("this side survived"))
+    });
+    assert!(verdict.as_str().unwrap().starts_with("this side survived; downing s2"), "{verdict}");
+    let dead = |v: &Value| rows(v).iter().any(|(n, s)| n == "s2" && s == "dead");
+    let v = b.until(ROWS, Duration::from_secs(20), dead);
+    assert!(dead(&v), "s2 shows dead after the margin: {v}");
+    assert_eq!(b.eval("document.getElementById('self-downs').textContent"), "0");
+    b.screenshot(&artifact("dashboard-downing.png"));
 }
 
 /// `vigil cluster`'s page injects a fault from its own origin (a POST with
