@@ -1024,6 +1024,39 @@ mod tests {
     }
 
     #[test]
+    fn downing_settings_are_checked_and_name_the_flag() {
+        let mut f = flags("x");
+        f.downing = Some("keep-most".into());
+        assert!(error(f).starts_with("--downing: 'keep-most' is not a downing strategy"));
+        let mut f = flags("x");
+        f.downing = Some("lease-majority".into());
+        assert_eq!(
+            error(f),
+            "--downing: lease-majority needs a lease that every side can reach: give --lease-file (or pick another strategy)"
+        );
+        let mut f = flags("x");
+        f.downing = Some("keep-majority".into());
+        f.stable_after = Some("soon".into());
+        let e = error(f);
+        assert!(e.starts_with("--stable-after: "), "{e}");
+        assert!(e.contains("soon") && e.contains("a duration like 250ms"), "{e}");
+        let mut f = flags("x");
+        f.downing = Some("static-quorum:size=3".into());
+        f.stable_after = Some("8s".into());
+        f.decide_when_unstable = Some("off".into());
+        f.down_removal_margin = Some("2s".into());
+        let c = f.resolve().unwrap();
+        let d = &c.protocol.downing;
+        assert_eq!(d.strategy.to_string(), "static-quorum:size=3");
+        assert_eq!(
+            (d.stable_after, d.decide_when_unstable, d.down_removal_margin),
+            (Duration::from_secs(8), None, Duration::from_secs(2))
+        );
+        // Without a strategy the protocol's own verdicts decide.
+        assert!(!flags("x").resolve().unwrap().protocol.downing.decides());
+    }
+
+    #[test]
     fn flags_name_what_is_wrong_and_where() {
         assert_eq!(error(Flags::default()), "--name: every member needs a name");
         let mut f = flags("x");
