@@ -167,9 +167,16 @@ impl Monitor {
             return false;
         }
         self.ring_version = Some(version);
-        let ring: Vec<Arc<str>> = members.predecessors(me, self.observers, &skip);
-        // The members that heartbeat this node by themselves.
-        let natural: Vec<Arc<str>> = members.predecessors(me, self.observers, |_| false);
+        let passed_over = std::cell::Cell::new(false);
+        let ring: Vec<Arc<str>> = members.predecessors(me, self.observers, |n| {
+            let s = skip(n);
+            passed_over.set(passed_over.get() || s);
+            s
+        });
+        // The members that heartbeat this node by themselves: the same
+        // ones unless some were passed over.
+        let natural: Vec<Arc<str>> =
+            if passed_over.get() { members.predecessors(me, self.observers, |_| false) } else { ring.clone() };
         let former: Vec<Arc<str>> = self.watched.iter().filter(|(_, w)| w.on_ring).map(|(n, _)| n.clone()).collect();
         for name in former {
             if !ring.contains(&name) {

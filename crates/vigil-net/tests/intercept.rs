@@ -7,51 +7,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::{Instant, sleep};
-use vigil_membership::{Event, MemberView, Status};
-use vigil_net::{Cluster, Events, Intercept, Way};
+use vigil_membership::Event;
+use vigil_net::{Cluster, Intercept, Way};
+
+mod common;
+use common::{alive, event, until_all};
 
 const LOCAL: &str = "127.0.0.1:0";
 
 async fn start(name: &str, seeds: &[SocketAddr]) -> Cluster {
     let b = Cluster::builder(name).bind(LOCAL.parse().unwrap()).seeds(seeds.iter().copied());
     b.start().await.unwrap_or_else(|e| panic!("{name} starts: {e}"))
-}
-
-/// Waits until `check` holds for every member, or `bound` passes.
-async fn until_all(members: &[Cluster], bound: Duration, check: impl Fn(&[MemberView]) -> bool) -> bool {
-    let deadline = Instant::now() + bound;
-    while Instant::now() < deadline {
-        let mut all = true;
-        for m in members {
-            if !check(&m.members().await.expect("running")) {
-                all = false;
-                break;
-            }
-        }
-        if all {
-            return true;
-        }
-        sleep(Duration::from_millis(100)).await;
-    }
-    false
-}
-
-fn alive(views: &[MemberView]) -> usize {
-    views.iter().filter(|v| v.status == Status::Alive).count()
-}
-
-/// The first event matching `want` within `bound`.
-async fn event(events: &mut Events, bound: Duration, want: impl Fn(&Event) -> bool) -> Option<Event> {
-    let deadline = Instant::now() + bound;
-    loop {
-        let left = deadline.checked_duration_since(Instant::now())?;
-        match tokio::time::timeout(left, events.next()).await {
-            Ok(Some(e)) if want(&e.event) => return Some(e.event),
-            Ok(Some(_)) => {}
-            _ => return None,
-        }
-    }
 }
 
 /// A member deaf to one peer (an intercept that drops what comes from it,

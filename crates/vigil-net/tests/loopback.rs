@@ -15,6 +15,9 @@ use vigil_membership::seal::{OpenError, SealMode};
 use vigil_membership::{Event, Status};
 use vigil_net::{Cluster, Events, Faults};
 
+mod common;
+use common::{alive, event, until_all};
+
 const LOCAL: &str = "127.0.0.1:0";
 
 async fn start(name: &str, seeds: &[SocketAddr], keys: Option<(Keyring, SealMode)>) -> Cluster {
@@ -53,46 +56,6 @@ async fn cluster_with(keys: Option<[u8; 32]>, faults: Vec<Option<Arc<Faults>>>) 
         all.push(start_with(&format!("m{i}"), &seeds, keys.map(ring), f).await);
     }
     all
-}
-
-/// Waits until `check` holds for every member, or `bound` passes.
-async fn until_all(
-    members: &[Cluster],
-    bound: Duration,
-    check: impl Fn(&[vigil_membership::MemberView]) -> bool,
-) -> bool {
-    let deadline = Instant::now() + bound;
-    while Instant::now() < deadline {
-        let mut all = true;
-        for m in members {
-            if !check(&m.members().await.expect("running")) {
-                all = false;
-                break;
-            }
-        }
-        if all {
-            return true;
-        }
-        sleep(Duration::from_millis(100)).await;
-    }
-    false
-}
-
-fn alive(views: &[vigil_membership::MemberView]) -> usize {
-    views.iter().filter(|v| v.status == Status::Alive).count()
-}
-
-/// The first event matching `want` within `bound`.
-async fn event(events: &mut Events, bound: Duration, want: impl Fn(&Event) -> bool) -> Option<Event> {
-    let deadline = Instant::now() + bound;
-    loop {
-        let left = deadline.checked_duration_since(Instant::now())?;
-        match tokio::time::timeout(left, events.next()).await {
-            Ok(Some(e)) if want(&e.event) => return Some(e.event),
-            Ok(Some(_)) => {}
-            _ => return None,
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -290,18 +290,7 @@ fn loss_one_way_and_partition_in_namespaces() {
     let half = N / 2;
     let side = |i: usize| i < half;
     let start = Instant::now();
-    for (i, h) in net.hosts.iter().enumerate() {
-        let others: Vec<String> = (0..N).filter(|&j| side(j) != side(i)).map(ip).collect();
-        nft(
-            h,
-            &format!(
-                "table inet fault {{ chain in {{ type filter hook input priority 0; policy accept;
-                   ip saddr {{ {} }} drop; }}
-             }}",
-                others.join(", ")
-            ),
-        );
-    }
+    partition(&net, half);
     std::thread::sleep(Duration::from_secs(300));
     // Deaths each agent declared since the partition, of members on its own
     // side (`same`) or across.

@@ -166,14 +166,7 @@ impl Node {
                 if self.suspicions.ripen(&name, now, bounds) {
                     let first = self.suspicions.get(&name).and_then(|s| s.first_accuser()).cloned();
                     if let (Some(m), Some(first)) = (self.members.get(&name), first) {
-                        let by = if *first == *self.me.name {
-                            self.me.clone()
-                        } else {
-                            NodeId {
-                                name: first.to_string(),
-                                generation: self.members.get(&first).map_or(0, |a| a.generation),
-                            }
-                        };
+                        let by = self.id_of(&first);
                         self.stats.found_unreachable += 1;
                         let (id, rumour) = (m.id(), self.rumour(m));
                         self.emit(Event::Unreachable { id, by });

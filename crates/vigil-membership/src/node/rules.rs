@@ -425,12 +425,16 @@ impl Node {
     pub(super) fn rumour(&self, m: &Member) -> Update {
         let accuser =
             self.suspicions.get(&m.name).and_then(|s| s.first_accuser()).filter(|_| m.status == Status::Suspect);
-        let from = match accuser {
-            Some(a) if **a == *self.me.name => self.me.clone(),
-            Some(a) => NodeId { name: a.to_string(), generation: self.members.get(a).map_or(0, |x| x.generation) },
-            None => m.id(),
-        };
-        m.update(from)
+        m.update(accuser.map_or_else(|| m.id(), |a| self.id_of(a)))
+    }
+
+    /// The identity of `name`, this node or a member, at the generation
+    /// this node knows (0 for a name it does not know).
+    pub(super) fn id_of(&self, name: &str) -> NodeId {
+        if name == self.me.name {
+            return self.me.clone();
+        }
+        NodeId { name: name.to_owned(), generation: self.members.get(name).map_or(0, |x| x.generation) }
     }
 
     /// Suspicion timeout bounds and expected confirmations, for the current
