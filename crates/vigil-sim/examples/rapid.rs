@@ -29,8 +29,20 @@ const SETUPS: [&str; 8] = [
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 fn main() {
     let mut args = std::env::args().skip(1);
-    let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let seed: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
+    let number = |a: Option<String>, what: &str, default: u64| -> u64 {
+        a.map_or(default, |a| {
+            a.parse().unwrap_or_else(|_| {
+                eprintln!("rapid: {what} must be a whole number, got {a:?}");
+                std::process::exit(2)
+            })
+        })
+    };
+    let n = number(args.next(), "the cluster size", 1000) as usize;
+    if !(20..=100_000).contains(&n) {
+        eprintln!("rapid: the cluster size must be 20 to 100000, got {n}");
+        std::process::exit(2);
+    }
+    let seed = number(args.next(), "the seed", 1);
     let picked: Option<Vec<String>> = args.next().map(|a| a.split(',').map(str::to_owned).collect());
     let experiments: Option<Vec<String>> = args.next().map(|a| a.split(',').map(str::to_owned).collect());
     println!("N = {n}, seed {seed} (replay with the same arguments)\n");
