@@ -142,11 +142,35 @@ impl Picture {
     /// assert_eq!(p.indirectly_connected().into_iter().collect::<Vec<_>>(), ["e"]);
     /// ```
     pub fn indirectly_connected(&self) -> BTreeSet<String> {
+        self.blame().0
+    }
+
+    /// The indirectly connected members, and the records whose word still
+    /// counts once blame is assigned.
+    ///
+    /// A marked member's records stop counting. So do those of a member
+    /// that was accused only by marked members: it was caught up in the
+    /// same trouble (a member that hears nobody accuses its neighbours,
+    /// and they accuse it and each other), so what it reports is no better
+    /// evidence than what was reported of it. Without that, a flapping
+    /// member whose accusers were all blamed first would keep its word,
+    /// and take the healthy members it could not hear down with it.
+    fn blame(&self) -> (BTreeSet<String>, BTreeSet<(&str, &str)>) {
         let known = |n: &String| self.members.contains_key(n);
         let mut records: BTreeSet<(&str, &str)> =
             self.records.iter().filter(|(o, s)| known(o) && known(s)).map(|(o, s)| (o.as_str(), s.as_str())).collect();
+        let accused: BTreeSet<&str> = records.iter().map(|(_, s)| *s).collect();
         let mut marked = BTreeSet::new();
         loop {
+            // Drop the word of members no longer accused by anyone left.
+            loop {
+                let subjects: BTreeSet<&str> = records.iter().map(|(_, s)| *s).collect();
+                let before = records.len();
+                records.retain(|(o, _)| !accused.contains(o) || subjects.contains(o));
+                if records.len() == before {
+                    break;
+                }
+            }
             let observers: BTreeSet<&str> = records.iter().map(|(o, _)| *o).collect();
             let mut accusers: BTreeMap<&str, usize> = BTreeMap::new();
             for (_, s) in &records {
@@ -160,7 +184,7 @@ impl Picture {
                 records.retain(|(o, _)| *o != s);
             }
         }
-        marked
+        (marked, records)
     }
 }
 
@@ -284,22 +308,11 @@ impl Verdict {
 /// Decides, for the member `picture.me`, who survives: see the module
 /// documentation.
 pub fn decide(strategy: &Strategy, picture: &Picture) -> Verdict {
-    let indirect = picture.indirectly_connected();
+    let (indirect, counted) = picture.blame();
     // The fully connected members, and those of them found unreachable by
-    // a fully connected observer (an indirectly connected one's word does
-    // not count).
+    // an observer whose word counts (not an indirectly connected one's).
     let members: Vec<&Candidate> = picture.members.values().filter(|c| !indirect.contains(&c.name)).collect();
-    let unreachable: BTreeSet<&str> = picture
-        .records
-        .iter()
-        .filter(|(o, s)| {
-            picture.members.contains_key(o)
-                && picture.members.contains_key(s)
-                && !indirect.contains(o)
-                && !indirect.contains(s)
-        })
-        .map(|(_, s)| s.as_str())
-        .collect();
+    let unreachable: BTreeSet<&str> = counted.iter().filter(|(_, s)| !indirect.contains(*s)).map(|(_, s)| *s).collect();
     let (mine, theirs): (Vec<&Candidate>, Vec<&Candidate>) =
         members.iter().copied().partition(|c| !unreachable.contains(c.name.as_str()));
     let names = |side: &[&Candidate]| side.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
@@ -708,6 +721,10 @@ pub struct Pending {
     pub decision: Decision,
     /// The members it downs, by name.
     pub down: Vec<String>,
+    /// The indirectly connected members among them: downed when the
+    /// margin ends whatever they do meanwhile. The others are downed only
+    /// if they are still found unreachable then.
+    pub indirect: Vec<String>,
     /// Why, for a person.
     pub reason: String,
     /// When it is carried out (the removal margin's end), or the lease

@@ -177,7 +177,11 @@ impl Monitor {
         // ones unless some were passed over.
         let natural: Vec<Arc<str>> =
             if passed_over.get() { members.predecessors(me, self.observers, |_| false) } else { ring.clone() };
-        let former: Vec<Arc<str>> = self.watched.iter().filter(|(_, w)| w.on_ring).map(|(n, _)| n.clone()).collect();
+        let mut former: Vec<Arc<str>> =
+            self.watched.iter().filter(|(_, w)| w.on_ring).map(|(n, _)| n.clone()).collect();
+        // In name order: what follows (a dropped watch) must not depend
+        // on the map's order, or a seeded run would not replay.
+        former.sort();
         for name in former {
             if !ring.contains(&name) {
                 self.set_on_ring(&name, false, now);
@@ -194,13 +198,14 @@ impl Monitor {
             }
         }
         // Application watches follow generations too.
-        let stale: Vec<(Arc<str>, u64)> = self
+        let mut stale: Vec<(Arc<str>, u64)> = self
             .watched
             .iter()
             .filter_map(|(n, w)| {
                 members.get(n).filter(|m| m.generation != w.generation).map(|m| (n.clone(), m.generation))
             })
             .collect();
+        stale.sort();
         for (name, generation) in stale {
             self.add(name, generation, now, false);
         }
@@ -209,12 +214,16 @@ impl Monitor {
 
     /// Members watched for the application only (not on the ring), or
     /// borrowed onto it: they heartbeat this node only if it subscribes.
+    /// In name order (subscriptions are sent in it).
     pub(crate) fn app_only(&self) -> Vec<Arc<str>> {
-        self.watched
+        let mut names: Vec<Arc<str>> = self
+            .watched
             .iter()
             .filter(|(_, w)| (w.by_app && !w.on_ring) || (w.on_ring && w.borrowed))
             .map(|(n, _)| n.clone())
-            .collect()
+            .collect();
+        names.sort();
+        names
     }
 
     /// Whether `name` is watched because the ring says so.

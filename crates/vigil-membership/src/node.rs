@@ -703,6 +703,9 @@ impl Node {
             self.rejoining = false;
         }
         let vouched = self.vouched(from, &packet);
+        if vouched {
+            self.resolver.heard(now);
+        }
         if !vouched {
             self.stats.from_strangers += 1;
             self.check_source(now, &packet.from, from);

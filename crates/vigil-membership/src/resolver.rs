@@ -22,9 +22,17 @@ pub(crate) struct Resolver {
     pending: Option<Pending>,
     /// The lease is due to be asked: taken by the runtime.
     lease_wanted: bool,
-    /// Accusations (accuser, accused) seen since the last decision, this
-    /// node's own included: what an unstable decision counts as records.
-    accusations: std::collections::BTreeSet<(String, String)>,
+    /// Accusations (accuser, accused) seen lately, this node's own
+    /// included, with when each was last seen: what an unstable decision
+    /// counts as records.
+    accusations: std::collections::BTreeMap<(String, String), Instant>,
+    /// How long an accusation is remembered: twice the instability an
+    /// unstable decision waits out, so that a member that flaps is seen
+    /// accused in at least one of its bad spells, whenever the decision
+    /// falls, and not only as the accuser of the members it cannot hear.
+    memory: std::time::Duration,
+    /// When a member's packet last reached this node.
+    heard_at: Option<Instant>,
 }
 
 /// What is due at a time.
@@ -50,7 +58,12 @@ impl Resolver {
             seen: 0,
             pending: None,
             lease_wanted: false,
-            accusations: std::collections::BTreeSet::new(),
+            accusations: std::collections::BTreeMap::new(),
+            heard_at: None,
+            memory: settings
+                .stable_after
+                .saturating_add(settings.decide_when_unstable.unwrap_or_default())
+                .saturating_mul(2),
         }
     }
 
@@ -67,16 +80,52 @@ impl Resolver {
         self.gate.flapped(now);
     }
 
-    /// `accuser` accused `accused` (of this node's knowledge).
-    pub(crate) fn saw(&mut self, accuser: &str, accused: &str) {
-        if self.accusations.len() < MAX_SEEN && accuser != accused {
-            self.accusations.insert((accuser.to_owned(), accused.to_owned()));
+    /// A known member's packet reached this node at `now`.
+    pub(crate) fn heard(&mut self, now: Instant) {
+        self.heard_at = Some(now);
+    }
+
+    /// Whether nothing from a member reached this node in the `quiet`
+    /// before `now`: a node that hears nobody is the likelier culprit, and
+    /// its picture is stale (the refutations it missed), so it does not
+    /// judge others.
+    pub(crate) fn deaf(&self, now: Instant, quiet: std::time::Duration) -> bool {
+        self.heard_at.is_none_or(|at| at.saturating_add(quiet) < now)
+    }
+
+    /// A decision was due but this node may not take it now: the gate
+    /// waits for another calm from `now`.
+    pub(crate) fn postpone(&mut self, now: Instant) {
+        self.gate.changed(now, true);
+    }
+
+    /// `accuser` accused `accused` at `now` (of this node's knowledge).
+    pub(crate) fn saw(&mut self, accuser: &str, accused: &str, now: Instant) {
+        if accuser == accused {
+            return;
+        }
+        if self.accusations.len() >= MAX_SEEN {
+            self.forget_before(now);
+        }
+        let key = (accuser.to_owned(), accused.to_owned());
+        if let Some(at) = self.accusations.get_mut(&key) {
+            *at = now;
+        } else if self.accusations.len() < MAX_SEEN {
+            self.accusations.insert(key, now);
         }
     }
 
-    /// The accusations seen since the last decision, handed over once.
-    pub(crate) fn take_seen(&mut self) -> std::collections::BTreeSet<(String, String)> {
-        std::mem::take(&mut self.accusations)
+    /// The accusations seen in the memory's span before `now` (older ones
+    /// are forgotten). A decision does not clear them: a member that
+    /// flapped before it still did.
+    pub(crate) fn seen(&mut self, now: Instant) -> std::collections::BTreeSet<(String, String)> {
+        self.forget_before(now);
+        self.accusations.keys().cloned().collect()
+    }
+
+    fn forget_before(&mut self, now: Instant) {
+        let memory = self.memory;
+        self.accusations.retain(|_, at| at.saturating_add(memory) >= now);
     }
 
     /// What is due by `now`, taken out of the state (a pending decision is

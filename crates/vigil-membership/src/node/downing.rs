@@ -62,14 +62,14 @@ impl Node {
     }
 
     /// The picture held still, or flapped for too long (`unstable`):
-    /// decide, in the second case with every accusation seen since the
-    /// last decision (this node's own, those of others, and those against
-    /// this node) counted as a record: a member that flaps is accused and
-    /// accuses, so it is indirectly connected, and downed, whichever side
-    /// looks at it.
+    /// decide, in the second case with every accusation seen lately (this
+    /// node's own, those of others, and those against this node; twice
+    /// the tolerated instability back) counted as a record: a member that
+    /// flaps is accused and accuses, so it is indirectly connected, and
+    /// downed, whichever side looks at it.
     fn decide_downing(&mut self, now: Instant, unstable: bool) {
         let mut picture = self.picture();
-        let seen = self.resolver.take_seen();
+        let seen = self.resolver.seen(now);
         let settings = &self.config.downing;
         let flappers: std::collections::BTreeSet<String> = if unstable {
             let known = |n: &String| picture.members.contains_key(n);
@@ -85,13 +85,28 @@ impl Node {
             return;
         }
         let mut verdict = downing::decide(&settings.strategy, &picture);
+        // Deaf for a few heartbeats, this node is the likelier problem and
+        // what it holds is stale (the refutations it missed): it may down
+        // itself, or ask the lease for itself alone, but not judge others;
+        // it waits for another calm.
+        let quiet = self.config.heartbeat_interval.max(self.config.probe_interval).saturating_mul(4);
+        let deaf = self.resolver.deaf(now, quiet);
+        let judges_others = match verdict.decision {
+            Decision::Nothing | Decision::DownUnreachable => !verdict.down.is_empty() && !verdict.downs_me(&picture),
+            _ => false,
+        };
+        if deaf && judges_others {
+            self.resolver.postpone(now);
+            return;
+        }
         if unstable {
             let margin = settings.decide_when_unstable.unwrap_or_default();
             let listed: Vec<&str> = flappers.iter().map(String::as_str).collect();
             verdict.reason = format!(
-                "unstable for {} ms: the accusations of {} since the last decision counted; {}",
+                "unstable for {} ms: the accusations of {} in the last {} ms counted; {}",
                 (settings.stable_after + margin).as_millis(),
                 listed.join(", "),
+                (settings.stable_after + margin).saturating_mul(2).as_millis(),
                 verdict.reason
             );
         }
@@ -128,6 +143,7 @@ impl Node {
                     self.resolver.set_pending(Some(Pending {
                         decision: verdict.decision,
                         down: verdict.down,
+                        indirect: verdict.indirectly_connected,
                         reason: verdict.reason,
                         at,
                         lease_asked: false,
@@ -143,11 +159,13 @@ impl Node {
                     .members
                     .values()
                     .filter(|c| !theirs.contains(c.name.as_str()) && !verdict.down.contains(&c.name))
+                    .filter(|c| !deaf || c.name == picture.me)
                     .min_by_key(|c| c.addr)
                     .map(|c| c.name.clone());
                 self.resolver.set_pending(Some(Pending {
                     decision: verdict.decision,
                     down: verdict.down,
+                    indirect: verdict.indirectly_connected,
                     reason: verdict.reason,
                     at: now.saturating_add(after),
                     lease_asked: false,
@@ -158,11 +176,18 @@ impl Node {
     }
 
     /// The removal margin is over: the members the decision downs, still
-    /// live in the generation it saw, are declared dead.
+    /// live in the generation it saw, are declared dead — the indirectly
+    /// connected ones in any case, the others only if this node still
+    /// finds them unreachable (one that answered since was not on the
+    /// other side of anything).
     fn carry_out(&mut self, now: Instant, pending: Pending) {
         let strategy = self.config.downing.strategy.to_string();
         for name in &pending.down {
             let Some(m) = self.members.get(name).filter(|m| m.is_live()) else { continue };
+            let unreachable = self.suspicions.get(name).is_some_and(|s| s.is_ripe());
+            if !unreachable && !pending.indirect.contains(name) {
+                continue;
+            }
             let death = Update { status: Status::Dead, ..m.update(self.me.clone()) };
             self.stats.members_downed += 1;
             self.emit(Event::Downed {

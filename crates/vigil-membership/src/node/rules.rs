@@ -270,7 +270,7 @@ impl Node {
                     }
                     let accuser = self.members.intern(&u.from.name);
                     if self.decides() {
-                        self.resolver.saw(&u.from.name, &name);
+                        self.resolver.saw(&u.from.name, &name, now);
                     }
                     if let Confirmed::New(c) = self.suspicions.confirm(&name, accuser)
                         && c <= self.config.max_confirmations_gossiped as usize
@@ -281,7 +281,7 @@ impl Node {
                 }
                 self.members.set(&name, u.incarnation, Status::Suspect, addr, now);
                 if self.decides() {
-                    self.resolver.saw(&u.from.name, &name);
+                    self.resolver.saw(&u.from.name, &name, now);
                 }
                 let accuser = self.members.intern(&u.from.name);
                 let bounds = self.suspicion_bounds(*u.from.name == *self.me.name);
@@ -371,7 +371,7 @@ impl Node {
         // accusation, so that one forged packet cannot down a member of a
         // healthy cluster.
         if self.decides() && u.status == Status::Suspect {
-            self.resolver.saw(&u.from.name, &self.me.name);
+            self.resolver.saw(&u.from.name, &self.me.name, self.now);
         }
         if u.status == Status::Dead && self.decides() && self.suspicions.any_ripe() && u.incarnation >= self.incarnation
         {
