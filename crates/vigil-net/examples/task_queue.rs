@@ -26,6 +26,13 @@
 //! highest epoch it has seen per worker refuses the removed one's late
 //! writes.
 //!
+//! The dispatcher itself cut off by a partition is the next example,
+//! `fenced_leader.rs` (`cargo run -p vigil-net --example fenced_leader`):
+//! under `keep-majority` the side it is on downs itself, the dispatcher
+//! obeys the `downed` event and stops writing, the same kind of store
+//! refuses its writes of the old epoch still on their way, and the
+//! majority takes over.
+//!
 //! It ends on its own once the frozen worker is removed (about 4 seconds
 //! after it freezes), or 30 seconds after the freeze at the latest.
 
