@@ -312,7 +312,24 @@ pub fn decide(strategy: &Strategy, picture: &Picture) -> Verdict {
     // The fully connected members, and those of them found unreachable by
     // an observer whose word counts (not an indirectly connected one's).
     let members: Vec<&Candidate> = picture.members.values().filter(|c| !indirect.contains(&c.name)).collect();
-    let unreachable: BTreeSet<&str> = counted.iter().filter(|(_, s)| !indirect.contains(*s)).map(|(_, s)| *s).collect();
+    // A subject is unreachable when most of its accusers are observers whose
+    // word counts: one clean accuser among many blamed ones is more likely
+    // one more of the same trouble (a flapping member that was not itself
+    // accused here yet) than the first sign of a partition.
+    let mut accusers: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for (o, s) in &picture.records {
+        if picture.members.contains_key(o) && picture.members.contains_key(s) {
+            accusers.entry(s.as_str()).or_default().1 += 1;
+        }
+    }
+    for (_, s) in &counted {
+        accusers.entry(*s).or_default().0 += 1;
+    }
+    let unreachable: BTreeSet<&str> = accusers
+        .into_iter()
+        .filter(|(s, (clean, all))| !indirect.contains(*s) && *clean > 0 && 2 * clean > *all)
+        .map(|(s, _)| s)
+        .collect();
     let (mine, theirs): (Vec<&Candidate>, Vec<&Candidate>) =
         members.iter().copied().partition(|c| !unreachable.contains(c.name.as_str()));
     let names = |side: &[&Candidate]| side.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
