@@ -21,6 +21,13 @@ installs them) and a release build of vigil. Run from the repository root:
     sudo scripts/versus/setup.sh
     scripts/versus/run.py --nodes 20 > versus.md
     scripts/versus/run.py --nodes 20 --netns > versus-netns.md
+
+Rapid's experiments (USENIX ATC 2018) are two more scenarios, with vigil
+also run with a downing strategy (`vigil+STRATEGY` is `vigil agent
+--downing STRATEGY`):
+
+    scripts/versus/run.py --nodes 50 --scenarios lossy80,flipflop \
+        --impls vigil,vigil+keep-majority,memberlist --fault-secs 240
 """
 
 import argparse
@@ -102,10 +109,13 @@ def start(impl, n, topo, bins):
         ip, port = topo.addr(impl, i)
         seed_ip, seed_port = topo.addr(impl, 0)
         name = f"{impl[0]}{i}"
-        if impl == "vigil":
+        if impl.startswith("vigil"):
             # No HTTP API: memberlist's side has none either (its cost is measured on its own).
             argv = [bins["vigil"], "agent", "--name", name, "--bind", f"{ip}:{port}", "--key-file", bins["keyfile"], "--http", "off"]
             argv += ["--preset", bins["preset"]]
+            if "+" in impl:
+                # vigil+keep-majority: a downing strategy decides.
+                argv += ["--downing", impl.split("+", 1)[1]]
             if i:
                 argv += ["--join", f"{seed_ip}:{seed_port}"]
         else:
@@ -167,7 +177,7 @@ class Loopback:
         nft("\n".join(rules))
 
     def range(self, impl):
-        base = 20000 if impl == "vigil" else 21000
+        base = 20000 if impl.startswith("vigil") else 21000
         return base, base + self.n - 1
 
     def addr(self, impl, i):
@@ -187,6 +197,20 @@ class Loopback:
             nft(f"add rule inet {TABLE} in th dport {lo}-{hi} numgen random mod 1000 < {per_mille} drop")
         elif kind == "oneway":
             nft(f"add rule inet {TABLE} in udp sport {lo + victim} udp dport {lo + peer} drop")
+
+    def member_fault(self, impl, kind, victims):
+        """`lossy`: 80 % of what a victim sends or receives is lost; `deaf`:
+        everything sent to it. On loopback a member is its port: a stream a
+        victim opens leaves from an ephemeral port, so only its datagrams
+        and the streams opened to it are hit (namespaces hit everything)."""
+        lo, _ = self.range(impl)
+        for v in victims:
+            p = lo + v
+            if kind == "lossy":
+                nft(f"add rule inet {TABLE} in th dport {p} numgen random mod 1000 < 800 drop")
+                nft(f"add rule inet {TABLE} in th sport {p} numgen random mod 1000 < 800 drop")
+            else:
+                nft(f"add rule inet {TABLE} in th dport {p} drop")
 
     def clear(self):
         subprocess.run(["nft", "flush", "chain", "inet", TABLE, "in"], stderr=subprocess.DEVNULL)
@@ -280,6 +304,17 @@ table inet {TABLE}_fault {{
                 self.hosts[victim], f"add rule inet {TABLE}_fault out ip daddr {self.ip(peer)} udp dport {self.PORT} drop"
             )
 
+    def member_fault(self, impl, kind, victims):
+        """As Loopback.member_fault, in the victims' own namespaces."""
+        for v in victims:
+            h = self.hosts[v]
+            if kind == "lossy":
+                for chain in ("in", "out"):
+                    rule = f"add rule inet {TABLE}_fault {chain} meta l4proto {{ udp, tcp }} numgen random mod 1000 < 800 drop"
+                    self.nft(h, rule)
+            else:
+                self.nft(h, f"add rule inet {TABLE}_fault in meta l4proto {{ udp, tcp }} drop")
+
     def clear(self):
         for h in self.hosts:
             for chain in ("in", "out"):
@@ -346,6 +381,8 @@ def run(impl, scenario, args, bins, topo):
         if scenario == "crash":
             victim.signal(signal.SIGKILL)
             time.sleep(args.crash_wait)
+        elif scenario in ("lossy80", "flipflop"):
+            return rapid(members, scenario, args, topo, impl, mark)
         elif scenario == "pause":
             victim.signal(signal.SIGSTOP)
             time.sleep(3)
@@ -388,6 +425,61 @@ def run(impl, scenario, args, bins, topo):
                 pass
             m.stop()
         topo.clear()
+
+
+def faulty_count(scenario, n):
+    """Rapid's experiments as the simulator runs them: 1 % of the members
+    (at least one) at 80 % loss; 10 members (or 1 %, the larger, at most a
+    tenth) flip-flopping."""
+    if scenario == "lossy80":
+        return max(1, -(-n // 100))
+    return max(1, min(max(10, n // 100), n // 10))
+
+
+def rapid(members, scenario, args, topo, impl, mark):
+    """Rapid's 1 %-at-80 %-loss and flip-flop experiments on real members:
+    the last ones are faulty. Reports who was removed (declared dead by a
+    healthy member, or downed by itself), how many membership changes each
+    healthy member saw, and the accusations."""
+    n = len(members)
+    k = faulty_count(scenario, n)
+    faulty = list(range(n - k, n))
+    names = {members[i].name for i in faulty}
+    healthy = [m for i, m in enumerate(members) if i not in faulty]
+    if scenario == "lossy80":
+        topo.member_fault(impl, "lossy", faulty)
+        time.sleep(args.fault_secs)
+        topo.clear()
+    else:
+        end = time.time() + args.fault_secs
+        while time.time() < end:
+            topo.member_fault(impl, "deaf", faulty)
+            time.sleep(min(20, max(0, end - time.time())))
+            topo.clear()
+            time.sleep(min(20, max(0, end - time.time())))
+    time.sleep(10)
+    removed_faulty, removed_healthy, changes, accusations = set(), set(), [], 0
+    for m in healthy:
+        after = [e for e in m.seen() if e["_t"] >= mark]
+        for e in after:
+            who = e.get("member")
+            if e.get("event") == "dead" or (e.get("event") == "downed" and who == m.name):
+                (removed_faulty if who in names else removed_healthy).add(who)
+        changes.append(sum(1 for e in after if e.get("event") in ("dead", "up", "left")))
+        accusations += sum(1 for e in after if e.get("event") == "suspected" and e.get("by") == m.name)
+    for i in faulty:
+        if any(e.get("event") == "downed" and e.get("member") == members[i].name for e in members[i].seen()):
+            removed_faulty.add(members[i].name)
+    return {
+        "faulty": k,
+        "faulty_removed": len(removed_faulty),
+        "healthy_removed": len(removed_healthy),
+        "changes": statistics.mean(changes) if changes else 0.0,
+        "detect": [],
+        "undetected": 0,
+        "false_deaths": 0,
+        "accusations": accusations,
+    }
 
 
 def build(tmp):
@@ -479,7 +571,22 @@ def main():
     where = "one network namespace per member on a bridge" if args.netns else "127.0.0.1"
     preset = "" if args.vigil_preset == "lan" else f", vigil with --preset {args.vigil_preset}"
     print(f"N = {args.nodes} on {where}, one process per member, encrypted on both sides{preset}.\n")
-    faults = [(k, r) for k, r in results.items() if k[0] != "steady"]
+    rapids = [(k, r) for k, r in results.items() if k[0] in ("lossy80", "flipflop")]
+    faults = [(k, r) for k, r in results.items() if k[0] not in ("steady", "lossy80", "flipflop")]
+    if rapids:
+        print("Rapid's experiments (the last members faulty; removed: declared dead by a healthy member, or downed by itself):\n")
+        print("| experiment | implementation | faulty removed | healthy removed | membership changes per healthy member | accusations |")
+        print("|---|---|---|---|---|---|")
+        rapid_names = {
+            "lossy80": f"1 % at 80 % loss both ways, {args.fault_secs:.0f} s",
+            "flipflop": f"flip-flop: all inbound lost 20 s on / 20 s off, {args.fault_secs:.0f} s",
+        }
+        for (scenario, impl), r in rapids:
+            print(
+                f"| {rapid_names[scenario]} | {impl} | {r['faulty_removed']}/{r['faulty']} | {r['healthy_removed']} | "
+                f"{r['changes']:.1f} | {r['accusations']} |"
+            )
+        print()
     if faults:
         print("| scenario | implementation | crash → dead at the survivors: first / median / last | accusations | false deaths |")
         print("|---|---|---|---|---|")

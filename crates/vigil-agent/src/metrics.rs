@@ -150,6 +150,7 @@ pub struct Metrics {
     detection_latency: Histogram,
     ejections: Family<EjectLabel, Counter>,
     returns: Counter,
+    shared_ejections: Family<EjectLabel, Counter>,
     ejected: Gauge,
     reaped: Counter,
     events: Counter,
@@ -206,6 +207,7 @@ impl Metrics {
             detection_latency: Histogram::new(LATENCY_BUCKETS.iter().copied()),
             ejections: Family::default(),
             returns: Counter::default(),
+            shared_ejections: Family::default(),
             ejected: Gauge::default(),
             reaped: Counter::default(),
             events: Counter::default(),
@@ -292,6 +294,11 @@ impl Metrics {
         r.register("phi_at_verdict", "Level at each verdict, by verdict", m.phi_at_verdict.clone());
         r.register("ejections", "Members ejected by outlier detection, by reason", m.ejections.clone());
         r.register("returns", "Ejected members back in service", m.returns.clone());
+        r.register(
+            "outliers_shared",
+            "Ejections other members shared (gray-failure evidence), by reason",
+            m.shared_ejections.clone(),
+        );
         r.register("members_ejected", "Members ejected by outlier detection now", m.ejected.clone());
         r.register("reaped", "Tombstones reaped (dead or left members forgotten)", m.reaped.clone());
         r.register("events", "Events this agent passed on (JSON lines, the history and /v1/events)", m.events.clone());
@@ -436,6 +443,10 @@ impl Metrics {
             What::Returned { .. } => {
                 self.returns.inc();
             }
+            What::OutlierShared { reason, .. } => {
+                self.shared_ejections.get_or_create(&EjectLabel { reason: reason.clone() }).inc();
+            }
+            What::OutlierWithdrawn { .. } => {}
             What::Reaped { .. } => {
                 self.reaped.inc();
             }

@@ -190,6 +190,27 @@ pub enum What {
         /// Its generation.
         generation: u64,
     },
+    /// Another member's outlier detection ejected a member and shared its
+    /// verdict: evidence of a gray failure, not this agent's verdict.
+    OutlierShared {
+        /// The member ejected.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// The member that ejected it.
+        by: String,
+        /// Why (`consecutive-5xx`, `latency`, ...).
+        reason: String,
+    },
+    /// A member withdrew a verdict it had shared.
+    OutlierWithdrawn {
+        /// The member it was about.
+        member: String,
+        /// Its generation.
+        generation: u64,
+        /// The member that withdrew it.
+        by: String,
+    },
     /// This member was accused and refuted it.
     SelfRefuted {
         /// This member.
@@ -432,6 +453,14 @@ impl What {
                 let (member, generation) = id(i);
                 What::Returned { member, generation }
             }
+            Event::OutlierShared { id: i, by, reason } => {
+                let (member, generation) = id(i);
+                What::OutlierShared { member, generation, by: by.name.clone(), reason: reason.clone() }
+            }
+            Event::OutlierWithdrawn { id: i, by } => {
+                let (member, generation) = id(i);
+                What::OutlierWithdrawn { member, generation, by: by.name.clone() }
+            }
             Event::SelfRefuted { incarnation } => {
                 What::SelfRefuted { member: node.to_owned(), incarnation: *incarnation }
             }
@@ -483,6 +512,8 @@ impl What {
             | What::Policy { member, .. }
             | What::Ejected { member, .. }
             | What::Returned { member, .. }
+            | What::OutlierShared { member, .. }
+            | What::OutlierWithdrawn { member, .. }
             | What::SelfRefuted { member, .. }
             | What::Renewed { member, .. }
             | What::LocalStall { member, .. }
@@ -508,6 +539,8 @@ impl What {
             What::Policy { .. } => "policy",
             What::Ejected { .. } => "ejected",
             What::Returned { .. } => "returned",
+            What::OutlierShared { .. } => "outlier_shared",
+            What::OutlierWithdrawn { .. } => "outlier_withdrawn",
             What::SelfRefuted { .. } => "self_refuted",
             What::Renewed { .. } => "renewed",
             What::LocalStall { .. } => "local_stall",
@@ -568,6 +601,8 @@ impl fmt::Display for EventRecord {
             }
             What::Ejected { member, reason, .. } => write!(f, "{member} is ejected ({reason})"),
             What::Returned { member, .. } => write!(f, "{member} is back in service"),
+            What::OutlierShared { member, by, reason, .. } => write!(f, "{member} is ejected by {by} ({reason})"),
+            What::OutlierWithdrawn { member, by, .. } => write!(f, "{member} is no longer ejected by {by}"),
             What::SelfRefuted { member, incarnation } => {
                 write!(f, "{member} itself was accused and refuted it (incarnation {incarnation})")
             }

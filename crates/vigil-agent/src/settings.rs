@@ -276,6 +276,13 @@ pub struct Flags {
     /// written.
     #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub lease_file: Option<PathBuf>,
+    /// What becomes of outlier verdicts (ejections from the outcomes
+    /// posted to /v1/outcomes): `share` passes this agent's on to every
+    /// member and shows everyone's (the default), `down` also lets a member
+    /// ejected by others count as unreachable from them when --downing
+    /// decides, `off` keeps them to this agent.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "share|down|off"))]
+    pub gray_evidence: Option<String>,
 }
 
 /// The settings file: the flags' names, in `snake_case`, with `[tags]` and
@@ -345,6 +352,8 @@ pub struct FileSettings {
     pub decide_when_unstable: Option<String>,
     /// `lease_file`.
     pub lease_file: Option<PathBuf>,
+    /// `gray_evidence`.
+    pub gray_evidence: Option<String>,
 }
 
 impl FileSettings {
@@ -397,7 +406,8 @@ impl FileSettings {
             stable_after,
             down_removal_margin,
             decide_when_unstable,
-            lease_file
+            lease_file,
+            gray_evidence
         );
         changed
     }
@@ -925,6 +935,15 @@ impl Flags {
                 if text.trim() == "off" { None } else { Some(duration(from.clone(), &text)?) };
             protocol.validate().map_err(protocol_error(from))?;
         }
+        if let Some((text, from)) = pick(&a.gray_evidence, &file.gray_evidence, "gray_evidence", "--gray-evidence") {
+            let (share, counts_for_downing) = match text.trim() {
+                "share" => (true, false),
+                "down" => (true, true),
+                "off" => (false, false),
+                _ => return Err(invalid(from, &text, "share, down or off")),
+            };
+            protocol.gray = vigil_net::gray::GraySharing { share, counts_for_downing };
+        }
         let http = match pick(&a.http, &file.http, "http", "--http") {
             Some((v, _)) if v == "off" => Http::Off,
             Some((v, from)) => Http::At(address(from.clone(), &v)?, from),
@@ -1021,6 +1040,21 @@ mod tests {
 
     fn error(f: Flags) -> String {
         f.resolve().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn gray_evidence_is_shared_by_default_and_bad_values_name_the_flag() {
+        let g = flags("x").resolve().unwrap().protocol.gray;
+        assert!(g.share && !g.counts_for_downing);
+        for (text, share, counts) in [("off", false, false), ("down", true, true), (" share ", true, false)] {
+            let mut f = flags("x");
+            f.gray_evidence = Some(text.into());
+            let g = f.resolve().unwrap().protocol.gray;
+            assert_eq!((g.share, g.counts_for_downing), (share, counts), "{text}");
+        }
+        let mut f = flags("x");
+        f.gray_evidence = Some("loud".into());
+        assert_eq!(error(f), "--gray-evidence: 'loud' is not share, down or off");
     }
 
     #[test]

@@ -189,6 +189,10 @@ pub struct Config {
     /// member unreachable instead and decides, once the picture holds
     /// still, which side is downed. See [`Downing`](crate::downing::Downing).
     pub downing: crate::downing::Downing,
+    /// Shared gray-failure evidence: whether this node passes its outlier
+    /// verdicts on (default: yes) and whether others' verdicts count
+    /// towards downing a member (default: no). See [`crate::gray`].
+    pub gray: crate::gray::GraySharing,
 }
 
 /// A day: the LAN preset's reconnect and tombstone timeouts.
@@ -266,6 +270,7 @@ impl Config {
             recorded_arrivals: 0,
             outliers: vigil_detector::outlier::OutlierConfig::vigil(),
             downing: crate::downing::Downing::default(),
+            gray: crate::gray::GraySharing::default(),
         }
     }
 

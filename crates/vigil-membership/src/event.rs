@@ -159,6 +159,26 @@ pub enum Event {
         /// Who.
         id: NodeId,
     },
+    /// Another member's outlier detection ejected a member, and said so
+    /// ([`crate::gray`]): a gray failure seen by one client, made visible
+    /// to all. Evidence, not a verdict of this node's: it downs nobody
+    /// unless [`GraySharing::counts_for_downing`](crate::gray::GraySharing::counts_for_downing).
+    OutlierShared {
+        /// The member ejected, in the generation the verdict is about.
+        id: NodeId,
+        /// The member that ejected it.
+        by: NodeId,
+        /// The ejection's reason, by name (`consecutive-5xx`, ...).
+        reason: String,
+    },
+    /// A member withdrew a verdict it had shared (the subject returned,
+    /// or is gone).
+    OutlierWithdrawn {
+        /// The member it was about.
+        id: NodeId,
+        /// The member that withdrew it.
+        by: NodeId,
+    },
     /// This node noticed that it had stalled (its timers ran late): it
     /// raised its awareness and makes no accusation for a while.
     LocalStall {
@@ -278,6 +298,8 @@ impl std::fmt::Display for Event {
                 write!(f, "this member refuted an accusation (incarnation {incarnation})")
             }
             Event::Renewed { id } => write!(f, "this member took a new generation: {id}"),
+            Event::OutlierShared { id, by, reason } => write!(f, "{id} ejected by {} ({reason})", by.name),
+            Event::OutlierWithdrawn { id, by } => write!(f, "{id} no longer ejected by {}", by.name),
             Event::Policy { id, policy, fired, level: l, signal, withheld } => {
                 let what = match (fired, withheld) {
                     (true, _) => "fired",

@@ -56,6 +56,7 @@ mod broadcast;
 pub mod config;
 pub mod downing;
 mod event;
+pub mod gray;
 mod health;
 mod introductions;
 pub mod keyring;

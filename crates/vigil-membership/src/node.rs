@@ -95,6 +95,10 @@ pub struct Node {
     incarnation: u64,
     /// This node's tags, once set ([`Node::set_tags`]).
     tags: Option<Tags>,
+    /// The outlier verdicts this node shares (carried with its tags).
+    shared: crate::gray::Shared,
+    /// Grows whenever a member's shared verdicts change.
+    gray_version: u64,
     /// Alive, or Left after [`Node::leave`].
     status: Status,
     rng: ChaCha8Rng,
@@ -188,6 +192,8 @@ impl Node {
             addr,
             incarnation: 0,
             tags: None,
+            shared: crate::gray::Shared::default(),
+            gray_version: 0,
             status: Status::Alive,
             rng,
             now,
@@ -351,10 +357,16 @@ impl Node {
                 }
                 Notice::Ejected { name, reason, until } => {
                     if let Some(id) = self.members.get(&name).map(|m| m.id()) {
+                        if self.config.gray.share && self.shared.ejected(name.clone(), id.generation, reason) {
+                            self.announce_shared();
+                        }
                         self.emit(Event::Ejected { id, reason, until });
                     }
                 }
                 Notice::Returned { name } => {
+                    if self.shared.cleared(&name) {
+                        self.announce_shared();
+                    }
                     if let Some(id) = self.members.get(&name).map(|m| m.id()) {
                         self.emit(Event::Returned { id });
                     }
@@ -424,6 +436,7 @@ impl Node {
             recorded_arrivals: self.config.recorded_arrivals,
             seeds: self.seeds.clone(),
             downing: self.downing_outlook(),
+            gray: self.gray_reports(),
             stats: self.stats.clone(),
         }
     }
@@ -985,7 +998,8 @@ impl Node {
     /// What this node says about itself; its tags go with it while it is
     /// alive, once it has set any.
     fn self_update(&self, status: Status) -> Update {
-        let tags = self.tags.clone().filter(|_| matches!(status, Status::Alive | Status::Suspect));
+        let tags =
+            self.shared.compose(self.tags.as_ref()).filter(|_| matches!(status, Status::Alive | Status::Suspect));
         Update {
             id: self.me.clone(),
             addr: self.addr,
@@ -1052,7 +1066,13 @@ impl Node {
             Some(key) => self.monitor.member_up(key, self.now),
             None => self.monitor.member_gone(&id.name, self.now),
         }
-        self.emit(Event::Up { id, addr, tags });
+        // This node's verdict was about the old process.
+        if self.shared.cleared(&id.name) {
+            self.announce_shared();
+        }
+        let shared = tags.clone();
+        self.emit(Event::Up { id: id.clone(), addr, tags });
+        self.gray_changed(&id, None, &shared);
     }
 
     /// A member is gone (dead or left): outlier detection forgets it, and
@@ -1060,8 +1080,77 @@ impl Node {
     fn member_gone(&mut self, event: Event) {
         if let Event::Dead { id, .. } | Event::Left { id } = &event {
             self.monitor.member_gone(&id.name, self.now);
+            if self.shared.cleared(&id.name) {
+                self.announce_shared();
+            }
         }
         self.emit(event);
+    }
+
+    /// The verdicts this node shares changed: announced with a new
+    /// incarnation, as a change of tags is.
+    fn announce_shared(&mut self) {
+        if self.status == Status::Alive {
+            self.renew(self.incarnation);
+            self.broadcast(self.self_update(Status::Alive));
+        }
+    }
+
+    /// `by`'s tags went from `old` to `new`: the verdicts it shares that
+    /// appeared or went away are reported.
+    pub(super) fn gray_changed(&mut self, by: &NodeId, old: Option<&Tags>, new: &Tags) {
+        use crate::gray::{GrayReport, reports};
+        let before: std::collections::BTreeSet<GrayReport> =
+            old.map(|t| reports(&by.name, t).collect()).unwrap_or_default();
+        let after: std::collections::BTreeSet<GrayReport> = reports(&by.name, new).collect();
+        if before == after {
+            return;
+        }
+        self.gray_version = self.gray_version.wrapping_add(1);
+        for r in after.difference(&before) {
+            let id = NodeId::new(&*r.subject, r.generation);
+            self.emit(Event::OutlierShared { id, by: by.clone(), reason: r.reason.clone() });
+        }
+        for r in before.difference(&after) {
+            if !after.iter().any(|a| a.subject == r.subject) {
+                let id = NodeId::new(&*r.subject, r.generation);
+                self.emit(Event::OutlierWithdrawn { id, by: by.clone() });
+            }
+        }
+    }
+
+    /// Every verdict shared by a live member about a live member in the
+    /// generation it names, this node's own included, in order.
+    ///
+    /// ```
+    /// use vigil_detector::Instant;
+    /// use vigil_detector::outlier::Outcome;
+    /// use vigil_membership::{Config, Node, NodeId};
+    ///
+    /// let mut node = Node::new(NodeId::new("a", 1), "10.0.0.1:7946".parse()?, Config::lan(7), 1, Instant::ZERO)?;
+    /// node.bootstrap(Instant::ZERO, &[(NodeId::new("b", 1), "10.0.0.2:7946".parse()?)]);
+    /// for _ in 0..5 {
+    ///     node.record_outcome(Instant::from_millis(10), "b", Outcome::Response(503), None);
+    /// }
+    /// let shared = node.gray_reports();
+    /// assert_eq!((shared[0].by.as_str(), shared[0].subject.as_str()), ("a", "b"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn gray_reports(&self) -> Vec<crate::gray::GrayReport> {
+        let live = |name: &str, generation: u64| {
+            name == &*self.me.name && generation == self.me.generation
+                || self.members.get(name).is_some_and(|m| m.is_live() && m.generation == generation)
+        };
+        let mine = self.shared.compose(None).unwrap_or_default();
+        let mut out: Vec<crate::gray::GrayReport> = crate::gray::reports(&self.me.name, &mine)
+            .chain(self.members.iter().filter(|m| m.is_live()).flat_map(|m| {
+                let tags = m.tags().cloned().unwrap_or_default();
+                crate::gray::reports(&m.name, &tags).collect::<Vec<_>>()
+            }))
+            .filter(|r| live(&r.subject, r.generation))
+            .collect();
+        out.sort();
+        out
     }
 
     /// Queues an event for the application, and nothing else.

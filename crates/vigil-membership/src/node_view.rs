@@ -77,6 +77,9 @@ pub struct NodeView {
     /// The downing provider's records, gate and pending decision; `None`
     /// with the `auto` strategy.
     pub downing: Option<crate::downing::Outlook>,
+    /// The outlier verdicts members share ([`crate::gray`]): who ejects
+    /// whom, and why.
+    pub gray: Vec<crate::gray::GrayReport>,
     /// The counters.
     pub stats: Stats,
 }

@@ -848,3 +848,95 @@ fn an_ejection_fires_and_clears_the_policies_of_an_application_watch() {
     assert_eq!(cleared, [("route".to_owned(), false, true), ("drain".to_owned(), false, true)]);
     assert_eq!(status(&c.nodes[0], "n3"), Status::Alive, "an ejection is not a verdict on membership");
 }
+
+/// A gray failure seen by one member becomes visible to all: its outlier
+/// verdict travels with its tags, every member reports it once, it downs
+/// nobody by default, and it is withdrawn when the subject returns.
+#[test]
+fn an_outlier_verdict_is_shared_with_every_member_and_downs_nobody_by_default() {
+    use vigil_detector::outlier::Outcome;
+    let mut c = Cluster::new(8, Config::lan(CLUSTER));
+    let mut now = c.run_until(Instant::from_secs(5));
+    c.clear_events();
+    // n0's requests to n5 fail with 503s while n5's heartbeats are fine.
+    for _ in 0..5 {
+        assert!(c.nodes[0].record_outcome(now, "n5", Outcome::Response(503), None));
+    }
+    let ejected_at = now;
+    assert!(c.events(0).iter().any(|e| matches!(e, Event::Ejected { id, .. } if id.name == "n5")));
+    // Gossip carries it to the seven others, n5 included, within a few
+    // rounds: 2 s is ten gossip intervals at the LAN preset's 200 ms.
+    let mut heard: Vec<Option<Instant>> = vec![None; 8];
+    while now < ejected_at + Duration::from_secs(2) {
+        now = c.run_until(now + Duration::from_millis(100));
+        for (i, h) in heard.iter_mut().enumerate().skip(1) {
+            for e in c.events(i) {
+                if let Event::OutlierShared { id: subject, by, reason } = e {
+                    assert_eq!((subject.name.as_str(), subject.generation, by.name.as_str()), ("n5", 1, "n0"));
+                    assert_eq!(reason, "consecutive-5xx");
+                    assert!(h.is_none(), "n{i} reported it twice");
+                    *h = Some(now);
+                }
+            }
+        }
+    }
+    for (i, h) in heard.iter().enumerate().skip(1) {
+        assert!(h.is_some(), "n{i} never heard of the verdict");
+    }
+    for (i, n) in c.nodes.iter().enumerate() {
+        let gray = n.snapshot(now).gray;
+        assert_eq!(gray.len(), 1, "n{i}: {gray:?}");
+        assert_eq!((gray[0].by.as_str(), gray[0].subject.as_str()), ("n0", "n5"), "n{i}");
+        // Evidence only: n5 is alive everywhere.
+        if i != 5 {
+            assert_eq!(status(n, "n5"), Status::Alive, "n{i}");
+        }
+    }
+    // Left alone, outlier detection lets n5 back after its ejection time
+    // (30 s at the first ejection): the verdict is withdrawn everywhere.
+    now = c.run_until(now + Duration::from_secs(45));
+    for (i, n) in c.nodes.iter_mut().enumerate() {
+        let evs = events(n);
+        if i != 0 {
+            assert!(
+                evs.iter()
+                    .any(|e| matches!(e, Event::OutlierWithdrawn { id, by } if id.name == "n5" && by.name == "n0")),
+                "n{i}: {evs:?}"
+            );
+        }
+        assert!(n.snapshot(now).gray.is_empty(), "n{i}");
+    }
+}
+
+/// With a downing strategy and a policy that lets outlier evidence count,
+/// a member two others eject is downed, and only it.
+#[test]
+fn shared_verdicts_down_a_member_only_when_a_policy_says_so() {
+    use vigil_detector::outlier::Outcome;
+    use vigil_membership::downing::Downing;
+    let mut config = Config::lan(CLUSTER);
+    config.downing = Downing::new("keep-majority".parse().unwrap()).with_stable_after(Duration::from_secs(5));
+    config.gray.counts_for_downing = true;
+    let mut c = Cluster::new(6, config);
+    let mut now = c.run_until(Instant::from_secs(5));
+    c.clear_events();
+    let start = now;
+    // n0 and n1 see n4 fail, and keep seeing it (their outlier detection
+    // would otherwise return it after 30 s).
+    while now < start + Duration::from_secs(40) {
+        for i in [0, 1] {
+            c.nodes[i].record_outcome(now, "n4", Outcome::Response(503), None);
+        }
+        now = c.run_until(now + Duration::from_millis(500));
+    }
+    let downed: Vec<(usize, String)> = (0..6)
+        .flat_map(|i| {
+            c.events(i).into_iter().filter_map(move |e| match e {
+                Event::Downed { id, .. } => Some((i, id.name)),
+                _ => None,
+            })
+        })
+        .collect();
+    assert!(downed.iter().any(|(i, n)| *i == 4 && n == "n4"), "n4 downs itself: {downed:?}");
+    assert!(downed.iter().all(|(_, n)| n == "n4"), "nobody else: {downed:?}");
+}

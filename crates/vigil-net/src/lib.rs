@@ -85,6 +85,7 @@ pub use types::{ClusterEvent, ClusterStats, NetConfig, NetStats, Recorded, Reque
 pub use vigil_detector::Instant;
 pub use vigil_detector::outlier::{HostReport, Outcome};
 pub use vigil_membership::downing;
+pub use vigil_membership::gray;
 pub use vigil_membership::keyring::{Key, KeyId, KeyInfo, Keyring, KeyringError};
 pub use vigil_membership::seal::{SealError, SealMode, SealStats};
 pub use vigil_membership::{

@@ -766,6 +766,7 @@ fn members_json(name: &str, (phi, mean, std_dev): (f64, f64, f64)) -> String {
         }),
         outlier: None,
         unreachable_by: Vec::new(),
+        ejected_by: Vec::new(),
     };
     serde_json::to_string(&Members { node: "me".into(), unix_ms: 1, members: vec![member], downing: None }).unwrap()
 }

@@ -369,6 +369,15 @@ fn the_api_answers_as_documented_and_guards_changes_with_the_token() {
     assert_eq!(one["status"], "alive", "ejected, not dead: its heartbeats are fine");
     let returns = one["outlier"]["returns_in_ms"].as_f64().unwrap();
     assert!((0.0..=30_000.0).contains(&returns), "the base ejection time is 30 s: {returns}");
+    // The verdict is shared: a2, which sent a1 nothing, shows who ejected
+    // it and why within a few gossip rounds (bound 10 s on a loaded
+    // machine; 200 ms rounds), and a1 stays alive there.
+    let a2 = &all[2].url;
+    let (_, seen) = until(&format!("{a2}/v1/members/a1"), Duration::from_secs(10), |_, v| {
+        v["ejected_by"].as_array().is_some_and(|a| !a.is_empty())
+    });
+    assert_eq!(seen["ejected_by"], json!([{"by": "a0", "reason": "consecutive-5xx"}]), "{seen}");
+    assert_eq!(seen["status"], "alive", "evidence, not a verdict: {seen}");
 
     // Leaving through the API: announced, and the process exits 0 (bound
     // 5 s: the agent's own bound is 3 s).

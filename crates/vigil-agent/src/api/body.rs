@@ -237,6 +237,18 @@ pub struct Member {
     /// The members that find it unreachable (its suspicion ran out without
     /// a refutation), while a downing strategy decides; empty otherwise.
     pub unreachable_by: Vec<String>,
+    /// The members whose outlier detection ejected it and said so (shared
+    /// gray-failure evidence; see `--gray-evidence`).
+    pub ejected_by: Vec<EjectedBy>,
+}
+
+/// One shared outlier verdict about a member.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EjectedBy {
+    /// The member that ejected it.
+    pub by: String,
+    /// Why (`consecutive-5xx`, `latency`, ...).
+    pub reason: String,
 }
 
 impl Member {
@@ -261,6 +273,13 @@ impl Member {
                     d.records.iter().filter(|(_, subject)| *subject == m.id.name).map(|(o, _)| o.clone()).collect()
                 })
                 .unwrap_or_default(),
+            ejected_by: s
+                .node
+                .gray
+                .iter()
+                .filter(|r| r.subject == m.id.name && r.generation == m.id.generation)
+                .map(|r| EjectedBy { by: r.by.clone(), reason: r.reason.clone() })
+                .collect(),
         }
     }
 }

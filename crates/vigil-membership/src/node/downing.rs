@@ -37,6 +37,13 @@ impl Node {
                 records.insert((accuser.to_string(), subject.to_string()));
             }
         }
+        // Shared outlier verdicts, when a policy lets them count: the
+        // ejector finds the subject unusable, if not unreachable.
+        if self.config.gray.counts_for_downing {
+            for r in self.gray_reports() {
+                records.insert((r.by, r.subject));
+            }
+        }
         Picture { me: self.me.name.clone(), members, records }
     }
 
@@ -46,8 +53,14 @@ impl Node {
         if !self.decides() {
             return;
         }
-        let version = self.suspicions.version().wrapping_add(self.members.ring_version());
-        self.resolver.observe(now, version, self.suspicions.any_ripe());
+        let counts_gray = self.config.gray.counts_for_downing;
+        let mut version = self.suspicions.version().wrapping_add(self.members.ring_version());
+        let mut anything = self.suspicions.any_ripe();
+        if counts_gray {
+            version = version.wrapping_add(self.gray_version);
+            anything = anything || !self.gray_reports().is_empty();
+        }
+        self.resolver.observe(now, version, anything);
         while self.status == Status::Alive {
             match self.resolver.due(now) {
                 Due::Nothing => break,
@@ -184,7 +197,8 @@ impl Node {
         let strategy = self.config.downing.strategy.to_string();
         for name in &pending.down {
             let Some(m) = self.members.get(name).filter(|m| m.is_live()) else { continue };
-            let unreachable = self.suspicions.get(name).is_some_and(|s| s.is_ripe());
+            let unreachable = self.suspicions.get(name).is_some_and(|s| s.is_ripe())
+                || (self.config.gray.counts_for_downing && self.gray_reports().iter().any(|r| r.subject == *name));
             if !unreachable && !pending.indirect.contains(name) {
                 continue;
             }

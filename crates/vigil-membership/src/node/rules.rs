@@ -181,10 +181,12 @@ impl Node {
         };
         // Tags travel with the incarnation they were set at, whatever the
         // rumour's status says about the member.
+        let old_tags = m.tags().cloned();
         if let Some(tags) = u.tags.as_ref().filter(|_| m.generation == u.id.generation)
             && self.members.set_tags(&u.id.name, u.incarnation, tags)
         {
             self.emit(Event::TagsUpdated { id: u.id.clone(), tags: tags.clone() });
+            self.gray_changed(&u.id, old_tags.as_ref(), tags);
         }
         let Some(m) = self.members.get(&u.id.name) else { return };
         // The common case in anti-entropy: nothing new.
