@@ -100,8 +100,8 @@ impl Node {
         let mut verdict = downing::decide(&settings.strategy, &picture);
         // Deaf for a few heartbeats, this node is the likelier problem and
         // what it holds is stale (the refutations it missed): it may down
-        // itself, or ask the lease for itself alone, but not judge others;
-        // it waits for another calm.
+        // itself, but neither judge others (it waits for another calm) nor
+        // ask the lease.
         let quiet = self.config.heartbeat_interval.max(self.config.probe_interval).saturating_mul(4);
         let deaf = self.resolver.deaf(now, quiet);
         let judges_others = match verdict.decision {
@@ -111,6 +111,13 @@ impl Node {
         if deaf && judges_others {
             self.resolver.postpone(now);
             return;
+        }
+        if deaf && matches!(verdict.decision, Decision::AskLease { .. }) {
+            // The lease is for the sides that can hear each other: a member
+            // that hears nobody does not take it from them.
+            verdict.decision = Decision::DownReachable;
+            verdict.down = vec![self.me.name.to_string()];
+            verdict.reason = format!("this member heard nobody for {} ms; {}", quiet.as_millis(), verdict.reason);
         }
         if unstable {
             let margin = settings.decide_when_unstable.unwrap_or_default();
@@ -172,7 +179,6 @@ impl Node {
                     .members
                     .values()
                     .filter(|c| !theirs.contains(c.name.as_str()) && !verdict.down.contains(&c.name))
-                    .filter(|c| !deaf || c.name == picture.me)
                     .min_by_key(|c| c.addr)
                     .map(|c| c.name.clone());
                 self.resolver.set_pending(Some(Pending {
