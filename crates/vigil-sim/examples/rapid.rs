@@ -8,10 +8,15 @@
 //! The argument is the cluster size (default 1000); the seed is 1 (a
 //! second argument sets another); a third, comma-separated, picks setups
 //! (`phi/auto,classic/auto`), and a fourth experiments by their first
-//! word (`crashes`, `flip-flop`, `80`, `1`). Each run prints its line as
-//! it ends.
+//! word (`crashes`, `flip-flop`, `80`, `1`, `bootstrap`). Each run prints
+//! its line as it ends. The bootstrap (every member joining through one
+//! seed at once) has a table of its own. A fifth argument names a
+//! directory for the plots: one per experiment, `rapid-<experiment>.svg`,
+//! how many distinct views of who is alive the healthy members held over
+//! time, per setup.
 
-use vigil_sim::experiment::{Experiment, Setup};
+use vigil_lab::report::svg::{Chart, Series, Style};
+use vigil_sim::experiment::{Experiment, Outcome, Setup, bootstrap};
 
 const SETUPS: [&str; 8] = [
     "classic/auto",
@@ -45,6 +50,13 @@ fn main() {
     let seed = number(args.next(), "the seed", 1);
     let picked: Option<Vec<String>> = args.next().map(|a| a.split(',').map(str::to_owned).collect());
     let experiments: Option<Vec<String>> = args.next().map(|a| a.split(',').map(str::to_owned).collect());
+    let plots: Option<std::path::PathBuf> = args.next().map(Into::into);
+    if let Some(dir) = &plots
+        && !dir.is_dir()
+    {
+        eprintln!("rapid: the plots' directory {} is not a directory", dir.display());
+        std::process::exit(2);
+    }
     println!("N = {n}, seed {seed} (replay with the same arguments)\n");
     println!(
         "| experiment | setup | faulty removed | healthy removed | views disagree | most views at once | changes per member | events per member | msgs/member·s |"
@@ -55,6 +67,7 @@ fn main() {
         if experiments.as_ref().is_some_and(|x| !x.iter().any(|w| w == first)) {
             continue;
         }
+        let mut outcomes: Vec<Outcome> = Vec::new();
         for s in SETUPS {
             if picked.as_ref().is_some_and(|p| !p.iter().any(|x| s.starts_with(x.as_str()))) {
                 continue;
@@ -78,6 +91,62 @@ fn main() {
                 o.messages_per_member_second
             );
             eprintln!("  ({:.1} s)", started.elapsed().as_secs_f64());
+            outcomes.push(o);
+        }
+        if let Some(dir) = &plots {
+            plot(dir, e, n, seed, &outcomes);
+        }
+    }
+    if experiments.as_ref().is_some_and(|x| !x.iter().any(|w| w == "bootstrap")) {
+        return;
+    }
+    println!(
+        "\n| bootstrap | setup | distinct cluster sizes per member: fewest / median / most | every view complete after | msgs/member·s |"
+    );
+    println!("|---|---|---|---|---|");
+    // Joining does not depend on the downing strategy: one of each protocol.
+    for s in ["classic/auto", "phi/auto"] {
+        if picked.as_ref().is_some_and(|p| !p.iter().any(|x| s.starts_with(x.as_str()))) {
+            continue;
+        }
+        let setup = Setup::parse(s).expect("the setups parse");
+        let started = std::time::Instant::now();
+        let b = bootstrap(n, &setup, seed);
+        let converged = b.converged_secs.map_or("not within 180 s".to_owned(), |c| format!("{c:.0} s"));
+        println!(
+            "| {n} joining through one seed | {} | {} / {} / {} | {converged} | {:.2} |",
+            b.setup, b.sizes.0, b.sizes.1, b.sizes.2, b.messages_per_member_second
+        );
+        eprintln!("  ({:.1} s)", started.elapsed().as_secs_f64());
+    }
+}
+
+/// One experiment's plot: distinct views among the healthy members over
+/// time, a line per setup, the fault's span shaded.
+fn plot(dir: &std::path::Path, e: Experiment, n: usize, seed: u64, outcomes: &[Outcome]) {
+    let (from, to) = e.fault_window();
+    let mut chart = Chart::new(
+        format!("{}: distinct views of who is alive, N = {n}, seed {seed}", e.name()),
+        "seconds",
+        "distinct views among healthy members (1: all agree)",
+    )
+    .with_band(from, to.max(from + 1.0), if e == Experiment::Crashes { "crashes" } else { "fault" });
+    for o in outcomes {
+        let points = o.views.iter().map(|&(t, v)| (t, v as f64));
+        chart = chart.with_series(Series::new(o.setup.clone(), points).with_style(Style::Step));
+    }
+    let slug: String = e
+        .name()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect::<String>()
+        .replace("--", "-");
+    let path = dir.join(format!("rapid-{}.svg", slug.trim_matches('-')));
+    match std::fs::write(&path, chart.to_svg()) {
+        Ok(()) => eprintln!("plot: {}", path.display()),
+        Err(err) => {
+            eprintln!("rapid: cannot write {}: {err}", path.display());
+            std::process::exit(1);
         }
     }
 }

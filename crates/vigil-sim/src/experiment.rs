@@ -22,7 +22,7 @@ use std::time::Duration;
 use vigil_membership::{Event, Status};
 
 use crate::fault::{Fault, Timed, Way};
-use crate::scenario::{Downing, Protocol, Scenario};
+use crate::scenario::{Downing, Protocol, Scenario, Start};
 use crate::sim::Sim;
 
 /// One of Rapid's experiments.
@@ -138,7 +138,7 @@ impl Experiment {
             if views.len() > 1 {
                 inconsistent += 1;
             }
-            sizes.push(views.len());
+            sizes.push((t.as_secs_f64(), views.len()));
             t += step;
         }
         let report = sim.run(&mut |_| {});
@@ -172,13 +172,118 @@ impl Experiment {
             wrongly_removed: removed.iter().filter(|i| !faulty.contains(i)).count(),
             inconsistent_secs: f64::from(inconsistent) * step.as_secs_f64(),
             observed_secs: f64::from(samples) * step.as_secs_f64(),
-            most_views: sizes.iter().copied().max().unwrap_or(0),
+            most_views: sizes.iter().map(|&(_, v)| v).max().unwrap_or(0),
             changes_per_member: changes.values().map(|c| c.len() as f64).fold(0.0, |a, b| a + b) / h,
             events_per_member: events_per.values().map(|&c| c as f64).fold(0.0, |a, b| a + b) / h,
             messages_per_member_second: report.messages_per_member_second,
             log_hash: report.log_hash,
+            views: sizes,
         }
     }
+
+    /// When its faults act, in seconds from the start: `(from, to)`.
+    pub fn fault_window(self) -> (f64, f64) {
+        match self {
+            Experiment::Lossy | Experiment::FlipFlop => (60.0, 660.0),
+            Experiment::Egress => (90.0, 690.0),
+            Experiment::Crashes => (60.0, 60.0),
+        }
+    }
+}
+
+/// Rapid's bootstrap experiment: `n` members start at once, each knowing
+/// only a seed (n0), and join through it. Rapid reported 4 to 8 distinct
+/// cluster sizes per process before convergence, memberlist 901 to 1,858
+/// (N = 1,000 to 2,000).
+///
+/// ```
+/// use vigil_sim::experiment::{Setup, bootstrap};
+///
+/// let b = bootstrap(50, &Setup::parse("phi/auto").unwrap(), 1);
+/// assert!(b.converged_secs.is_some(), "50 members converge within the run");
+/// assert!(b.sizes.2 >= b.sizes.1 && b.sizes.1 >= b.sizes.0);
+/// ```
+pub fn bootstrap(n: usize, setup: &Setup, seed: u64) -> Bootstrap {
+    let mut s = Scenario::new(&format!("bootstrap ({})", setup.name()), n);
+    s.seed = seed;
+    s.protocol = setup.protocol;
+    s.downing = setup.downing.clone();
+    s.check_liveness = false;
+    s.start = Start::Join;
+    s.duration = Duration::from_secs(180);
+    let mut sim = Sim::new(&s).expect("the bootstrap scenario is valid").keep_records(true);
+    // Every member sees all the others alive: sampled each second.
+    let step = Duration::from_secs(1);
+    let mut t = step;
+    let mut converged = None;
+    while t <= s.duration && converged.is_none() {
+        sim.run_until(t);
+        let all = (0..n).all(|i| {
+            sim.node(i).is_some_and(|node| node.members().filter(|m| m.status == Status::Alive).count() == n - 1)
+        });
+        if all {
+            converged = Some(t.as_secs_f64());
+        }
+        t += step;
+    }
+    let report = sim.run(&mut |_| {});
+    // Each member's view size after every instant it changed.
+    let mut live: Vec<i64> = vec![0; n];
+    let mut last_at: Vec<Option<u64>> = vec![None; n];
+    let mut sizes: Vec<BTreeSet<i64>> = vec![BTreeSet::new(); n];
+    let mut pending: Vec<bool> = vec![false; n];
+    for (at, i, e) in report.events() {
+        let delta = match e {
+            Event::Up { .. } => 1,
+            Event::Dead { .. } | Event::Left { .. } => -1,
+            _ => continue,
+        };
+        let at = at.round() as u64;
+        if last_at[i].is_some_and(|l| l != at) && pending[i] {
+            sizes[i].insert(live[i]);
+        }
+        live[i] += delta;
+        last_at[i] = Some(at);
+        pending[i] = true;
+    }
+    for i in 0..n {
+        if pending[i] {
+            sizes[i].insert(live[i]);
+        }
+    }
+    let mut counts: Vec<usize> = sizes.iter().map(BTreeSet::len).collect();
+    counts.sort_unstable();
+    Bootstrap {
+        setup: setup.name(),
+        members: n,
+        sizes: (
+            counts.first().copied().unwrap_or(0),
+            counts.get(counts.len() / 2).copied().unwrap_or(0),
+            counts.last().copied().unwrap_or(0),
+        ),
+        converged_secs: converged,
+        messages_per_member_second: report.messages_per_member_second,
+        log_hash: report.log_hash,
+    }
+}
+
+/// What a bootstrap showed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bootstrap {
+    /// The setup's name.
+    pub setup: String,
+    /// Cluster size.
+    pub members: usize,
+    /// Distinct cluster sizes each member went through (its view after
+    /// each instant it changed), fewest, median and most over the members.
+    pub sizes: (usize, usize, usize),
+    /// When every member first saw every other alive (1 s samples); `None`
+    /// if not within the 180 s run.
+    pub converged_secs: Option<f64>,
+    /// The traffic, over the run.
+    pub messages_per_member_second: f64,
+    /// The run's log hash.
+    pub log_hash: u64,
 }
 
 /// A protocol and a downing strategy.
@@ -245,4 +350,7 @@ pub struct Outcome {
     pub messages_per_member_second: f64,
     /// The run's log hash (same seed, same hash).
     pub log_hash: u64,
+    /// Every 5 s: the time (s) and how many distinct views of who is alive
+    /// the healthy members held (1: they all agreed).
+    pub views: Vec<(f64, usize)>,
 }

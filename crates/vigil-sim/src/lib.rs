@@ -64,6 +64,6 @@ pub use record::{Record, What};
 pub use report::{CrashReport, FaultWindow, HealReport, Report, SealReport, Stretch, Totals};
 pub use scenario::{
     Downing, Envelope, MAX_DURATION, MAX_LATENCY_MS, MAX_NODES, MIN_DURATION, Network, Protocol, Scenario,
-    ScenarioError, Sealing,
+    ScenarioError, Sealing, Start,
 };
 pub use sim::{Sim, SimError};

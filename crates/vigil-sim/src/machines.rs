@@ -121,6 +121,7 @@ impl Machines {
         config: &Config,
         rng: &mut ChaCha8Rng,
         sealer: &mut Sealer,
+        join: bool,
     ) -> Result<Machines, ConfigError> {
         // One copy of each name, shared by every node's table.
         let shared: Vec<(Arc<str>, u64, SocketAddr)> =
@@ -130,11 +131,18 @@ impl Machines {
             let seed = rng.random::<u64>();
             let id = NodeId::new(name.to_string(), *generation);
             let mut node = Node::new(id, *addr, config.clone(), seed, START)?;
-            node.bootstrap_shared(START, &shared);
-            // As a cluster of agents is started: every member joins through
-            // a seed (n0; n0 through n1), which it goes back to whenever it
-            // knows no live member.
-            node.set_seeds(START, &[addr_of(seed_of(i))]);
+            if join {
+                // A bootstrap: everyone but n0 joins through n0 at once.
+                if i > 0 {
+                    node.join(START, &[addr_of(0)]);
+                }
+            } else {
+                node.bootstrap_shared(START, &shared);
+                // As a cluster of agents is started: every member joins
+                // through a seed (n0; n0 through n1), which it goes back to
+                // whenever it knows no live member.
+                node.set_seeds(START, &[addr_of(seed_of(i))]);
+            }
             all.push(Machine {
                 node: Some(node),
                 name: name.to_string(),

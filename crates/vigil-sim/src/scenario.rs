@@ -276,6 +276,24 @@ pub struct Scenario {
     /// Who survives a partition (`None`: the preset's `auto`).
     #[serde(default)]
     pub downing: Option<Downing>,
+    /// How the cluster starts: `known` (the default: every node knows
+    /// every other from the start) or `join` (every node starts at once
+    /// knowing only a seed, n0, and joins through it: a cluster's
+    /// bootstrap).
+    #[serde(default)]
+    pub start: Start,
+}
+
+/// How the simulated cluster starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Start {
+    /// Every node knows every other from the start.
+    #[default]
+    Known,
+    /// Every node starts at once knowing only n0 (n0 knowing nobody), and
+    /// joins through it.
+    Join,
 }
 
 /// How the simulated nodes seal their packets.
@@ -430,6 +448,7 @@ impl Scenario {
             converge_after: None,
             sealing: Sealing::Plaintext,
             downing: None,
+            start: Start::Known,
         }
     }
 

@@ -146,7 +146,8 @@ impl Sim {
         config.validate().map_err(SimError::Config)?;
         let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
         let mut sealer = Sealer::new(scenario);
-        let machines = Machines::new(scenario.nodes, &config, &mut rng, &mut sealer).map_err(SimError::Config)?;
+        let join = scenario.start == crate::scenario::Start::Join;
+        let machines = Machines::new(scenario.nodes, &config, &mut rng, &mut sealer, join).map_err(SimError::Config)?;
         let mut queue = Queue::default();
         queue.extend(Recorder::snapshot_jobs(scenario));
         for (k, f) in scenario.faults.iter().enumerate() {

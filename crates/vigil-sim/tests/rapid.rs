@@ -60,3 +60,20 @@ fn members_that_flip_flop_are_removed_and_the_healthy_members_they_accuse_are_ke
     println!("flip-flop, phi/auto: {auto:?}");
     assert!(auto.changes_per_member > 100.0, "{}", auto.changes_per_member);
 }
+
+#[test]
+fn a_hundred_members_joining_through_one_seed_at_once_converge() {
+    for text in ["classic/auto", "phi/auto"] {
+        let b = vigil_sim::experiment::bootstrap(100, &setup(text), 1);
+        println!("bootstrap, {text}: {b:?}");
+        // Joins reach everyone by gossip, gaps close at the next push-pull
+        // (every 30 s at the LAN preset): within two of them.
+        let at = b.converged_secs.expect("converged within the run");
+        assert!(at <= 60.0, "{text}: {at} s");
+        // The seed answers 99 joins: its view grows many times (one size per
+        // instant it changed), while a member admitted late learns most of
+        // the cluster from the seed's push-pull at once.
+        assert!(b.sizes.2 >= 50, "{text}: most {}", b.sizes.2);
+        assert!(b.sizes.0 <= 5, "{text}: fewest {}", b.sizes.0);
+    }
+}
