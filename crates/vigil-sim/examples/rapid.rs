@@ -8,14 +8,15 @@
 //! The argument is the cluster size (default 1000); the seed is 1 (a
 //! second argument sets another); a third, comma-separated, picks setups
 //! (`phi/auto,classic/auto`), and a fourth experiments by their first
-//! word (`crashes`, `flip-flop`, `80`, `1`, `bootstrap`). Each run prints
+//! word (`crashes`, `flip-flop`, `80`, `1`, `bootstrap`); `all` for
+//! every one. Each run prints
 //! its line as it ends. The bootstrap (every member joining through one
 //! seed at once) has a table of its own. A fifth argument names a
 //! directory for the plots: one per experiment, `rapid-<experiment>.svg`,
 //! how many distinct views of who is alive the healthy members held over
 //! time, per setup.
 
-use vigil_lab::report::svg::{Chart, Series, Style};
+use vigil_lab::report::svg::{Chart, Scale, Series, Style};
 use vigil_sim::experiment::{Experiment, Outcome, Setup, bootstrap};
 
 const SETUPS: [&str; 8] = [
@@ -48,8 +49,12 @@ fn main() {
         std::process::exit(2);
     }
     let seed = number(args.next(), "the seed", 1);
-    let picked: Option<Vec<String>> = args.next().map(|a| a.split(',').map(str::to_owned).collect());
-    let experiments: Option<Vec<String>> = args.next().map(|a| a.split(',').map(str::to_owned).collect());
+    // `all` (or nothing) for every setup or experiment.
+    let list = |a: Option<String>| -> Option<Vec<String>> {
+        a.filter(|a| !a.is_empty() && a != "all").map(|a| a.split(',').map(str::to_owned).collect())
+    };
+    let picked = list(args.next());
+    let experiments = list(args.next());
     let plots: Option<std::path::PathBuf> = args.next().map(Into::into);
     if let Some(dir) = &plots
         && !dir.is_dir()
@@ -128,20 +133,16 @@ fn plot(dir: &std::path::Path, e: Experiment, n: usize, seed: u64, outcomes: &[O
     let mut chart = Chart::new(
         format!("{}: distinct views of who is alive, N = {n}, seed {seed}", e.name()),
         "seconds",
-        "distinct views among healthy members (1: all agree)",
+        "distinct views among healthy members (log; 1: all agree)",
     )
+    .with_y_scale(Scale::Log10)
     .with_band(from, to.max(from + 1.0), if e == Experiment::Crashes { "crashes" } else { "fault" });
     for o in outcomes {
         let points = o.views.iter().map(|&(t, v)| (t, v as f64));
         chart = chart.with_series(Series::new(o.setup.clone(), points).with_style(Style::Step));
     }
-    let slug: String = e
-        .name()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect::<String>()
-        .replace("--", "-");
-    let path = dir.join(format!("rapid-{}.svg", slug.trim_matches('-')));
+    let slug: Vec<&str> = e.name().split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let path = dir.join(format!("rapid-{}.svg", slug.join("-")));
     match std::fs::write(&path, chart.to_svg()) {
         Ok(()) => eprintln!("plot: {}", path.display()),
         Err(err) => {
