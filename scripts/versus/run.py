@@ -188,7 +188,7 @@ class Loopback:
 
     def counters(self, impl):
         out = subprocess.run(["nft", "-j", "list", "table", "inet", TABLE], capture_output=True, check=True).stdout
-        return sum_counters(out, impl)
+        return sum_counters(out, "vigil" if impl.startswith("vigil") else impl)
 
     def fault(self, impl, kind, victim, peer):
         lo, hi = self.range(impl)
@@ -446,6 +446,8 @@ def rapid(members, scenario, args, topo, impl, mark):
     faulty = list(range(n - k, n))
     names = {members[i].name for i in faulty}
     healthy = [m for i, m in enumerate(members) if i not in faulty]
+    # What the run costs on the wire, from the first fault to the end.
+    k0, t0 = topo.counters(impl), time.time()
     if scenario == "lossy80":
         topo.member_fault(impl, "lossy", faulty)
         time.sleep(args.fault_secs)
@@ -458,6 +460,9 @@ def rapid(members, scenario, args, topo, impl, mark):
             topo.clear()
             time.sleep(min(20, max(0, end - time.time())))
     time.sleep(10)
+    k1, secs = topo.counters(impl), time.time() - t0
+    packets = sum(k1[p][0] - k0[p][0] for p in ("udp", "tcp")) / n / secs
+    octets = sum(k1[p][1] - k0[p][1] for p in ("udp", "tcp")) / n / secs
     removed_faulty, removed_healthy, changes, accusations = set(), set(), [], 0
     for m in healthy:
         after = [e for e in m.seen() if e["_t"] >= mark]
@@ -475,6 +480,8 @@ def rapid(members, scenario, args, topo, impl, mark):
         "faulty_removed": len(removed_faulty),
         "healthy_removed": len(removed_healthy),
         "changes": statistics.mean(changes) if changes else 0.0,
+        "packets": packets,
+        "bytes": octets,
         "detect": [],
         "undetected": 0,
         "false_deaths": 0,
@@ -575,8 +582,11 @@ def main():
     faults = [(k, r) for k, r in results.items() if k[0] not in ("steady", "lossy80", "flipflop")]
     if rapids:
         print("Rapid's experiments (the last members faulty; removed: declared dead by a healthy member, or downed by itself):\n")
-        print("| experiment | implementation | faulty removed | healthy removed | membership changes per healthy member | accusations |")
-        print("|---|---|---|---|---|---|")
+        print(
+            "| experiment | implementation | faulty removed | healthy removed | membership changes per healthy member "
+            "| accusations | packets / member·s | bytes / member·s |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
         rapid_names = {
             "lossy80": f"1 % at 80 % loss both ways, {args.fault_secs:.0f} s",
             "flipflop": f"flip-flop: all inbound lost 20 s on / 20 s off, {args.fault_secs:.0f} s",
@@ -584,7 +594,7 @@ def main():
         for (scenario, impl), r in rapids:
             print(
                 f"| {rapid_names[scenario]} | {impl} | {r['faulty_removed']}/{r['faulty']} | {r['healthy_removed']} | "
-                f"{r['changes']:.1f} | {r['accusations']} |"
+                f"{r['changes']:.1f} | {r['accusations']} | {r['packets']:.2f} | {r['bytes']:.0f} |"
             )
         print()
     if faults:
