@@ -108,13 +108,16 @@ impl Picture {
 
     /// Members some member finds unreachable.
     pub fn unreachable_members(&self) -> impl Iterator<Item = &str> {
-        let subjects: BTreeSet<&str> = self
-            .records
+        let subjects: BTreeSet<&str> = self.known_records().map(|(_, s)| s).collect();
+        subjects.into_iter()
+    }
+
+    /// The records whose observer and subject are both members here.
+    fn known_records(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.records
             .iter()
             .filter(|(o, s)| self.members.contains_key(o) && self.members.contains_key(s))
-            .map(|(_, s)| s.as_str())
-            .collect();
-        subjects.into_iter()
+            .map(|(o, s)| (o.as_str(), s.as_str()))
     }
 
     /// Members that are indirectly connected: found unreachable by some
@@ -156,9 +159,7 @@ impl Picture {
     /// member whose accusers were all blamed first would keep its word,
     /// and take the healthy members it could not hear down with it.
     fn blame(&self) -> (BTreeSet<String>, BTreeSet<(&str, &str)>) {
-        let known = |n: &String| self.members.contains_key(n);
-        let mut records: BTreeSet<(&str, &str)> =
-            self.records.iter().filter(|(o, s)| known(o) && known(s)).map(|(o, s)| (o.as_str(), s.as_str())).collect();
+        let mut records: BTreeSet<(&str, &str)> = self.known_records().collect();
         let accused: BTreeSet<&str> = records.iter().map(|(_, s)| *s).collect();
         let mut marked = BTreeSet::new();
         loop {
@@ -317,10 +318,8 @@ pub fn decide(strategy: &Strategy, picture: &Picture) -> Verdict {
     // one more of the same trouble (a flapping member that was not itself
     // accused here yet) than the first sign of a partition.
     let mut accusers: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for (o, s) in &picture.records {
-        if picture.members.contains_key(o) && picture.members.contains_key(s) {
-            accusers.entry(s.as_str()).or_default().1 += 1;
-        }
+    for (_, s) in picture.known_records() {
+        accusers.entry(s).or_default().1 += 1;
     }
     for (_, s) in &counted {
         accusers.entry(*s).or_default().0 += 1;

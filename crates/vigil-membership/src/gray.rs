@@ -132,9 +132,7 @@ impl Shared {
     fn ever(&self) -> bool {
         self.next > 0
     }
-}
 
-impl Shared {
     /// This node ejected `subject`. Whether what it shares changed.
     pub(crate) fn ejected(&mut self, subject: Arc<str>, generation: u64, reason: EjectReason) -> bool {
         self.next += 1;

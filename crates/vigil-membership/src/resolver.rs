@@ -67,9 +67,14 @@ impl Resolver {
         }
     }
 
+    /// Whether the picture at `version` is not the one last observed.
+    pub(crate) fn is_new(&self, version: u64) -> bool {
+        version != self.seen
+    }
+
     /// The picture is at `version`; if that is new, it changed at `now`.
     pub(crate) fn observe(&mut self, now: Instant, version: u64, anything_unreachable: bool) {
-        if version != self.seen {
+        if self.is_new(version) {
             self.seen = version;
             self.gate.changed(now, anything_unreachable);
         }

@@ -25,6 +25,12 @@ use crate::fault::{Fault, Timed, Way};
 use crate::scenario::{Downing, Protocol, Scenario, Start};
 use crate::sim::Sim;
 
+/// When the faults start (s): a minute of calm first; egress loss after 90 s.
+const FAULT_AT: u64 = 60;
+const EGRESS_AT: u64 = 90;
+/// How long the lasting faults act (s): Rapid's 10 minutes.
+const FAULT_FOR: u64 = 600;
+
 /// One of Rapid's experiments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Experiment {
@@ -74,33 +80,33 @@ impl Experiment {
         let faulty = self.faulty(n);
         match self {
             Experiment::Lossy => {
-                s.duration = secs(60 + 600 + 60);
+                s.duration = secs(FAULT_AT + FAULT_FOR + 60);
                 for &i in &faulty {
                     let f = Fault::Lossy { node: i, p: 0.8, way: Way::Both };
-                    s.faults.push(Timed::new(secs(60), f).lasting(secs(600)));
+                    s.faults.push(Timed::new(secs(FAULT_AT), f).lasting(secs(FAULT_FOR)));
                 }
             }
             Experiment::FlipFlop => {
-                s.duration = secs(60 + 600 + 60);
-                for k in 0..15 {
+                s.duration = secs(FAULT_AT + FAULT_FOR + 60);
+                for k in 0..FAULT_FOR / 40 {
                     for &i in &faulty {
                         let f = Fault::Lossy { node: i, p: 1.0, way: Way::In };
-                        s.faults.push(Timed::new(secs(60 + 40 * k), f).lasting(secs(20)));
+                        s.faults.push(Timed::new(secs(FAULT_AT + 40 * k), f).lasting(secs(20)));
                     }
                 }
             }
             Experiment::Egress => {
-                s.duration = secs(90 + 600);
+                s.duration = secs(EGRESS_AT + FAULT_FOR);
                 for &i in &faulty {
                     let f = Fault::Lossy { node: i, p: 0.8, way: Way::Out };
-                    s.faults.push(Timed::new(secs(90), f).lasting(secs(600)));
+                    s.faults.push(Timed::new(secs(EGRESS_AT), f).lasting(secs(FAULT_FOR)));
                 }
             }
             Experiment::Crashes => {
                 s.duration = secs(180);
                 s.detection_bound = secs(120);
                 for &i in &faulty {
-                    s.faults.push(Timed::new(secs(60), Fault::Crash { node: i }));
+                    s.faults.push(Timed::new(secs(FAULT_AT), Fault::Crash { node: i }));
                 }
             }
         }
@@ -183,11 +189,12 @@ impl Experiment {
 
     /// When its faults act, in seconds from the start: `(from, to)`.
     pub fn fault_window(self) -> (f64, f64) {
-        match self {
-            Experiment::Lossy | Experiment::FlipFlop => (60.0, 660.0),
-            Experiment::Egress => (90.0, 690.0),
-            Experiment::Crashes => (60.0, 60.0),
-        }
+        let (at, span) = match self {
+            Experiment::Lossy | Experiment::FlipFlop => (FAULT_AT, FAULT_FOR),
+            Experiment::Egress => (EGRESS_AT, FAULT_FOR),
+            Experiment::Crashes => (FAULT_AT, 0),
+        };
+        (at as f64, (at + span) as f64)
     }
 }
 
@@ -231,7 +238,6 @@ pub fn bootstrap(n: usize, setup: &Setup, seed: u64) -> Bootstrap {
     let mut live: Vec<i64> = vec![0; n];
     let mut last_at: Vec<Option<u64>> = vec![None; n];
     let mut sizes: Vec<BTreeSet<i64>> = vec![BTreeSet::new(); n];
-    let mut pending: Vec<bool> = vec![false; n];
     for (at, i, e) in report.events() {
         let delta = match e {
             Event::Up { .. } => 1,
@@ -239,15 +245,14 @@ pub fn bootstrap(n: usize, setup: &Setup, seed: u64) -> Bootstrap {
             _ => continue,
         };
         let at = at.round() as u64;
-        if last_at[i].is_some_and(|l| l != at) && pending[i] {
+        if last_at[i].is_some_and(|l| l != at) {
             sizes[i].insert(live[i]);
         }
         live[i] += delta;
         last_at[i] = Some(at);
-        pending[i] = true;
     }
     for i in 0..n {
-        if pending[i] {
+        if last_at[i].is_some() {
             sizes[i].insert(live[i]);
         }
     }

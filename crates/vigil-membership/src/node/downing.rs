@@ -55,12 +55,15 @@ impl Node {
         }
         let counts_gray = self.config.gray.counts_for_downing;
         let mut version = self.suspicions.version().wrapping_add(self.members.ring_version());
-        let mut anything = self.suspicions.any_ripe();
         if counts_gray {
             version = version.wrapping_add(self.gray_version);
-            anything = anything || !self.gray_reports().is_empty();
         }
-        self.resolver.observe(now, version, anything);
+        // What is unreachable is looked at only when the picture changed
+        // (the shared verdicts are gathered from every member's tags).
+        if self.resolver.is_new(version) {
+            let anything = self.suspicions.any_ripe() || (counts_gray && !self.gray_reports().is_empty());
+            self.resolver.observe(now, version, anything);
+        }
         while self.status == Status::Alive {
             match self.resolver.due(now) {
                 Due::Nothing => break,
@@ -201,10 +204,14 @@ impl Node {
     /// other side of anything).
     fn carry_out(&mut self, now: Instant, pending: Pending) {
         let strategy = self.config.downing.strategy.to_string();
+        let ejected: std::collections::BTreeSet<String> = if self.config.gray.counts_for_downing {
+            self.gray_reports().into_iter().map(|r| r.subject).collect()
+        } else {
+            std::collections::BTreeSet::new()
+        };
         for name in &pending.down {
             let Some(m) = self.members.get(name).filter(|m| m.is_live()) else { continue };
-            let unreachable = self.suspicions.get(name).is_some_and(|s| s.is_ripe())
-                || (self.config.gray.counts_for_downing && self.gray_reports().iter().any(|r| r.subject == *name));
+            let unreachable = self.suspicions.get(name).is_some_and(|s| s.is_ripe()) || ejected.contains(name);
             if !unreachable && !pending.indirect.contains(name) {
                 continue;
             }
