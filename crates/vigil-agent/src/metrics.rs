@@ -158,6 +158,7 @@ pub struct Metrics {
     introductions: Family<OutcomeLabel, Counter>,
     strangers: Counter,
     reconnects: Counter,
+    catch_ups: Counter,
     phi_at_verdict: Family<VerdictLabel, Histogram, HistogramMaker>,
     unreachable: Counter,
     decisions: Family<DecisionLabel, Counter>,
@@ -215,6 +216,7 @@ impl Metrics {
             introductions: Family::default(),
             strangers: Counter::default(),
             reconnects: Counter::default(),
+            catch_ups: Counter::default(),
             phi_at_verdict: Family::new_with_constructor(phi_histogram as HistogramMaker),
             unreachable: Counter::default(),
             decisions: Family::default(),
@@ -318,6 +320,11 @@ impl Metrics {
             m.strangers.clone(),
         );
         r.register("reconnects", "Attempts to reconnect to members believed dead", m.reconnects.clone());
+        r.register(
+            "push_pulls_brought_forward",
+            "Push-pulls brought forward because this member learned its view lacked members",
+            m.catch_ups.clone(),
+        );
         m
     }
 
@@ -393,6 +400,7 @@ impl Metrics {
         advance(&self.suspicions_raised, node.suspicions_started);
         advance(&self.deaths_declared, node.deaths_declared);
         advance(&self.reconnects, node.reconnects);
+        advance(&self.catch_ups, node.push_pulls_brought_forward);
         let settled = self.refuted.get() + self.confirmed.get();
         if settled > 0 {
             self.false_positive_ratio.set(self.refuted.get() as f64 / settled as f64);

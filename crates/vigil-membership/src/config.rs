@@ -102,7 +102,13 @@ pub struct Config {
     /// LAN 4.
     pub retransmit_mult: u32,
     /// Push-pull anti-entropy interval (scaled up beyond 32 members as
-    /// memberlist does). LAN 30 s.
+    /// memberlist does). A member that learns its view lacks members (a
+    /// stranger wrote to it, or an exchange brought members it did not
+    /// know) brings its next push-pull forward to
+    /// [`Config::introduction_window`] later, but never sooner than this
+    /// interval, unscaled, after its last one
+    /// ([`Stats::push_pulls_brought_forward`](crate::Stats::push_pulls_brought_forward)).
+    /// LAN 30 s.
     pub push_pull_interval: Duration,
     /// How long dead members still receive gossip (so a member declared
     /// dead by mistake hears of it and refutes). LAN 30 s.

@@ -106,6 +106,8 @@ pub struct Node {
     now: Instant,
     /// The overdue deadline a stall was last noticed for.
     stall_seen: Option<Instant>,
+    /// When this node last started a push-pull of its own.
+    pulled_at: Option<Instant>,
     /// The seeds given to [`Node::join`] (or [`Node::set_seeds`]), asked
     /// again whenever this node knows no live member, and the wait before
     /// asking them again.
@@ -198,6 +200,7 @@ impl Node {
             rng,
             now,
             stall_seen: None,
+            pulled_at: None,
             seeds: Vec::new(),
             join_backoff: JOIN_RETRY_FIRST,
             seed_refresh: false,
@@ -722,6 +725,7 @@ impl Node {
         if !vouched {
             self.stats.from_strangers += 1;
             self.check_source(now, &packet.from, from);
+            self.catch_up_soon(now);
         }
         // The sender is alive as far as its own packet goes.
         self.learn_sender(now, &packet, from, vouched);
@@ -794,6 +798,7 @@ impl Node {
                 // A short push-pull is a reconnection attempt: answer with the
                 // full view and ask for the sender's.
                 let short = members.len() <= 2;
+                let known = self.members.len();
                 for mut u in members {
                     // A remote view's "dead" is only a suspicion here, for a
                     // member this node believes alive: it gets to refute
@@ -806,6 +811,9 @@ impl Node {
                         u.from = packet.from.clone();
                     }
                     self.take(now, u, vouched, from);
+                }
+                if self.members.len() > known {
+                    self.catch_up_soon(now);
                 }
                 if reply {
                     let view = self.view();
@@ -861,7 +869,7 @@ impl Node {
         }
         if self.timers.is_due(Timer::PushPull, now) {
             self.timers.advance(Timer::PushPull, self.push_pull_period(), now);
-            self.push_pull();
+            self.push_pull(now);
         }
         if self.timers.is_due(Timer::Reconnect, now) {
             self.timers.advance(Timer::Reconnect, self.config.reconnect_interval, now);

@@ -146,6 +146,9 @@ pub struct Stats {
     /// ([`Config::introductions_per_source`](crate::Config::introductions_per_source)),
     /// or too many candidates were waiting.
     pub introductions_refused: u64,
+    /// Push-pulls brought forward because proposals were refused, so that
+    /// what they named is learned from a known member's view.
+    pub push_pulls_brought_forward: u64,
     /// A stranger's word that a live member was dead or had left, taken as
     /// a suspicion only.
     pub stranger_verdicts_softened: u64,

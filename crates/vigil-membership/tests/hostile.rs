@@ -62,6 +62,17 @@ fn transmits(node: &mut Node) -> Vec<Transmit> {
 /// Runs every node, delivering every transmit at once (nothing to or from
 /// the nodes in `cut`), until `until`.
 fn run(nodes: &mut [Node], cut: &[usize], from: Instant, until: Instant) -> Instant {
+    run_watching(nodes, cut, from, until, &mut |_, _, _| {})
+}
+
+/// [`run`], showing `seen` each packet sent: when, by whom, what.
+fn run_watching(
+    nodes: &mut [Node],
+    cut: &[usize],
+    from: Instant,
+    until: Instant,
+    seen: &mut dyn FnMut(Instant, usize, &Transmit),
+) -> Instant {
     let by_addr: std::collections::HashMap<SocketAddr, usize> = (0..nodes.len()).map(|i| (addr(i), i)).collect();
     let mut now = from;
     while now < until {
@@ -80,6 +91,7 @@ fn run(nodes: &mut [Node], cut: &[usize], from: Instant, until: Instant) -> Inst
                 break;
             }
             for (from, t) in out {
+                seen(now, from, &t);
                 let Some(&to) = by_addr.get(&t.to) else { continue };
                 if cut.contains(&from) != cut.contains(&to) {
                     continue;
@@ -481,4 +493,61 @@ fn the_minority_downs_itself_and_hears_only_the_majority_until_it_is_back() {
         }
     }
     let _ = t;
+}
+
+#[test]
+fn strangers_bring_the_next_push_pull_forward_no_more_than_once_per_interval() {
+    // 40 members: the push-pull period is scaled to 60 s.
+    let config = Config::lan(CLUSTER);
+    let (window, interval) = (config.introduction_window, config.push_pull_interval);
+    assert_eq!((window, interval), (Duration::from_secs(10), Duration::from_secs(30)));
+    let mut nodes = cluster(40, config);
+    let start = Instant::from_secs(2);
+    // The push-pulls node 0 starts itself (its answers to others' are
+    // replies, which start nothing).
+    let started: std::cell::RefCell<Vec<Instant>> = std::cell::RefCell::new(Vec::new());
+    let mut watch = |at: Instant, from: usize, t: &Transmit| {
+        if from == 0 && t.kind == MessageKind::PushPull {
+            let p = wire::decode(&t.bytes, MAX_STREAM).unwrap();
+            if matches!(p.message, Message::PushPull { reply: true, .. }) {
+                started.borrow_mut().push(at);
+            }
+        }
+    };
+    // Ten quiet minutes: the scaled period, 60 s apart.
+    let mut t = run_watching(&mut nodes, &[], start, start + Duration::from_secs(600), &mut watch);
+    let quiet = started.take();
+    assert!((9..=11).contains(&quiet.len()), "{} push-pulls in 600 s, quiet", quiet.len());
+    for pair in quiet.windows(2) {
+        let gap = pair[1].saturating_duration_since(pair[0]);
+        assert_eq!(gap, Duration::from_secs(60), "quiet push-pulls follow the scaled period");
+    }
+    // Then a stranger writes every second for ten minutes, each time as
+    // another sender proposing ten more members.
+    let flood_from = t;
+    for k in 0..600u32 {
+        let updates: Vec<Update> = (0..10)
+            .map(|j| {
+                let n = k * 10 + j;
+                alive(&format!("made-up-{n}"), SocketAddr::from(([10, 98, (n >> 8) as u8, n as u8], 7946)))
+            })
+            .collect();
+        let bytes = encode(NodeId::new(format!("evil-{k}"), 1), Message::Gossip, updates);
+        nodes[0].handle_datagram(t, stranger(), &bytes).unwrap();
+        t = run_watching(&mut nodes, &[], t, t + Duration::from_secs(1), &mut watch);
+    }
+    let started = started.take();
+    // The first comes `introduction_window` after the first stranger (the
+    // next scheduled one was further off), and then one per interval: not
+    // one per stranger, not one per window.
+    let first = started[0].saturating_duration_since(flood_from);
+    assert!(first <= window, "the first catch-up came {first:?} after the flood began");
+    for pair in started.windows(2) {
+        let gap = pair[1].saturating_duration_since(pair[0]);
+        assert!(gap >= interval, "push-pulls {gap:?} apart under a flood of strangers");
+    }
+    assert!((19..=21).contains(&started.len()), "{} push-pulls in 600 s of strangers", started.len());
+    assert!(nodes[0].stats().push_pulls_brought_forward >= 19);
+    // Nobody made up entered the view.
+    assert!(nodes[0].members().all(|m| !m.id.name.starts_with("made-up-") && !m.id.name.starts_with("evil-")));
 }

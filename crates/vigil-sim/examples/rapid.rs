@@ -106,9 +106,9 @@ fn main() {
         return;
     }
     println!(
-        "\n| bootstrap | setup | distinct cluster sizes per member: fewest / median / most | every view complete after | msgs/member·s |"
+        "\n| bootstrap | setup | distinct cluster sizes per member: fewest / median / most | a member's view complete after, mean | every view complete after | msgs/member·s | bytes/member·s |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     // Joining does not depend on the downing strategy: one of each protocol.
     for s in ["classic/auto", "phi/auto"] {
         if picked.as_ref().is_some_and(|p| !p.iter().any(|x| s.starts_with(x.as_str()))) {
@@ -117,10 +117,17 @@ fn main() {
         let setup = Setup::parse(s).expect("the setups parse");
         let started = std::time::Instant::now();
         let b = bootstrap(n, &setup, seed);
-        let converged = b.converged_secs.map_or("not within 180 s".to_owned(), |c| format!("{c:.0} s"));
+        let secs = |s: Option<f64>| s.map_or("not within 180 s".to_owned(), |c| format!("{c:.1} s"));
         println!(
-            "| {n} joining through one seed | {} | {} / {} / {} | {converged} | {:.2} |",
-            b.setup, b.sizes.0, b.sizes.1, b.sizes.2, b.messages_per_member_second
+            "| {n} joining through one seed | {} | {} / {} / {} | {} | {} | {:.2} | {:.0} |",
+            b.setup,
+            b.sizes.0,
+            b.sizes.1,
+            b.sizes.2,
+            secs(b.mean_complete_secs),
+            secs(b.converged_secs),
+            b.messages_per_member_second,
+            b.bytes_per_member_second
         );
         eprintln!("  ({:.1} s)", started.elapsed().as_secs_f64());
     }

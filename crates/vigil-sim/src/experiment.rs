@@ -219,20 +219,24 @@ pub fn bootstrap(n: usize, setup: &Setup, seed: u64) -> Bootstrap {
     s.start = Start::Join;
     s.duration = Duration::from_secs(180);
     let mut sim = Sim::new(&s).expect("the bootstrap scenario is valid").keep_records(true);
-    // Every member sees all the others alive: sampled each second.
+    // When each member first saw all the others alive: sampled each second.
     let step = Duration::from_secs(1);
     let mut t = step;
-    let mut converged = None;
-    while t <= s.duration && converged.is_none() {
+    let mut complete: Vec<Option<f64>> = vec![None; n];
+    while t <= s.duration && complete.iter().any(Option::is_none) {
         sim.run_until(t);
-        let all = (0..n).all(|i| {
-            sim.node(i).is_some_and(|node| node.members().filter(|m| m.status == Status::Alive).count() == n - 1)
-        });
-        if all {
-            converged = Some(t.as_secs_f64());
+        for (i, at) in complete.iter_mut().enumerate() {
+            if at.is_none()
+                && sim.node(i).is_some_and(|node| node.members().filter(|m| m.status == Status::Alive).count() == n - 1)
+            {
+                *at = Some(t.as_secs_f64());
+            }
         }
         t += step;
     }
+    let converged = complete.iter().copied().collect::<Option<Vec<f64>>>();
+    let mean_complete_secs = converged.as_ref().map(|c| c.iter().sum::<f64>() / n as f64);
+    let converged = converged.map(|c| c.into_iter().fold(0.0, f64::max));
     let report = sim.run(&mut |_| {});
     // Each member's view size after every instant it changed.
     let mut live: Vec<i64> = vec![0; n];
@@ -267,7 +271,9 @@ pub fn bootstrap(n: usize, setup: &Setup, seed: u64) -> Bootstrap {
             counts.last().copied().unwrap_or(0),
         ),
         converged_secs: converged,
+        mean_complete_secs,
         messages_per_member_second: report.messages_per_member_second,
+        bytes_per_member_second: report.bytes_per_member_second,
         log_hash: report.log_hash,
     }
 }
@@ -282,11 +288,19 @@ pub struct Bootstrap {
     /// Distinct cluster sizes each member went through (its view after
     /// each instant it changed), fewest, median and most over the members.
     pub sizes: (usize, usize, usize),
-    /// When every member first saw every other alive (1 s samples); `None`
-    /// if not within the 180 s run.
+    /// When every member had seen every other alive (1 s samples): the
+    /// last member's first complete view; `None` if not within the 180 s
+    /// run.
     pub converged_secs: Option<f64>,
+    /// When a member first saw every other alive, averaged over the
+    /// members (Rapid's "average convergence"); `None` if some member
+    /// never did within the run.
+    pub mean_complete_secs: Option<f64>,
     /// The traffic, over the run.
     pub messages_per_member_second: f64,
+    /// The bytes on the wire, over the run (views exchanged whole
+    /// included).
+    pub bytes_per_member_second: f64,
     /// The run's log hash.
     pub log_hash: u64,
 }

@@ -77,3 +77,51 @@ fn a_hundred_members_joining_through_one_seed_at_once_converge() {
         assert!(b.sizes.0 <= 5, "{text}: fewest {}", b.sizes.0);
     }
 }
+
+/// Forty members start at once, each knowing only n0; each source may
+/// introduce 2 members per 10 s instead of 32, and rumours are passed on
+/// half as often as the LAN preset's: many members are first heard of
+/// from strangers over their budget, or not at all, so views complete by
+/// push-pulls brought forward by that news. Seeds 1 to 6 complete in 10
+/// to 39 s; without the catch-up, the scaled period's push-pulls took 25
+/// to 72 s. The runtime's twin is
+/// vigil-net's `forty_members_started_at_once_with_a_small_budget_for_strangers_complete_their_views`
+/// (`tests/loopback.rs`): the same members, configuration and bound.
+#[test]
+fn forty_members_started_at_once_with_a_small_budget_for_strangers_complete_their_views() {
+    use std::time::Duration;
+    use vigil_membership::{Config, Status};
+    use vigil_sim::{CLUSTER, Scenario, Sim, Start};
+
+    let n = 40;
+    let mut s = Scenario::new("forty at once, 2 introductions per source", n);
+    s.start = Start::Join;
+    s.check_liveness = false;
+    s.duration = Duration::from_secs(90);
+    let mut config = Config::lan(CLUSTER);
+    config.introductions_per_source = 2;
+    config.retransmit_mult = 2;
+    let mut sim = Sim::with_config(&s, config).unwrap();
+    let mut t = Duration::ZERO;
+    let complete = |sim: &Sim| {
+        (0..n).all(|i| sim.node(i).is_some_and(|x| x.members().filter(|m| m.status == Status::Alive).count() == n - 1))
+    };
+    while t < s.duration && !complete(&sim) {
+        t += Duration::from_millis(100);
+        sim.run_until(t);
+    }
+    let sum = |f: fn(&vigil_membership::Stats) -> u64| -> u64 {
+        (0..n).filter_map(|i| sim.node(i)).map(|x| f(x.stats())).sum()
+    };
+    let (refused, forward) = (sum(|s| s.introductions_refused), sum(|s| s.push_pulls_brought_forward));
+    println!(
+        "every view complete after {:.1} s; {refused} introductions refused, {forward} push-pulls brought forward",
+        t.as_secs_f64()
+    );
+    // A catch-up 10 s after the first news, a second one 30 s (the
+    // push-pull interval) after it if that exchange still missed some.
+    assert!(complete(&sim), "not every view complete within {:?}", s.duration);
+    assert!(t <= Duration::from_secs(40), "every view complete only after {t:?}");
+    assert!(refused > 0, "the small budget refused nothing: the test tests nothing");
+    assert!(forward > 0);
+}

@@ -33,7 +33,8 @@ impl Node {
         }
     }
 
-    pub(super) fn push_pull(&mut self) {
+    pub(super) fn push_pull(&mut self, now: Instant) {
+        self.pulled_at = Some(now);
         let target = self.members.pick(&mut self.rng, 1, |m| m.status == Status::Alive).pop();
         if let Some(addr) = target.and_then(|name| self.members.get(&name).map(|m| m.addr)) {
             let members = self.view();
@@ -89,6 +90,33 @@ impl Node {
             self.forget(&name);
             self.stats.reaped += 1;
             self.emit(Event::Reaped { id, status });
+        }
+    }
+
+    /// This node just learned that its view lacks members: a packet came
+    /// from a stranger (a sender it does not know at that address), or a
+    /// push-pull brought members it did not know. Others may be missing
+    /// whose rumours went past before this node was known to the members
+    /// spreading them, or that a stranger proposed beyond its budget; a
+    /// push-pull with a known member brings them all. So the next one is
+    /// brought forward to `introduction_window` after the news (the burst
+    /// that caused it has then passed), and never sooner than
+    /// `push_pull_interval` after the last one: no more often than a
+    /// cluster of 32 exchanges views anyway, however many strangers a
+    /// hostile peer makes up. The scaled period resumes once a push-pull
+    /// brings nothing new. The common case is a cluster starting at once,
+    /// every member joining through one seed: without it, the last
+    /// members to complete their views at N = 1,000 wait for the scaled
+    /// period, 180 s.
+    pub(super) fn catch_up_soon(&mut self, now: Instant) {
+        // Later news finds the timer as early as it may be already.
+        let mut soon = now.saturating_add(self.config.introduction_window);
+        if let Some(last) = self.pulled_at {
+            soon = soon.max(last.saturating_add(self.config.push_pull_interval));
+        }
+        if self.timers.get(Timer::PushPull).is_some_and(|at| at > soon) {
+            self.timers.set(Timer::PushPull, Some(soon));
+            self.stats.push_pulls_brought_forward += 1;
         }
     }
 
