@@ -314,6 +314,59 @@ fn the_dashboard_shows_who_survives() {
     b.screenshot(&artifact("dashboard-downing.png"));
 }
 
+/// Three agents sharing their outlier verdicts (`--gray-evidence share`):
+/// five 503s from g1, posted to g2's API, eject g1 there, and g0's
+/// dashboard, which recorded nothing about g1, shows it ejected by g2 with
+/// the reason, and still alive. Bound: 20 s (a few gossip rounds, and the
+/// page's refresh).
+#[test]
+fn the_dashboard_shows_who_ejected_a_member_elsewhere() {
+    let Some(exe) = chromium() else { return };
+    use std::os::unix::fs::PermissionsExt;
+    const TOKEN: &str = "a-token-of-at-least-sixteen-characters";
+    let token = std::env::temp_dir().join(format!("vigil-browser-{}-token", std::process::id()));
+    std::fs::write(&token, TOKEN).unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let flags = ["--gray-evidence", "share", "--http-token-file", token.to_str().unwrap()];
+    let (p0, seed, url) = agent_with("g0", None, true, &flags);
+    let url = url.unwrap();
+    let p1 = agent_with("g1", Some(&seed), false, &flags).0;
+    let (p2, _, url2) = agent_with("g2", Some(&seed), true, &flags);
+    let _procs = [p0, p1, p2];
+    let mut b = Browser::start(&exe);
+    b.call("Page.enable", json!({}));
+    b.call("Page.navigate", json!({"url": format!("{url}/")}));
+    let three = b.until(ROWS, Duration::from_secs(20), |v| rows(v).len() == 3);
+    assert_eq!(rows(&three).len(), 3, "{three}");
+    let outcomes: Vec<Value> = (0..5).map(|_| json!({"member": "g1", "outcome": 503})).collect();
+    let client: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    let mut r = client
+        .post(&format!("{}/v1/outcomes", url2.unwrap()))
+        .header("Authorization", &format!("Bearer {TOKEN}"))
+        .header("Content-Type", "application/json")
+        .send(json!({ "outcomes": outcomes }).to_string())
+        .unwrap();
+    let body = r.body_mut().read_to_string().unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{body}");
+    let pill = "JSON.stringify([...document.querySelectorAll('#members tr[data-member=g1] .pill.shared')].map(p => [p.textContent, p.title]))";
+    let v = b.until(pill, Duration::from_secs(20), |v| v.as_str().is_some_and(|s| s.contains("ejected by 1")));
+    let pills: Vec<(String, String)> = serde_json::from_str(v.as_str().unwrap()).unwrap();
+    assert_eq!(pills.len(), 1, "{pills:?}");
+    assert_eq!(pills[0].0, "ejected by 1");
+    assert!(pills[0].1.starts_with("ejected by g2 (consecutive-5xx)"), "the tooltip names who and why: {pills:?}");
+    let g1 = rows(&b.eval(ROWS)).into_iter().find(|(n, _)| n == "g1");
+    assert_eq!(g1, Some(("g1".into(), "alive".into())), "evidence, not a verdict");
+    // The verdict travels as g2's tag, shown as the pill and not as a tag.
+    let tags = b.eval("document.querySelector('#members tr[data-member=g2] .tags').textContent");
+    assert_eq!(tags, "", "g2's tags cell holds no shared verdict");
+    b.screenshot(&artifact("dashboard-ejected-by.png"));
+    let _ = std::fs::remove_file(&token);
+}
+
 /// `vigil cluster`'s page injects a fault from its own origin (a POST with
 /// `Origin`, as a browser sends it); a page of another origin cannot
 /// (neither a "simple" request nor one asked first), and a page under a
