@@ -355,8 +355,10 @@ async fn event_streams_start_before_the_member_and_end_with_it() {
 /// source may introduce 2 members per 10 s and rumours are passed on half
 /// as often as the LAN preset's, so views complete by push-pulls brought
 /// forward by the news of strangers. The simulator's twin is vigil-sim's
-/// test of the same name (`tests/rapid.rs`), with the same bound: a
-/// catch-up 10 s after the first news and a second 30 s after it.
+/// test of the same name (`tests/rapid.rs`): its seeds 1 to 6 complete
+/// after 10 to 39 s, and three runs here after 31.5, 39.5 and 40.1 s
+/// (a catch-up 10 s after the first news, a second 30 s after it). The
+/// bound allows a third, 30 s later still.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forty_members_started_at_once_with_a_small_budget_for_strangers_complete_their_views() {
     let n = 40;
@@ -382,8 +384,8 @@ async fn forty_members_started_at_once_with_a_small_budget_for_strangers_complet
         all[i] = Some(c.unwrap_or_else(|e| panic!("m{i} starts: {e}")));
     }
     let all: Vec<Cluster> = all.into_iter().map(|c| c.expect("every member started")).collect();
-    // 40 s as in the simulator, 5 s more for a loaded machine's clock.
-    let complete = until_all(&all, Duration::from_secs(45), |v| alive(v) == n - 1).await;
+    // Three catch-ups (10 + 30 + 30 s), and 5 s for a loaded machine.
+    let complete = until_all(&all, Duration::from_secs(75), |v| alive(v) == n - 1).await;
     let took = started.elapsed().as_secs_f64();
     let (mut refused, mut forward) = (0, 0);
     for c in &all {
@@ -394,7 +396,7 @@ async fn forty_members_started_at_once_with_a_small_budget_for_strangers_complet
     println!(
         "every view complete after {took:.1} s; {refused} introductions refused, {forward} push-pulls brought forward"
     );
-    assert!(complete, "not every view complete within 45 s");
+    assert!(complete, "not every view complete within 75 s");
     assert!(refused > 0, "the small budget refused nothing: the test tests nothing");
     assert!(forward > 0);
     for c in &all {
