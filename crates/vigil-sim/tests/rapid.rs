@@ -86,7 +86,7 @@ fn a_hundred_members_joining_through_one_seed_at_once_converge() {
 /// to 39 s; without the catch-up, the scaled period's push-pulls took 25
 /// to 72 s. The runtime's twin is
 /// vigil-net's `forty_members_started_at_once_with_a_small_budget_for_strangers_complete_their_views`
-/// (`tests/loopback.rs`): the same members and configuration on real
+/// (`tests/bootstrap.rs`): the same members and configuration on real
 /// sockets, complete after 31 to 40 s in three runs.
 #[test]
 fn forty_members_started_at_once_with_a_small_budget_for_strangers_complete_their_views() {
