@@ -13,6 +13,7 @@
 //!   the history and the metrics.
 //! - [`api`]: the HTTP API (typed bodies, errors as one enum, the OpenAPI
 //!   document generated from the types), OpenMetrics and the dashboard.
+//! - [`build`]: this build's version, revision and date.
 //! - [`agent`]: one member as a process, until SIGTERM; [`fleet`]: the
 //!   members of `vigil cluster`, and the faults injected into them.
 //!
@@ -32,6 +33,7 @@
 
 pub mod agent;
 pub mod api;
+pub mod build;
 pub mod defaults;
 pub mod event_lines;
 pub mod fleet;
