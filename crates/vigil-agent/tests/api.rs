@@ -3,7 +3,7 @@
 //! on loopback: every endpoint answers what its description names, every
 //! error is typed JSON with its status, and the guards hold. What only
 //! processes can show (signals, standard output, real sockets under
-//! attack) is in `crates/vigil/tests`.
+//! attack) is in `crates/vigil-cli/tests`.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;

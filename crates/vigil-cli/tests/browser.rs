@@ -526,7 +526,7 @@ fn the_lab_recomputes_when_a_control_moves() {
 /// Regenerates the README's screenshots, `docs/dashboard.png` and
 /// `docs/lab.png`, from `vigil cluster` after two minutes with two pauses
 /// and a crash:
-/// `cargo test -p vigil --test browser -- --ignored --nocapture readme_screenshots`
+/// `cargo test -p vigil-cli --test browser -- --ignored --nocapture readme_screenshots`
 #[test]
 #[ignore = "regenerates the README's screenshots (two minutes)"]
 fn readme_screenshots() {
