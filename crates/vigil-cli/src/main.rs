@@ -36,6 +36,7 @@ mod json;
 mod keys;
 mod lab;
 mod limits;
+mod manual;
 mod output;
 mod policies;
 mod replay;
@@ -82,6 +83,12 @@ enum Command {
     /// A fresh 32-byte key for `--key-file` (base64, from the operating
     /// system's random source).
     Keygen(keys::KeygenArgs),
+    /// A completion script for a shell (bash, zsh, fish, elvish,
+    /// powershell), on standard output.
+    Completions(manual::CompletionsArgs),
+    /// The manual page, on standard output; with `--out DIR`, a page for
+    /// every command and subcommand.
+    Man(manual::ManArgs),
 }
 
 /// What the exit status means, for scripts.
@@ -116,8 +123,11 @@ fn command() -> clap::Command {
         )
         .mut_subcommands(hyphens)
     }
-    hyphens(<Cli as clap::CommandFactory>::command())
+    hyphens(<Cli as clap::CommandFactory>::command()).version(VERSION.as_str())
 }
+
+/// `--version`'s text: the version, the source revision and the build date.
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(vigil_agent::build::describe);
 
 fn main() -> ExitCode {
     let matches = match command().try_get_matches() {
@@ -153,6 +163,8 @@ fn main() -> ExitCode {
         Command::Events(args) => client::events(&args, &mut out),
         Command::Keys(args) => client::keys(&args, &mut out),
         Command::Keygen(args) => keys::keygen(&args, &mut out),
+        Command::Completions(args) => manual::completions(&args, command(), &mut out),
+        Command::Man(args) => manual::man(&args, command(), &mut out),
     });
     let flushed = out.flush();
     match result.and_then(|()| flushed.map_err(anyhow::Error::from)) {
