@@ -139,10 +139,13 @@ pub struct Flags {
     /// Address the others reach this member at (default: the bound one).
     #[cfg_attr(feature = "clap", arg(long, value_name = "IP:PORT"))]
     pub advertise: Option<String>,
-    /// Members to join through: `IP:PORT` or `HOST:PORT` (every address the
-    /// name resolves to), comma-separated or repeated. They are asked again,
-    /// and names resolved again, whenever this member knows no live member,
-    /// for as long as it runs.
+    /// Members to join through, comma-separated or repeated: `IP:PORT`,
+    /// `HOST:PORT` or `dns+HOST:PORT` (every A and AAAA record of the name),
+    /// or `dnssrv+NAME` (every target and port of the name's SRV records,
+    /// e.g. `dnssrv+_vigil._udp.vigil.default.svc.cluster.local.`). Names are
+    /// resolved again, and the seeds asked again with a backoff from 1 s to
+    /// 30 s, whenever this member knows no live member, for as long as it
+    /// runs.
     #[cfg_attr(feature = "clap", arg(long, value_name = "ADDR[,...]"))]
     pub join: Vec<String>,
     /// Keys: one 32-byte key per line, 64 hex digits or base64 (`vigil
@@ -180,7 +183,8 @@ pub struct Flags {
     #[cfg_attr(feature = "clap", arg(long))]
     pub cluster: Option<u64>,
     /// Where the generation is recorded, so a restart always comes back
-    /// with a higher one.
+    /// with a higher one, and the members known (file `members`), which a
+    /// restarted member rejoins without its seeds.
     #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub data_dir: Option<PathBuf>,
     /// A tag: `KEY=VALUE` (repeatable), carried to every member; all of a
@@ -650,23 +654,11 @@ fn address(origin: Origin, text: &str) -> Result<SocketAddr, SettingsError> {
     text.to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or_else(|| invalid(origin, text, "an address (IP:PORT)"))
 }
 
-/// A seed as given to `--join`: `IP:PORT`, or `HOST:PORT` with a port from
-/// 1 to 65535 and a name without spaces or control characters.
+/// A seed as given to `--join`, in one of [`vigil_net::Seed`]'s forms.
 fn seed(origin: &Origin, text: &str) -> Result<String, SettingsError> {
-    let bad = |why: &str| invalid(origin.clone(), text, format!("a member's address ({why})"));
-    if let Ok(addr) = text.parse::<SocketAddr>() {
-        if addr.ip().is_unspecified() || addr.port() == 0 {
-            return Err(bad("an unspecified address or port 0 reaches nobody"));
-        }
-        return Ok(text.to_owned());
-    }
-    let (host, port) = text.rsplit_once(':').ok_or_else(|| bad("expected IP:PORT or HOST:PORT"))?;
-    if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) || host.contains(['[', ']', ',']) {
-        return Err(bad("expected IP:PORT or HOST:PORT"));
-    }
-    match port.parse::<u16>() {
-        Ok(p) if p > 0 => Ok(text.to_owned()),
-        _ => Err(bad("the port must be 1 to 65535")),
+    match text.parse::<vigil_net::Seed>() {
+        Ok(_) => Ok(text.to_owned()),
+        Err(e) => Err(invalid(origin.clone(), text, format!("a member's address ({})", e.why))),
     }
 }
 
@@ -835,7 +827,7 @@ impl Flags {
                     return Err(invalid(
                         join_origin,
                         text,
-                        "a list of addresses: it holds an empty address; give IP:PORT or HOST:PORT, comma-separated",
+                        "a list of addresses: it holds an empty address; give IP:PORT, HOST:PORT, dns+HOST:PORT or dnssrv+NAME, comma-separated",
                     ));
                 }
                 seeds.push(seed(&join_origin, t)?);

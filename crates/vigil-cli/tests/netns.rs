@@ -12,159 +12,34 @@
 //! The bridge lives in its own namespace, so nothing changes in the host's;
 //! the namespaces are removed at the end, even on failure.
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// Namespace names start with this, the process id and the test's tag, so
-/// runs and tests can coexist.
-fn prefix(tag: &str) -> String {
-    format!("vg{}{tag}", std::process::id())
-}
+mod support;
+use support::netns::{Agent, Net, nft};
 
 const NET: &str = "10.77.0";
 const N: usize = 6;
-
-fn sh(args: &[&str]) {
-    let o = Command::new(args[0]).args(&args[1..]).output().unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
-}
-
-fn nft(ns: &str, script: &str) {
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns, "nft", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("nft runs");
-    std::io::Write::write_all(child.stdin.as_mut().unwrap(), script.as_bytes()).unwrap();
-    drop(child.stdin.take());
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "nft in {ns}: {}\n{script}", String::from_utf8_lossy(&o.stderr));
-}
-
-/// The namespaces: a switch with a bridge, and one per agent.
-struct Net {
-    sw: String,
-    hosts: Vec<String>,
-}
-
-impl Net {
-    fn new(tag: &str, n: usize) -> Net {
-        let p = prefix(tag);
-        let net = Net { sw: format!("{p}-sw"), hosts: (0..n).map(|i| format!("{p}-a{i}")).collect() };
-        net.remove();
-        sh(&["ip", "netns", "add", &net.sw]);
-        sh(&["ip", "-n", &net.sw, "link", "add", "br0", "type", "bridge"]);
-        sh(&["ip", "-n", &net.sw, "link", "set", "br0", "up"]);
-        for (i, h) in net.hosts.iter().enumerate() {
-            let v = format!("v{i}");
-            sh(&["ip", "netns", "add", h]);
-            sh(&["ip", "-n", &net.sw, "link", "add", &v, "type", "veth", "peer", "name", "eth0", "netns", h]);
-            sh(&["ip", "-n", &net.sw, "link", "set", &v, "master", "br0", "up"]);
-            sh(&["ip", "-n", h, "link", "set", "lo", "up"]);
-            sh(&["ip", "-n", h, "addr", "add", &format!("{}/24", ip(i)), "dev", "eth0"]);
-            sh(&["ip", "-n", h, "link", "set", "eth0", "up"]);
-        }
-        net
-    }
-
-    /// Removes every fault.
-    fn heal(&self) {
-        for h in &self.hosts {
-            let _ = Command::new("ip").args(["netns", "exec", h, "nft", "flush", "ruleset"]).status();
-        }
-    }
-
-    fn remove(&self) {
-        for ns in self.hosts.iter().chain([&self.sw]) {
-            let _ = Command::new("ip").args(["netns", "del", ns]).stderr(Stdio::null()).status();
-        }
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
 
 fn ip(i: usize) -> String {
     format!("{NET}.{}", i + 1)
 }
 
-/// One agent, and every event it printed with when it arrived.
-struct Agent {
-    name: String,
-    child: Child,
-    events: Arc<Mutex<Vec<(Instant, Value)>>>,
+/// Agent `i` on its host, joining through the first; with more flags.
+fn start_with(ns: &str, i: usize, extra: &[&str]) -> Agent {
+    // A test network of its own, nobody else on it.
+    let mut args = vec!["--bind".to_owned(), format!("{}:7946", ip(i)), "--plaintext".to_owned()];
+    if i > 0 {
+        args.extend(["--join".to_owned(), format!("{}:7946", ip(0))]);
+    }
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    Agent::spawn(ns, &format!("a{i}"), &args)
 }
 
-impl Agent {
-    fn start(ns: &str, i: usize) -> Agent {
-        Agent::start_with(ns, i, &[])
-    }
-
-    /// An agent with more flags.
-    fn start_with(ns: &str, i: usize, extra: &[&str]) -> Agent {
-        let name = format!("a{i}");
-        let bind = format!("{}:7946", ip(i));
-        let join = format!("{}:7946", ip(0));
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", ns, env!("CARGO_BIN_EXE_vigil"), "agent", "--name", &name, "--bind", &bind]);
-        // A test network of its own, nobody else on it.
-        cmd.arg("--plaintext");
-        if i > 0 {
-            cmd.args(["--join", &join]);
-        }
-        cmd.args(extra);
-        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("vigil agent starts");
-        let events = Arc::new(Mutex::new(Vec::new()));
-        let sink = events.clone();
-        let out = BufReader::new(child.stdout.take().unwrap());
-        std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-                sink.lock().unwrap().push((Instant::now(), v));
-            }
-        });
-        Agent { name, child, events }
-    }
-
-    /// Events since `t` of `kind`.
-    fn since(&self, t: Instant, kind: &str) -> Vec<Value> {
-        let all = self.events.lock().unwrap();
-        all.iter().filter(|(at, v)| *at >= t && v["event"] == kind).map(|(_, v)| v.clone()).collect()
-    }
-
-    /// What this agent believes of each member now, from its events.
-    fn view(&self) -> HashMap<String, String> {
-        let mut view = HashMap::new();
-        for (_, v) in self.events.lock().unwrap().iter() {
-            let state = match v["event"].as_str() {
-                Some("up" | "refuted" | "reachable") => "alive",
-                Some("suspected") => "suspect",
-                Some("dead") => "dead",
-                Some("left") => "left",
-                _ => continue,
-            };
-            if let Some(m) = v["member"].as_str().filter(|m| *m != self.name) {
-                view.insert(m.to_owned(), state.to_owned());
-            }
-        }
-        view
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Waits until every agent believes every other alive, or `bound` passes.
+fn until_one_view(agents: &[Agent], bound: Duration) -> Option<Duration> {
+    support::netns::until_one_view(&agents.iter().collect::<Vec<_>>(), bound)
 }
 
 /// Cuts the hosts below `split` from the others, both ways.
@@ -184,22 +59,6 @@ fn partition(net: &Net, split: usize) {
     }
 }
 
-/// Waits until every agent believes every other alive, or `bound` passes.
-fn until_one_view(agents: &[Agent], bound: Duration) -> Option<Duration> {
-    let start = Instant::now();
-    while start.elapsed() < bound {
-        let whole = agents.iter().all(|a| {
-            let v = a.view();
-            agents.iter().filter(|b| b.name != a.name).all(|b| v.get(&b.name).is_some_and(|s| s == "alive"))
-        });
-        if whole {
-            return Some(start.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    None
-}
-
 /// The first ring successor of `name` among `names`: the member it
 /// heartbeats first (the ring orders members by FNV-1a of their names).
 fn observer_of(name: &str, names: &[String]) -> String {
@@ -216,10 +75,10 @@ fn loss_one_way_and_partition_in_namespaces() {
         eprintln!("not run: set VIGIL_NETNS=1 to run it (root, ip and nft needed; .ci/run does)");
         return;
     }
-    let net = Net::new("f", N);
+    let net = Net::new("f", N, NET);
     let mut agents = Vec::new();
     for (i, h) in net.hosts.iter().enumerate() {
-        agents.push(Agent::start(h, i));
+        agents.push(start_with(h, i, &[]));
         std::thread::sleep(Duration::from_millis(100));
     }
     let took = until_one_view(&agents, Duration::from_secs(20)).expect("the agents converge within 20 s");
@@ -342,12 +201,12 @@ fn who_survives_a_partition_in_namespaces() {
     // 15 s of calm (Akka's 20 s, shortened), and room for the detection of
     // every member of the other side before everyone would be downed.
     let timing = ["--stable-after", "15s", "--decide-when-unstable", "30s"];
-    let net = Net::new("d", N);
+    let net = Net::new("d", N, NET);
     let mut flags = vec!["--downing", "keep-majority"];
     flags.extend(timing);
     let mut agents = Vec::new();
     for (i, h) in net.hosts.iter().enumerate() {
-        agents.push(Agent::start_with(h, i, &flags));
+        agents.push(start_with(h, i, &flags));
         std::thread::sleep(Duration::from_millis(100));
     }
     until_one_view(&agents, Duration::from_secs(20)).expect("the agents converge within 20 s");
@@ -402,7 +261,7 @@ fn who_survives_a_partition_in_namespaces() {
     flags.extend(timing);
     let mut agents = Vec::new();
     for (i, h) in net.hosts.iter().enumerate() {
-        agents.push(Agent::start_with(h, i, &flags));
+        agents.push(start_with(h, i, &flags));
         std::thread::sleep(Duration::from_millis(100));
     }
     until_one_view(&agents, Duration::from_secs(20)).expect("the lease-majority agents converge within 20 s");

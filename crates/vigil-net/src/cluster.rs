@@ -239,12 +239,15 @@ impl Builder {
         self
     }
 
-    /// Members to join through, by name: `host:port` (every address the
-    /// name resolves to) or `IP:PORT`. The names are resolved when the
-    /// member starts and again each time it knows no live member and goes
-    /// back to its seeds, so a name whose records change (a Kubernetes
-    /// headless service, a seed moved) keeps working. A name that does not
-    /// resolve is logged and tried again then. Given with
+    /// Members to join through, in any of [`Seed`](crate::Seed)'s forms:
+    /// `IP:PORT`, `host:port` or `dns+host:port` (every address the name
+    /// resolves to), `dnssrv+NAME` (the targets and ports of the name's SRV
+    /// records). The names are resolved when the member starts and again
+    /// each time it knows no live member and goes back to its seeds, so a
+    /// name whose records change (a Kubernetes headless Service, a seed
+    /// moved) keeps working. A name that does not resolve is logged and
+    /// tried again then; one that cannot be a seed at all fails
+    /// [`Builder::start`] with [`StartError::Seed`]. Given with
     /// [`Builder::seeds`], both are used.
     ///
     /// # Examples
@@ -325,8 +328,9 @@ impl Builder {
     }
 
     /// Where the last generation is recorded, so a restart always comes
-    /// back with a higher one (see [`crate::generation`]). The directory is
-    /// created if needed.
+    /// back with a higher one (see [`crate::generation`]), and the members
+    /// known, which a restarted member asks as well as its seeds (see
+    /// [`crate::known`]). The directory is created if needed.
     ///
     /// # Examples
     ///
@@ -509,6 +513,12 @@ impl Builder {
                 return Err(StartError::Net { field, expected: "more than zero" });
             }
         }
+        let named_seeds = self
+            .seed_names
+            .iter()
+            .map(|s| s.parse::<crate::Seed>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(StartError::Seed)?;
         let started = crate::driver::unix_secs();
         let seal = match (self.keyring, self.mode) {
             (None, SealMode::Plaintext) => Seal::plaintext(self.config.cluster),
@@ -546,9 +556,27 @@ impl Builder {
         if !self.tags.is_empty() {
             node.set_tags(now, self.tags.clone());
         }
-        let mut seeds = self.seeds.clone();
-        if !self.seed_names.is_empty() {
-            let (resolved, failed) = crate::driver::resolve(&self.seed_names).await;
+        // The members known when this one last ran: seeds too.
+        let mut seed_addrs = self.seeds.clone();
+        if let Some(dir) = &self.data_dir {
+            let known = crate::known::read(dir);
+            if let Some(problem) = &known.problem {
+                tracing::warn!("{problem}: the members known before the restart are not rejoined");
+            } else if known.skipped > 0 {
+                tracing::warn!("{}: {} lines skipped", dir.join(crate::known::FILE).display(), known.skipped);
+            }
+            if !known.addrs.is_empty() {
+                tracing::info!("{} members known before the restart are asked too", known.addrs.len());
+            }
+            for a in known.addrs {
+                if !seed_addrs.contains(&a) && a != advertise {
+                    seed_addrs.push(a);
+                }
+            }
+        }
+        let mut seeds = seed_addrs.clone();
+        if !named_seeds.is_empty() {
+            let (resolved, failed) = crate::seed::resolve(&named_seeds).await;
             if failed > 0 {
                 tracing::warn!(
                     "{failed} of the seeds did not resolve; they are tried again while this member is alone"
@@ -556,7 +584,7 @@ impl Builder {
             }
             seeds.extend(resolved);
         }
-        if !seeds.is_empty() || !self.seed_names.is_empty() {
+        if !seeds.is_empty() || !named_seeds.is_empty() {
             node.join(now, &seeds);
         }
         // The builder's channel, so that streams taken before the start see
@@ -574,7 +602,8 @@ impl Builder {
             self.net.clone(),
             cmd_rx,
             events.clone(),
-            (self.seeds.clone(), self.seed_names.clone()),
+            (seed_addrs, named_seeds),
+            self.data_dir.clone(),
             self.intercept,
             self.lease,
         );

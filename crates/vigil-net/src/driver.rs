@@ -126,7 +126,12 @@ pub(crate) struct Driver {
     /// The seeds as given: by address, and by name (resolved again when the
     /// member is alone).
     seed_addrs: Vec<SocketAddr>,
-    seed_names: Vec<String>,
+    seed_names: Vec<crate::Seed>,
+    /// Where the members known are kept ([`crate::known`]), what was last
+    /// written there, and when it may be written again.
+    data_dir: Option<std::path::PathBuf>,
+    known_written: Vec<SocketAddr>,
+    next_known_write: tokio::time::Instant,
     /// Whether a resolution of the seed names is under way, and when one
     /// may start again while no seed resolved.
     resolving: bool,
@@ -154,7 +159,8 @@ impl Driver {
         net: NetConfig,
         cmd: mpsc::Receiver<Command>,
         events: broadcast::Sender<ClusterEvent>,
-        seeds: (Vec<SocketAddr>, Vec<String>),
+        seeds: (Vec<SocketAddr>, Vec<crate::Seed>),
+        data_dir: Option<std::path::PathBuf>,
         intercept: Option<Arc<dyn Intercept>>,
         lease: Option<Arc<dyn crate::lease::Lease>>,
     ) -> Driver {
@@ -177,6 +183,9 @@ impl Driver {
             lease,
             seed_addrs,
             seed_names,
+            data_dir,
+            known_written: Vec::new(),
+            next_known_write: tokio::time::Instant::now() + crate::known::WRITE_EVERY,
             resolving: false,
             next_resolution: tokio::time::Instant::now() + SEED_RETRY,
             budget,
@@ -308,14 +317,44 @@ impl Driver {
                 self.resolving = true;
                 let (names, tx, shared) = (self.seed_names.clone(), seeds_tx.clone(), self.shared.clone());
                 tokio::spawn(async move {
-                    let (addrs, failed) = resolve(&names).await;
+                    let (addrs, failed) = crate::seed::resolve(&names).await;
                     shared.seed_resolution_failures.fetch_add(failed, Ordering::Relaxed);
                     let _ = tx.send(addrs).await;
                 });
             }
+            if self.data_dir.is_some() && tokio::time::Instant::now() >= self.next_known_write {
+                self.next_known_write = tokio::time::Instant::now() + crate::known::WRITE_EVERY;
+                self.keep_known().await;
+            }
         }
         if let Some(l) = listener {
             l.abort();
+        }
+        self.keep_known().await;
+    }
+
+    /// Writes the live members into the data directory when they changed
+    /// since the last write, off the loop. A member alone writes nothing:
+    /// the last members it knew are the best guess after a restart.
+    async fn keep_known(&mut self) {
+        let Some(dir) = self.data_dir.clone() else { return };
+        let mut members: Vec<(String, SocketAddr)> = self
+            .node
+            .members()
+            .filter(|m| matches!(m.status, vigil_membership::Status::Alive | vigil_membership::Status::Suspect))
+            .map(|m| (m.id.name.to_string(), m.addr))
+            .collect();
+        members.sort_by_key(|m| m.1);
+        members.truncate(crate::known::MAX_MEMBERS);
+        let addrs: Vec<SocketAddr> = members.iter().map(|m| m.1).collect();
+        if addrs.is_empty() || addrs == self.known_written {
+            return;
+        }
+        let written = tokio::task::spawn_blocking(move || crate::known::write(&dir, &members)).await;
+        match written {
+            Ok(Ok(())) => self.known_written = addrs,
+            Ok(Err(e)) => tracing::warn!("the members known are not kept: {e}"),
+            Err(e) => tracing::warn!("the members known are not kept: {e}"),
         }
     }
 
@@ -730,36 +769,6 @@ async fn read_header<R: AsyncRead + Unpin>(conn: &mut R) -> Option<Vec<u8>> {
 
 /// Every address of every seed (`host:port`, or `ip:port`), and how many
 /// names did not resolve.
-pub(crate) async fn resolve(names: &[String]) -> (Vec<SocketAddr>, u64) {
-    let mut out = Vec::new();
-    let mut failed = 0;
-    for name in names {
-        if let Ok(addr) = name.parse::<SocketAddr>() {
-            out.push(addr);
-            continue;
-        }
-        match tokio::time::timeout(Duration::from_secs(5), tokio::net::lookup_host(name.as_str())).await {
-            Ok(Ok(addrs)) => {
-                let before = out.len();
-                out.extend(addrs);
-                if out.len() == before {
-                    failed += 1;
-                }
-            }
-            Ok(Err(e)) => {
-                failed += 1;
-                tracing::warn!("cannot resolve the seed {name:?}: {e}");
-            }
-            Err(_) => {
-                failed += 1;
-                tracing::warn!("cannot resolve the seed {name:?}: timed out");
-            }
-        }
-    }
-    out.dedup();
-    (out, failed)
-}
-
 /// Seconds since the Unix epoch, on this host's clock (for the seal).
 pub(crate) fn unix_secs() -> u64 {
     unix_ms() / 1000

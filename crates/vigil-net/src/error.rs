@@ -55,6 +55,8 @@ pub enum StartError {
     /// unspecified address or port 0): give one with
     /// [`Builder::advertise`](crate::Builder::advertise).
     Unreachable(SocketAddr),
+    /// A seed given by name cannot be used ([`Builder::seed_names`](crate::Builder::seed_names)).
+    Seed(crate::SeedError),
 }
 
 impl fmt::Display for StartError {
@@ -65,6 +67,7 @@ impl fmt::Display for StartError {
             StartError::Bind(addr, e) => write!(f, "cannot bind {addr}: {e}"),
             StartError::Generation(e) => write!(f, "generation: {e}"),
             StartError::Net { field, expected } => write!(f, "{field} must be {expected}"),
+            StartError::Seed(e) => write!(f, "{e}"),
             StartError::Unreachable(addr) => write!(
                 f,
                 "{addr} is not an address other members can reach (an unspecified address or port 0): give one to \

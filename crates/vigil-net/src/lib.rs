@@ -61,24 +61,31 @@
 //!   so this crate is the only dependency an embedder needs.
 //! - [`clock`]: the mapping between tokio's clock and protocol time.
 //! - [`frame`]: how a stream message travels over TCP.
+//! - [`dns`]: the stub resolver behind `dnssrv+` seeds.
 //! - [`generation`]: generations that only grow across restarts.
+//! - [`known`]: the members known at the last stop, rejoined after a restart.
+//! - [`Seed`]: the forms a seed takes (`IP:PORT`, `host:port`, `dns+`, `dnssrv+`).
 
 #![forbid(unsafe_code)]
 
 pub mod clock;
 mod cluster;
+pub mod dns;
 mod driver;
 mod error;
 pub mod frame;
 pub mod generation;
 mod intercept;
+pub mod known;
 pub mod lease;
+mod seed;
 mod slots;
 mod types;
 
 pub use cluster::{Builder, Cluster, DEFAULT_CLUSTER, Events};
 pub use error::{KeyError, StartError, Stopped};
 pub use intercept::{Faults, Intercept, Way};
+pub use seed::{Seed, SeedError};
 pub use types::{ClusterEvent, ClusterStats, NetConfig, NetStats, Recorded, RequestOutcome, Snapshot};
 // The types this crate's own API takes and returns, so that an embedder
 // needs no other dependency to use it.
