@@ -7,6 +7,8 @@
 //! 3 s, whatever standard output does; SIGHUP reads the configuration file
 //! again (the tags; other settings need a restart, and the log says which
 //! changed). A standard output closed for good makes the member leave too.
+//! Under systemd (`Type=notify`), it says when it is ready, when it stops,
+//! and pings the watchdog ([`crate::service_manager`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use crate::event_lines::EventLines;
 use crate::pipeline::Pipeline;
 use crate::record::Sink;
 use crate::recorder::Recorder;
+use crate::service_manager::{Notifier, READY_AT_LATEST};
 use crate::settings::{AgentConfig, FileSettings, Http, Origin, SettingsError};
 
 /// Why the agent could not run. Nothing is left running.
@@ -196,6 +199,31 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
         if config.seal_mode == SealMode::Plaintext { ", plaintext" } else { ", sealed" }
     );
     let member = Arc::new(member);
+    let notifier = Arc::new(Notifier::from_env());
+    // Ready at once with nobody to join; otherwise once a member is met,
+    // or alone after a while (still asking the seeds).
+    let mut ready = false;
+    if config.seeds.is_empty() {
+        notifier.ready("running; no seeds given, waiting for members to join through this one");
+        ready = true;
+    } else {
+        notifier.status(&format!("joining through {} seeds", config.seeds.len()));
+    }
+    let ready_at_latest = tokio::time::sleep(READY_AT_LATEST);
+    tokio::pin!(ready_at_latest);
+    let watchdog = notifier.watchdog_interval().map(|every| {
+        let (member, notifier) = (member.clone(), notifier.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                // Only a member that still answers is alive to the manager.
+                if let Ok(Ok(_)) = tokio::time::timeout(every, member.snapshot()).await {
+                    notifier.watchdog();
+                }
+            }
+        })
+    });
     let recorder = Recorder::new(config.event_history);
     let (leave_tx, mut leave_rx) = mpsc::channel(1);
     if let Some(listener) = http {
@@ -221,6 +249,10 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
         tokio::select! {
             e = events.next() => {
                 let Some(e) = e else { break };
+                if !ready && let vigil_net::Event::Up { id, .. } = &e.event {
+                    notifier.ready(&format!("joined: met {}", id.name));
+                    ready = true;
+                }
                 for (_, line) in pipeline.take(&e, events.missed()).await {
                     if !lines.send(line) {
                         recorder.metrics().dropped(Sink::Stdout, 1);
@@ -229,7 +261,14 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
             }
             _ = term.recv() => break,
             _ = tokio::signal::ctrl_c() => break,
-            _ = hup.recv() => reload(&config, &member).await,
+            _ = hup.recv() => {
+                reload(&config, &member).await;
+                notifier.status("configuration read again");
+            }
+            () = &mut ready_at_latest, if !ready => {
+                notifier.ready("running alone: no seed answered yet; still asking them");
+                ready = true;
+            }
             _ = &mut stdout_closed => {
                 tracing::info!("standard output was closed");
                 break;
@@ -244,6 +283,10 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
         tracing::warn!("{} event lines were dropped: standard output was not read in time", lines.dropped());
     }
     tracing::info!("leaving");
+    notifier.stopping("leaving the cluster");
+    if let Some(w) = watchdog {
+        w.abort();
+    }
     // Leaving is announced and bounded; the process ends within 3 s.
     let _ = tokio::time::timeout(defaults::LEAVE_TIMEOUT, member.leave()).await;
     Ok(())

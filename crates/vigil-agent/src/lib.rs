@@ -14,6 +14,8 @@
 //! - [`api`]: the HTTP API (typed bodies, errors as one enum, the OpenAPI
 //!   document generated from the types), OpenMetrics and the dashboard.
 //! - [`build`]: this build's version, revision and date.
+//! - [`service_manager`]: `READY=1`, `STOPPING=1` and the watchdog for
+//!   systemd's `Type=notify`.
 //! - [`agent`]: one member as a process, until SIGTERM; [`fleet`]: the
 //!   members of `vigil cluster`, and the faults injected into them.
 //!
@@ -44,4 +46,5 @@ pub mod pipeline;
 pub mod record;
 pub mod recorder;
 pub mod secrets;
+pub mod service_manager;
 pub mod settings;

@@ -106,6 +106,19 @@ impl LogLevel {
     }
 }
 
+/// How the agent's log lines on standard error are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    /// Text for a terminal or journald (the default).
+    #[default]
+    Text,
+    /// One JSON object a line (`timestamp`, `level`, `message`, `target`
+    /// and any other fields of the line), for a log shipper.
+    Json,
+}
+
 /// How packets are sealed, as typed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -202,6 +215,10 @@ pub struct Flags {
     /// sends) or trace.
     #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub log_level: Option<LogLevel>,
+    /// How to write the log on stderr: text (default) or json (one object a
+    /// line, for a log shipper).
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    pub log_format: Option<LogFormat>,
     /// A graded policy on the members this one watches (repeatable):
     /// `NAME=THRESHOLD[,dwell=DURATION][,rearm=LEVEL][,recovery=N][,ejection][,destructive]`,
     /// or `NAME=ejection` for outlier ejection only; e.g. `--policy
@@ -320,6 +337,8 @@ pub struct FileSettings {
     pub datagram_budget: Option<usize>,
     /// `log_level`.
     pub log_level: Option<LogLevel>,
+    /// `log_format`.
+    pub log_format: Option<LogFormat>,
     /// `http`.
     pub http: Option<String>,
     /// `http_token_file`.
@@ -396,6 +415,7 @@ impl FileSettings {
             data_dir,
             datagram_budget,
             log_level,
+            log_format,
             http,
             http_token_file,
             http_hosts,
@@ -611,6 +631,8 @@ pub struct AgentConfig {
     pub watch: BTreeSet<String>,
     /// The log's level.
     pub log_level: LogLevel,
+    /// The log's format.
+    pub log_format: LogFormat,
     /// The lease `lease-majority` asks for (`--lease-file`).
     pub lease_file: Option<PathBuf>,
     /// The settings file, to read again on SIGHUP, with what it said at the
@@ -1015,6 +1037,7 @@ impl Flags {
             event_history,
             watch,
             log_level: a.log_level.or(file.log_level).unwrap_or_default(),
+            log_format: a.log_format.or(file.log_format).unwrap_or_default(),
             lease_file,
             file: path.map(|p| (p.to_owned(), file.clone())),
             tag_flags: a.tags.clone(),
