@@ -185,7 +185,7 @@ impl Driver {
             seed_names,
             data_dir,
             known_written: Vec::new(),
-            next_known_write: tokio::time::Instant::now() + crate::known::WRITE_EVERY,
+            next_known_write: tokio::time::Instant::now() + crate::known::CHECK_EVERY,
             resolving: false,
             next_resolution: tokio::time::Instant::now() + SEED_RETRY,
             budget,
@@ -323,8 +323,9 @@ impl Driver {
                 });
             }
             if self.data_dir.is_some() && tokio::time::Instant::now() >= self.next_known_write {
-                self.next_known_write = tokio::time::Instant::now() + crate::known::WRITE_EVERY;
-                self.keep_known().await;
+                let wrote = self.keep_known().await;
+                let wait = if wrote { crate::known::WRITE_EVERY } else { crate::known::CHECK_EVERY };
+                self.next_known_write = tokio::time::Instant::now() + wait;
             }
         }
         if let Some(l) = listener {
@@ -334,10 +335,11 @@ impl Driver {
     }
 
     /// Writes the live members into the data directory when they changed
-    /// since the last write, off the loop. A member alone writes nothing:
-    /// the last members it knew are the best guess after a restart.
-    async fn keep_known(&mut self) {
-        let Some(dir) = self.data_dir.clone() else { return };
+    /// since the last write, off the loop; whether it wrote. A member alone
+    /// writes nothing: the last members it knew are the best guess after a
+    /// restart.
+    async fn keep_known(&mut self) -> bool {
+        let Some(dir) = self.data_dir.clone() else { return false };
         let mut members: Vec<(String, SocketAddr)> = self
             .node
             .members()
@@ -348,7 +350,7 @@ impl Driver {
         members.truncate(crate::known::MAX_MEMBERS);
         let addrs: Vec<SocketAddr> = members.iter().map(|m| m.1).collect();
         if addrs.is_empty() || addrs == self.known_written {
-            return;
+            return false;
         }
         let written = tokio::task::spawn_blocking(move || crate::known::write(&dir, &members)).await;
         match written {
@@ -356,6 +358,7 @@ impl Driver {
             Ok(Err(e)) => tracing::warn!("the members known are not kept: {e}"),
             Err(e) => tracing::warn!("the members known are not kept: {e}"),
         }
+        true
     }
 
     /// Waits while an intercept stops the member.

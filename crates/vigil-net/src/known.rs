@@ -3,8 +3,10 @@
 //! seed that moved, a DNS name that no longer answers, or no seed at all.
 //!
 //! The file is written whole (a temporary beside it, synced, renamed) when
-//! the live members change, at most every [`WRITE_EVERY`], and when the
-//! member stops; a crash leaves the last one written. It holds one member a
+//! the live members change: looked at every [`CHECK_EVERY`], written at
+//! most every [`WRITE_EVERY`], and when the member stops; a crash leaves
+//! the last one written (the first about a second after the member met
+//! anyone). It holds one member a
 //! line, `NAME ADDRESS`, and is read back with every limit checked first: a
 //! damaged or foreign file costs the rejoin, never the start.
 //!
@@ -36,6 +38,9 @@ const MAX_BYTES: u64 = 64 * 1024;
 
 /// How often the file may be written while members come and go.
 pub const WRITE_EVERY: Duration = Duration::from_secs(10);
+
+/// How often the live members are compared with the file's.
+pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// What a read found: the addresses, and the lines it skipped (damaged,
 /// beyond the limits), to be logged.
