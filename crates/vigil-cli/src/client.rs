@@ -1,5 +1,5 @@
-//! `vigil members`, `vigil events` and `vigil keys`: thin clients of a
-//! running agent's HTTP API.
+//! `vigil members`, `vigil events`, `vigil keys`, `vigil join`, `vigil
+//! leave` and `vigil tags`: thin clients of a running agent's HTTP API.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -10,7 +10,8 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use vigil_agent::api::body::{
-    ErrorBody, KeyInstalled, KeyRemoved, KeyUsed, Keys, Members, NewKey, SelfView, StatusName,
+    ErrorBody, JoinRequest, Joined, KeyInstalled, KeyRemoved, KeyUsed, Keys, Leaving, Members, NewKey, SelfView,
+    StatusName, TagChange, TagsNow,
 };
 use vigil_agent::record::{EventRecord, What};
 use vigil_lab::text::escaped;
@@ -99,6 +100,17 @@ impl Client {
         let url = format!("{}{path}", self.base);
         let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
         let r = match method {
+            "PATCH" => {
+                let mut req = self.agent.patch(&url).header("Content-Type", "application/json");
+                if let Some(a) = &auth {
+                    req = req.header("Authorization", a);
+                }
+                let body = match body {
+                    Some(b) => serde_json::to_string(b).context("a request body")?,
+                    None => "{}".to_owned(),
+                };
+                req.send(body)
+            }
             "DELETE" => {
                 let mut req = self.agent.delete(&url);
                 if let Some(a) = &auth {
@@ -462,4 +474,103 @@ fn path_segment(id: &str) -> Result<&str> {
         ))
         .into())
     }
+}
+
+// ---- join, leave, tags ----
+
+/// Arguments of `vigil join`.
+#[derive(Debug, Args)]
+pub(crate) struct JoinArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Seeds, as `--join` takes them: `IP:PORT`, `HOST:PORT`,
+    /// `dns+HOST:PORT`, `dnssrv+NAME`.
+    #[arg(required = true, value_name = "SEED")]
+    seeds: Vec<String>,
+    /// Print the API's JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `vigil join`: exit 0 when every seed gave a member, 1 when some
+/// did not (each said, with why).
+pub(crate) fn join(a: &JoinArgs, out: &mut dyn Write) -> Result<()> {
+    let c = Client::new(&a.target, false)?;
+    let r: Joined = c.send("POST", "/v1/join", Some(&JoinRequest { seeds: a.seeds.clone() }))?;
+    if a.json {
+        print_json(out, &r)?;
+    } else {
+        for s in &r.seeds {
+            match &s.error {
+                None => writeln!(out, "{}: joined {}", escaped(&s.seed), escaped(&s.members.join(", ")))?,
+                Some(why) => writeln!(out, "{}: {}", escaped(&s.seed), escaped(why))?,
+            }
+        }
+    }
+    if r.joined < r.seeds.len() {
+        return Err(crate::error::CheckFailed(format!(
+            "{} of {} seeds gave no member",
+            r.seeds.len() - r.joined,
+            r.seeds.len()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Arguments of `vigil leave`.
+#[derive(Debug, Args)]
+pub(crate) struct LeaveArgs {
+    #[command(flatten)]
+    target: Target,
+}
+
+/// Runs `vigil leave`: the agent announces its leave and stops.
+pub(crate) fn leave(a: &LeaveArgs, out: &mut dyn Write) -> Result<()> {
+    let c = Client::new(&a.target, false)?;
+    let r: Leaving = c.send("POST", "/v1/leave", None::<&()>)?;
+    writeln!(out, "{}: the agent announces its leave and stops", escaped(&r.status))?;
+    Ok(())
+}
+
+/// Arguments of `vigil tags`.
+#[derive(Debug, Args)]
+pub(crate) struct TagsArgs {
+    #[command(flatten)]
+    target: Target,
+    /// A tag to set, `KEY=VALUE` (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// A tag to delete (repeatable).
+    #[arg(long, value_name = "KEY")]
+    delete: Vec<String>,
+    /// Print the API's JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `vigil tags`: without `--set` or `--delete`, the agent's tags;
+/// with them, the change, announced to the cluster, and the tags after it.
+pub(crate) fn tags(a: &TagsArgs, out: &mut dyn Write) -> Result<()> {
+    let c = Client::new(&a.target, false)?;
+    let now: TagsNow = if a.set.is_empty() && a.delete.is_empty() {
+        let me: SelfView = c.get("/v1/self")?;
+        TagsNow { tags: me.tags }
+    } else {
+        let mut change = TagChange { delete: a.delete.clone(), ..TagChange::default() };
+        for t in &a.set {
+            let (k, v) = t.split_once('=').ok_or_else(|| {
+                UsageError(format!("--set: {} is not a tag (KEY=VALUE)", vigil_lab::millis::quoted(t)))
+            })?;
+            change.set.insert(k.to_owned(), v.to_owned());
+        }
+        c.send("PATCH", "/v1/self/tags", Some(&change))?
+    };
+    if a.json {
+        return print_json(out, &now);
+    }
+    for (k, v) in &now.tags {
+        writeln!(out, "{}={}", escaped(k), escaped(v))?;
+    }
+    Ok(())
 }

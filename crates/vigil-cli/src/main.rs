@@ -80,6 +80,15 @@ enum Command {
     /// A running agent's keyring: list, install, use, remove (a client of
     /// its HTTP API).
     Keys(client::KeysArgs),
+    /// Join a running agent through more seeds (a client of its HTTP API):
+    /// says which members answered at each.
+    Join(client::JoinArgs),
+    /// Make a running agent leave the cluster and stop (a client of its
+    /// HTTP API).
+    Leave(client::LeaveArgs),
+    /// A running agent's tags: shown, or set and deleted, announced to the
+    /// cluster (a client of its HTTP API).
+    Tags(client::TagsArgs),
     /// A fresh 32-byte key for `--key-file` (base64, from the operating
     /// system's random source).
     Keygen(keys::KeygenArgs),
@@ -163,6 +172,9 @@ fn main() -> ExitCode {
         Command::Events(args) => client::events(&args, &mut out),
         Command::Keys(args) => client::keys(&args, &mut out),
         Command::Keygen(args) => keys::keygen(&args, &mut out),
+        Command::Join(args) => client::join(&args, &mut out),
+        Command::Leave(args) => client::leave(&args, &mut out),
+        Command::Tags(args) => client::tags(&args, &mut out),
         Command::Completions(args) => manual::completions(&args, command(), &mut out),
         Command::Man(args) => manual::man(&args, command(), &mut out),
     });

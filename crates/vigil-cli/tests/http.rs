@@ -748,3 +748,103 @@ fn metrics_events_and_traces_follow_a_crash() {
     assert_eq!(s, 404, "a dead member is no longer watched: {e}");
     let _ = std::fs::remove_file(path);
 }
+
+/// `vigil ARGS` as an operator types it: exit code, stdout, stderr.
+fn vigil_cli(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(VIGIL).args(args).env_remove("VIGIL_HTTP_TOKEN").output().expect("vigil runs");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn operators_join_change_tags_and_leave_a_running_cluster_through_the_cli() {
+    let token = temp_file("ops-token", TOKEN);
+    let token = token.to_str().unwrap();
+    let guarded = ["--http-token-file", token];
+    let a = Agent::start("o0", None, &guarded);
+    let b = Agent::start("o1", Some(&a.addr), &guarded);
+    // c runs alone: nobody told it of the others.
+    let c = Agent::start("o2", None, &guarded);
+    let http = |x: &Agent| x.url.trim_start_matches("http://").to_owned();
+    until(&format!("{}/v1/members/o1", a.url), Duration::from_secs(10), |s, v| s == 200 && v["status"] == "alive");
+
+    // Without the token, nothing happens.
+    let (code, _, err) = vigil_cli(&["join", "--http", &http(&c), &a.addr]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("401") || err.contains("token"), "{err}");
+
+    // c joins through a at runtime: one seed, one member, named.
+    let (code, out, err) = vigil_cli(&["join", "--http", &http(&c), "--token-file", token, &a.addr]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.trim(), format!("{}: joined o0", a.addr), "{out}");
+    let (s, v) =
+        until(&format!("{}/v1/members/o2", b.url), Duration::from_secs(10), |s, v| s == 200 && v["status"] == "alive");
+    assert_eq!((s, v["status"].as_str()), (200, Some("alive")), "b hears of c through a: {v}");
+
+    // Seeds that give no member are each said, and the command fails.
+    let (code, out, err) =
+        vigil_cli(&["join", "--http", &http(&c), "--token-file", token, "127.0.0.1:1", "nowhere.invalid:7946"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("127.0.0.1:1: no member answered within 5 s"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("nowhere.invalid:7946: ")), "{out}");
+    assert!(err.contains("2 of 2 seeds gave no member"), "{err}");
+    // A seed that cannot be one is refused before anything is asked.
+    let (code, _, err) = vigil_cli(&["join", "--http", &http(&c), "--token-file", token, "bad seed:7946"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("'bad seed:7946' is not a seed"), "{err}");
+    let many: Vec<Value> = (0..65).map(|i| json!(format!("127.0.0.1:{}", 1000 + i))).collect();
+    let (s, v) = call("POST", &format!("{}/v1/join", c.url), Some(TOKEN), Some(json!({ "seeds": many })));
+    assert_eq!(s, 400, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("65 given, 1 to 64"), "{v}");
+
+    // Tags: set, seen by the others, deleted; the agent's prefix and an
+    // oversized value refused with nothing changed.
+    let (code, out, err) =
+        vigil_cli(&["tags", "--http", &http(&a), "--token-file", token, "--set", "zone=eu-1", "--set", "role=db"]);
+    assert_eq!((code, out.as_str()), (0, "role=db\nzone=eu-1\n"), "{err}");
+    let (_, v) =
+        until(&format!("{}/v1/members/o0", b.url), Duration::from_secs(10), |_, v| v["tags"]["zone"] == "eu-1");
+    assert_eq!(v["tags"], json!({"zone": "eu-1", "role": "db"}), "b sees a's tags");
+    let (code, out, _) = vigil_cli(&["tags", "--http", &http(&a), "--token-file", token, "--delete", "role"]);
+    assert_eq!((code, out.as_str()), (0, "zone=eu-1\n"));
+    let (_, v) = until(&format!("{}/v1/members/o0", c.url), Duration::from_secs(10), |_, v| {
+        v["tags"].get("role").is_none() && v["tags"]["zone"] == "eu-1"
+    });
+    assert_eq!(v["tags"], json!({"zone": "eu-1"}), "c sees the delete");
+    let (code, _, err) = vigil_cli(&["tags", "--http", &http(&a), "--token-file", token, "--set", "vigil.ejects/x=1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the agent's own"), "{err}");
+    let long = format!("big={}", "x".repeat(600));
+    let (code, _, err) = vigil_cli(&["tags", "--http", &http(&a), "--token-file", token, "--set", &long]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("600 bytes") && err.contains("255"), "{err}");
+    let v200 = "y".repeat(200);
+    let (t1, t2, t3) = (format!("t1={v200}"), format!("t2={v200}"), format!("t3={v200}"));
+    let args = ["tags", "--http", &http(&a), "--token-file", token, "--set", &t1, "--set", &t2, "--set", &t3];
+    let (code, _, err) = vigil_cli(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("512"), "{err}");
+    let (code, out, _) = vigil_cli(&["tags", "--http", &http(&a)]);
+    assert_eq!((code, out.as_str()), (0, "zone=eu-1\n"), "reading needs no token; nothing changed");
+
+    // Both operations are in the API's description.
+    let (_, doc) = get(&format!("{}/v1/openapi.json", a.url));
+    assert!(doc["paths"]["/v1/join"]["post"].is_object() && doc["paths"]["/v1/self/tags"]["patch"].is_object());
+
+    // b leaves when told: it stops, and the others see it left.
+    let mut b = b;
+    let (code, out, err) = vigil_cli(&["leave", "--http", &http(&b), "--token-file", token]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("leaving"), "{out}");
+    let started = Instant::now();
+    while b.child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(5), "b did not stop within 5 s of vigil leave");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (_, v) = until(&format!("{}/v1/members/o1", a.url), Duration::from_secs(10), |_, v| v["status"] == "left");
+    assert_eq!(v["status"], "left", "a sees b left: {v}");
+    drop(c);
+}

@@ -203,6 +203,8 @@ fn no_web_page_can_change_an_agent() {
         ("DELETE", format!("/v1/keys/{key}"), "{}"),
         ("POST", "/v1/outcomes".into(), r#"{"outcomes": [{"member": "x", "outcome": 503}]}"#),
         ("POST", "/v1/leave".into(), "{}"),
+        ("POST", "/v1/join".into(), r#"{"seeds": ["127.0.0.1:1"]}"#),
+        ("PATCH", "/v1/self/tags".into(), r#"{"set": {"owned": "yes"}}"#),
     ];
     refused_three_ways(addr, &changes);
     // Nothing changed: one key, and the agent is still there.
@@ -210,6 +212,7 @@ fn no_web_page_can_change_an_agent() {
     assert_eq!((s, list["keys"].as_array().map(Vec::len)), (200, Some(1)), "{list}");
     let (s, me) = get_json(&format!("{}/v1/self", a.url()));
     assert_eq!((s, me["name"].as_str()), (200, Some("w0")));
+    assert_eq!(me["tags"], serde_json::json!({}), "no tag was set by a page");
 
     // Reads: a foreign Host (a rebound name) reads nothing, the error
     // names it, escaped and bounded; so does a foreign Origin.

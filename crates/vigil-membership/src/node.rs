@@ -522,6 +522,35 @@ impl Node {
         self.settle(now);
     }
 
+    /// Asks `addrs` for their view now, as an operator's join of a running
+    /// member does: they become seeds (first, within the limit of 256, so
+    /// their answers are trusted as a seed's) and are asked at once, whether
+    /// this node knows live members or not. A node that left ignores it.
+    ///
+    /// ```
+    /// use vigil_detector::Instant;
+    /// use vigil_membership::{Config, Node, NodeId};
+    ///
+    /// let addr = "10.0.0.1:7946".parse().unwrap();
+    /// let mut a = Node::new(NodeId::new("a", 1), addr, Config::lan(1), 1, Instant::ZERO).unwrap();
+    /// a.contact(Instant::ZERO, &["10.0.0.2:7946".parse().unwrap()]);
+    /// assert_eq!(a.seeds(), ["10.0.0.2:7946".parse().unwrap()]);
+    /// let sent = a.poll_transmit().expect("a push-pull to the new seed");
+    /// assert_eq!(sent.to, "10.0.0.2:7946".parse().unwrap());
+    /// ```
+    pub fn contact(&mut self, now: Instant, addrs: &[SocketAddr]) {
+        let now = self.enter(now);
+        if self.status == Status::Left {
+            return;
+        }
+        let mut all = addrs.to_vec();
+        all.extend(self.seeds.iter().copied());
+        self.keep_seeds(&all);
+        let asked: Vec<SocketAddr> = addrs.iter().copied().filter(|a| *a != self.addr).collect();
+        self.ask_seeds(&asked);
+        self.settle(now);
+    }
+
     /// The seeds this node goes back to when it knows no live member.
     pub fn seeds(&self) -> &[SocketAddr] {
         &self.seeds

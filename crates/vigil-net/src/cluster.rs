@@ -1068,6 +1068,58 @@ impl Cluster {
         self.tell(Command::Unwatch(name.to_owned())).await
     }
 
+    /// Joins through `seeds` now, on a running member (an operator's
+    /// `vigil join`): each is resolved, and every address found is asked
+    /// for its view at once and kept as a seed. What each seed resolved to,
+    /// or why it did not; whether the addresses answered shows in
+    /// [`Cluster::members`] a round trip later.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::{Cluster, Seed};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let b = Cluster::builder("b").bind("127.0.0.1:0".parse()?).start().await?;
+    /// let asked = b.join(&[Seed::Addr(a.local_addr())]).await?;
+    /// assert_eq!(asked[0].1, Ok(vec![a.local_addr()]));
+    /// while b.member("a").await?.is_none() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn join(
+        &self,
+        seeds: &[crate::Seed],
+    ) -> Result<Vec<(crate::Seed, Result<Vec<SocketAddr>, String>)>, Stopped> {
+        let mut report = Vec::with_capacity(seeds.len());
+        let mut addrs = Vec::new();
+        for seed in seeds {
+            let found = crate::seed::resolve_one(seed).await;
+            if let Ok(a) = &found {
+                for &x in a {
+                    if !addrs.contains(&x) {
+                        addrs.push(x);
+                    }
+                }
+            }
+            report.push((seed.clone(), found));
+        }
+        addrs.truncate(crate::seed::MAX_RESOLVED);
+        if !addrs.is_empty() {
+            self.tell(Command::Contact(addrs)).await?;
+        }
+        Ok(report)
+    }
+
     /// Replaces this member's tags and announces them: every other member
     /// sees them in its [`MemberView::tags`] and reports
     /// [`Event::TagsUpdated`](crate::Event::TagsUpdated) (usually within a

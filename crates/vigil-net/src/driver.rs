@@ -48,6 +48,7 @@ pub(crate) enum Command {
     Watch(String),
     Unwatch(String),
     SetTags(Tags),
+    Contact(Vec<SocketAddr>),
     Stats(oneshot::Sender<ClusterStats>),
     Snapshot(oneshot::Sender<Snapshot>),
     Arrivals(String, Option<Instant>, oneshot::Sender<Option<Recorded>>),
@@ -466,6 +467,7 @@ impl Driver {
             Command::Watch(name) => self.node.watch(now, &name),
             Command::Unwatch(name) => self.node.unwatch(now, &name),
             Command::SetTags(tags) => self.node.set_tags(now, tags),
+            Command::Contact(addrs) => self.node.contact(now, &addrs),
             Command::Stats(tx) => {
                 let _ = tx.send(self.cluster_stats());
             }

@@ -129,6 +129,22 @@ impl fmt::Display for Seed {
     }
 }
 
+/// Resolves one seed: its addresses, or why it has none.
+pub(crate) async fn resolve_one(seed: &Seed) -> Result<Vec<SocketAddr>, String> {
+    let found = match seed {
+        Seed::Addr(a) => Ok(vec![*a]),
+        Seed::Host { host, port, .. } => lookup_host(host, *port).await,
+        Seed::Srv(name) => {
+            let conf = ResolvConf::read(Path::new("/etc/resolv.conf")).map_err(|e| e.to_string())?;
+            srv(&conf, name).await
+        }
+    };
+    match found {
+        Ok(a) if a.is_empty() => Err("resolved to no address".to_owned()),
+        other => other,
+    }
+}
+
 /// Resolves every seed; the addresses, without repeats and at most
 /// [`MAX_RESOLVED`], and how many seeds yielded none (each logged with its
 /// reason).

@@ -617,6 +617,58 @@ pub struct Accepted {
     pub unknown_members: Vec<String>,
 }
 
+/// Members to join through, on a running member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JoinRequest {
+    /// Seeds in `--join`'s forms: `IP:PORT`, `HOST:PORT`,
+    /// `dns+HOST:PORT`, `dnssrv+NAME`; 1 to 64 of them.
+    pub seeds: Vec<String>,
+}
+
+/// What came of each seed of a join.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Joined {
+    /// Seeds whose addresses answered (a member at that address is alive in
+    /// this member's view).
+    pub joined: usize,
+    /// Each seed in the order given.
+    pub seeds: Vec<SeedResult>,
+}
+
+/// One seed of a join.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SeedResult {
+    /// The seed as given.
+    pub seed: String,
+    /// The addresses it resolved to.
+    pub addresses: Vec<String>,
+    /// The members found alive at those addresses within the wait.
+    pub members: Vec<String>,
+    /// Why it gave no member: it did not resolve, or nobody answered in
+    /// time.
+    pub error: Option<String>,
+}
+
+/// A change of this member's tags: keys set, then keys deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TagChange {
+    /// Tags to set (added or replaced).
+    #[serde(default)]
+    pub set: BTreeMap<String, String>,
+    /// Keys to remove.
+    #[serde(default)]
+    pub delete: Vec<String>,
+}
+
+/// This member's tags after a change, as announced to the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TagsNow {
+    /// Every tag.
+    pub tags: BTreeMap<String, String>,
+}
+
 /// The member is leaving.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Leaving {

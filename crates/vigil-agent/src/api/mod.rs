@@ -36,7 +36,7 @@ use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, patch, post};
 use tokio::sync::mpsc;
 use vigil_net::Cluster;
 
@@ -44,6 +44,7 @@ pub mod body;
 mod error;
 mod events;
 mod fleet;
+pub mod join;
 mod keys;
 pub mod lab;
 pub mod listener;
@@ -51,6 +52,7 @@ pub mod openapi;
 pub mod origin;
 mod outcomes;
 mod read;
+mod tags;
 mod traces;
 
 pub use error::ApiError;
@@ -163,6 +165,8 @@ pub fn router(state: ApiState, bound: SocketAddr) -> Router {
         .route(Endpoint::KeyUse.path(), post(keys::use_key))
         .route(Endpoint::KeyRemove.path(), delete(keys::remove))
         .route(Endpoint::Leave.path(), post(leave))
+        .route(Endpoint::Join.path(), post(join::join))
+        .route(Endpoint::SelfTags.path(), patch(tags::change))
         .route(
             Endpoint::Outcomes.path(),
             post(outcomes::record).layer(axum::extract::DefaultBodyLimit::max(MAX_OUTCOMES_BODY)),

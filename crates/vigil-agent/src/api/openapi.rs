@@ -61,6 +61,10 @@ pub enum Endpoint {
     KeyRemove,
     /// `POST /v1/leave`.
     Leave,
+    /// `POST /v1/join`.
+    Join,
+    /// `PATCH /v1/self/tags`.
+    SelfTags,
     /// `POST /v1/outcomes`.
     Outcomes,
     /// `GET /v1/fleet`.
@@ -119,7 +123,7 @@ fn change(method: &'static str, summary: &'static str, status: u16, ok: Content)
 
 impl Endpoint {
     /// Every endpoint.
-    pub const ALL: [Endpoint; 22] = [
+    pub const ALL: [Endpoint; 24] = [
         Endpoint::Dashboard,
         Endpoint::SelfView,
         Endpoint::Members,
@@ -134,6 +138,8 @@ impl Endpoint {
         Endpoint::KeyUse,
         Endpoint::KeyRemove,
         Endpoint::Leave,
+        Endpoint::Join,
+        Endpoint::SelfTags,
         Endpoint::Outcomes,
         Endpoint::Fleet,
         Endpoint::FleetFault,
@@ -161,6 +167,8 @@ impl Endpoint {
             Endpoint::KeyUse => "/v1/keys/{id}/use",
             Endpoint::KeyRemove => "/v1/keys/{id}",
             Endpoint::Leave => "/v1/leave",
+            Endpoint::Join => "/v1/join",
+            Endpoint::SelfTags => "/v1/self/tags",
             Endpoint::Outcomes => "/v1/outcomes",
             Endpoint::Fleet => "/v1/fleet",
             Endpoint::FleetFault => "/v1/fleet/{name}/{fault}",
@@ -227,6 +235,24 @@ impl Endpoint {
                 vec![change("delete", "Remove a key (not the primary)", 200, Json(schema::<body::KeyRemoved>))]
             }
             Endpoint::Leave => vec![change("post", "Leave the cluster and stop", 202, Json(schema::<body::Leaving>))],
+            Endpoint::Join => vec![Operation {
+                request: Some(schema::<body::JoinRequest>),
+                ..change(
+                    "post",
+                    "Join through more seeds now; says, seed by seed, which members answered within 5 s",
+                    200,
+                    Json(schema::<body::Joined>),
+                )
+            }],
+            Endpoint::SelfTags => vec![Operation {
+                request: Some(schema::<body::TagChange>),
+                ..change(
+                    "patch",
+                    "Set and delete this member's tags, announced to the cluster (the next SIGHUP applies the file's)",
+                    200,
+                    Json(schema::<body::TagsNow>),
+                )
+            }],
             Endpoint::Outcomes => vec![Operation {
                 request: Some(schema::<body::OutcomesIn>),
                 ..change(
