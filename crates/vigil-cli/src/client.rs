@@ -10,8 +10,8 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use vigil_agent::api::body::{
-    ErrorBody, JoinRequest, Joined, KeyInstalled, KeyRemoved, KeyUsed, Keys, Leaving, Members, NewKey, SelfView,
-    StatusName, TagChange, TagsNow,
+    ErrorBody, ForceLeave, ForcedOut, JoinRequest, Joined, KeyInstalled, KeyRemoved, KeyUsed, Keys, Leaving, Members,
+    NewKey, SelfView, StatusName, TagChange, TagsNow,
 };
 use vigil_agent::record::{EventRecord, What};
 use vigil_lab::text::escaped;
@@ -530,6 +530,27 @@ pub(crate) fn leave(a: &LeaveArgs, out: &mut dyn Write) -> Result<()> {
     let c = Client::new(&a.target, false)?;
     let r: Leaving = c.send("POST", "/v1/leave", None::<&()>)?;
     writeln!(out, "{}: the agent announces its leave and stops", escaped(&r.status))?;
+    Ok(())
+}
+
+/// Arguments of `vigil force-leave`.
+#[derive(Debug, Args)]
+pub(crate) struct ForceLeaveArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The member believed dead.
+    member: String,
+    /// Forget it on this agent at once too.
+    #[arg(long)]
+    prune: bool,
+}
+
+/// Runs `vigil force-leave`.
+pub(crate) fn force_leave(a: &ForceLeaveArgs, out: &mut dyn Write) -> Result<()> {
+    let c = Client::new(&a.target, false)?;
+    let r: ForcedOut =
+        c.send("POST", "/v1/force-leave", Some(&ForceLeave { member: a.member.clone(), prune: a.prune }))?;
+    writeln!(out, "{}: {}", escaped(&r.member), escaped(&r.status))?;
     Ok(())
 }
 

@@ -86,6 +86,9 @@ enum Command {
     /// Make a running agent leave the cluster and stop (a client of its
     /// HTTP API).
     Leave(client::LeaveArgs),
+    /// Force a member believed dead out of the cluster: left everywhere, no
+    /// more reconnects (a client of an agent's HTTP API).
+    ForceLeave(client::ForceLeaveArgs),
     /// A running agent's tags: shown, or set and deleted, announced to the
     /// cluster (a client of its HTTP API).
     Tags(client::TagsArgs),
@@ -174,6 +177,7 @@ fn main() -> ExitCode {
         Command::Keygen(args) => keys::keygen(&args, &mut out),
         Command::Join(args) => client::join(&args, &mut out),
         Command::Leave(args) => client::leave(&args, &mut out),
+        Command::ForceLeave(args) => client::force_leave(&args, &mut out),
         Command::Tags(args) => client::tags(&args, &mut out),
         Command::Completions(args) => manual::completions(&args, command(), &mut out),
         Command::Man(args) => manual::man(&args, command(), &mut out),

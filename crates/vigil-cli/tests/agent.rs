@@ -241,7 +241,10 @@ fn bad_settings_exit_2_naming_the_setting() {
             "--join: '' is not a list of addresses: it holds an empty address",
         ),
         (vec!["agent", "--name", "x", "--join", "10.0.0.1:7946,,10.0.0.2:7946"], "holds an empty address"),
-        (vec!["agent", "--name", "x", "--join", "seed.example"], "expected IP:PORT, HOST:PORT, dns+HOST:PORT or dnssrv+NAME"),
+        (
+            vec!["agent", "--name", "x", "--join", "seed.example"],
+            "expected IP:PORT, HOST:PORT, dns+HOST:PORT or dnssrv+NAME",
+        ),
         (vec!["agent", "--name", "x", "--join", "seed.example:0"], "the port must be 1 to 65535"),
         (vec!["agent", "--name", "a\x1b[2Jb"], "has a control character at byte 1; a name is printable text"),
         (

@@ -834,6 +834,28 @@ fn operators_join_change_tags_and_leave_a_running_cluster_through_the_cli() {
     let (_, doc) = get(&format!("{}/v1/openapi.json", a.url));
     assert!(doc["paths"]["/v1/join"]["post"].is_object() && doc["paths"]["/v1/self/tags"]["patch"].is_object());
 
+    // A crashed member, forced out: left everywhere. An alive one cannot
+    // be, nor an unknown one.
+    let mut d = Agent::start("o3", Some(&a.addr), &guarded);
+    until(&format!("{}/v1/members/o3", c.url), Duration::from_secs(10), |s, v| s == 200 && v["status"] == "alive");
+    let _ = d.child.kill();
+    let _ = d.child.wait();
+    let (_, v) = until(&format!("{}/v1/members/o3", a.url), Duration::from_secs(20), |_, v| v["status"] == "dead");
+    assert_eq!(v["status"], "dead", "{v}");
+    let (code, _, err) = vigil_cli(&["force-leave", "--http", &http(&a), "--token-file", token, "o1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("409") && err.contains("\"o1\" is alive"), "{err}");
+    let (code, _, err) = vigil_cli(&["force-leave", "--http", &http(&a), "--token-file", token, "nobody"]);
+    assert!(code == 2 && err.contains("404"), "{err}");
+    let (code, out, err) = vigil_cli(&["force-leave", "--http", &http(&a), "--token-file", token, "o3"]);
+    assert_eq!((code, out.as_str()), (0, "o3: left\n"), "{err}");
+    let (_, v) = until(&format!("{}/v1/members/o3", c.url), Duration::from_secs(10), |_, v| v["status"] == "left");
+    assert_eq!(v["status"], "left", "c hears o3 was forced out: {v}");
+    let (code, out, _) = vigil_cli(&["force-leave", "--http", &http(&a), "--token-file", token, "--prune", "o3"]);
+    assert_eq!((code, out.as_str()), (0, "o3: pruned\n"));
+    let (s, _) = get(&format!("{}/v1/members/o3", a.url));
+    assert_eq!(s, 404, "pruned: a forgot o3");
+
     // b leaves when told: it stops, and the others see it left.
     let mut b = b;
     let (code, out, err) = vigil_cli(&["leave", "--http", &http(&b), "--token-file", token]);

@@ -205,6 +205,7 @@ fn no_web_page_can_change_an_agent() {
         ("POST", "/v1/leave".into(), "{}"),
         ("POST", "/v1/join".into(), r#"{"seeds": ["127.0.0.1:1"]}"#),
         ("PATCH", "/v1/self/tags".into(), r#"{"set": {"owned": "yes"}}"#),
+        ("POST", "/v1/force-leave".into(), r#"{"member": "w1"}"#),
     ];
     refused_three_ways(addr, &changes);
     // Nothing changed: one key, and the agent is still there.

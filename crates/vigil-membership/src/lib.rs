@@ -86,7 +86,7 @@ pub use arrivals::Arrivals;
 pub use config::{Config, ConfigError, HealthPolicy, Mode};
 pub use event::{Event, Signal};
 pub use message::{MAX_MEMBERS, Message, MessageKind, NodeId, Packet, Status, Update};
-pub use node::Node;
+pub use node::{ForceLeaveError, Node};
 pub use node_view::NodeView;
 pub use rejected::Rejected;
 pub use stats::{KindCounts, Stats};

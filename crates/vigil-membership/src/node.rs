@@ -639,6 +639,43 @@ impl Node {
         self.timers.clear();
     }
 
+    /// Forces a member believed dead out of the cluster (Serf's
+    /// force-leave): it becomes left here and the news is gossiped, so that
+    /// no member keeps trying to reconnect to it for `reconnect_timeout`
+    /// (a day by default); every member forgets it `tombstone_timeout`
+    /// later. With `prune`, this node forgets it at once (the others at
+    /// their tombstone timeout). A member that is alive after all refutes
+    /// it and stays. Forcing out a member that already left does nothing
+    /// but the prune.
+    ///
+    /// # Errors
+    ///
+    /// [`ForceLeaveError`]: the member is unknown, or not dead (a member
+    /// believed alive or suspected must not be forced out; its suspicion
+    /// decides).
+    pub fn force_leave(&mut self, now: Instant, name: &str, prune: bool) -> Result<(), ForceLeaveError> {
+        let now = self.enter(now);
+        let m = self.members.get(name).ok_or_else(|| ForceLeaveError::Unknown(name.to_owned()))?;
+        match m.status {
+            Status::Alive | Status::Suspect => return Err(ForceLeaveError::NotDead(name.to_owned(), m.status)),
+            Status::Left => {}
+            Status::Dead => {
+                let mut u = m.update(self.me.clone());
+                u.status = Status::Left;
+                self.members.set(name, u.incarnation, Status::Left, u.addr, now);
+                self.member_gone(Event::Left { id: u.id.clone() });
+                self.broadcast(u);
+            }
+        }
+        if prune && let Some(id) = self.members.get(name).map(|m| m.id()) {
+            self.forget(name);
+            self.stats.reaped += 1;
+            self.emit(Event::Reaped { id, status: Status::Left });
+        }
+        self.settle(now);
+        Ok(())
+    }
+
     /// Watches `name` for the application (any mode): its heartbeats are
     /// judged by this node's detector, and it is probed when silent. Does
     /// nothing for an unknown member. φ mode's members send heartbeats only
@@ -1210,3 +1247,31 @@ fn view(m: &Member) -> MemberView {
         tags: m.tags().cloned().unwrap_or_default(),
     }
 }
+
+/// Why [`Node::force_leave`] refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ForceLeaveError {
+    /// No member of that name is known.
+    Unknown(String),
+    /// The member is not dead: alive, or suspected.
+    NotDead(String, Status),
+}
+
+impl std::fmt::Display for ForceLeaveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ForceLeaveError::Unknown(name) => write!(f, "no member named {name:?} is known"),
+            ForceLeaveError::NotDead(name, status) => {
+                let status = match status {
+                    Status::Alive => "alive",
+                    Status::Suspect => "suspected",
+                    Status::Dead => "dead",
+                    Status::Left => "left",
+                };
+                write!(f, "{name:?} is {status}: only a member believed dead can be forced out")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ForceLeaveError {}

@@ -10,7 +10,9 @@ use harness::{CLUSTER, Cluster, addr, events, id, packet, status};
 use proptest::prelude::*;
 use vigil_detector::Instant;
 use vigil_membership::wire::{self, MAX_DATAGRAM, MAX_STREAM};
-use vigil_membership::{Config, Event, Message, MessageKind, Mode, Node, NodeId, Packet, Rejected, Status, Update};
+use vigil_membership::{
+    Config, Event, ForceLeaveError, Message, MessageKind, Mode, Node, NodeId, Packet, Rejected, Status, Update,
+};
 
 #[test]
 fn an_accused_node_refutes_with_a_higher_incarnation() {
@@ -69,6 +71,42 @@ fn a_leave_is_announced_and_distinct_from_death() {
         assert!(events(&mut c.nodes[to]).contains(&Event::Left { id: id(1) }));
     }
     assert_eq!(c.nodes[1].poll_timeout(), None, "a node that left does nothing more");
+}
+
+#[test]
+fn a_dead_member_forced_out_is_left_everywhere_and_one_alive_after_all_refutes() {
+    let mut c = Cluster::new(4, Config::lan(CLUSTER));
+    c.run_for(Duration::from_secs(3));
+    c.crash(3);
+    c.run_for(Duration::from_secs(30));
+    for i in 0..3 {
+        assert_eq!(status(&c.nodes[i], "n3"), Status::Dead, "n{i}");
+    }
+    // Only a member believed dead can be forced out.
+    let now = c.now();
+    assert_eq!(c.nodes[0].force_leave(now, "n1", false), Err(ForceLeaveError::NotDead("n1".into(), Status::Alive)));
+    assert_eq!(c.nodes[0].force_leave(now, "nobody", false), Err(ForceLeaveError::Unknown("nobody".into())));
+    c.clear_events();
+    c.nodes[0].force_leave(now, "n3", false).unwrap();
+    c.run_for(Duration::from_secs(2));
+    for i in 0..3 {
+        assert_eq!(status(&c.nodes[i], "n3"), Status::Left, "n{i} heard n3 was forced out");
+        assert!(c.events(i).contains(&Event::Left { id: id(3) }), "n{i}");
+    }
+    // No more reconnect attempts to it: the tombstone is a leave's.
+    let reconnects = c.nodes[1].stats().reconnects;
+    c.run_for(Duration::from_secs(60));
+    assert_eq!(c.nodes[1].stats().reconnects, reconnects, "n1 tried to reconnect to a member that left");
+    // Pruned on the node that asks: forgotten at once.
+    let now = c.now();
+    c.nodes[0].force_leave(now, "n3", true).unwrap();
+    assert!(c.nodes[0].member("n3").is_none());
+    assert!(c.events(0).iter().any(|e| matches!(e, Event::Reaped { id: i, status: Status::Left } if *i == id(3))));
+    // n3 was only paused: forced out, it refutes and is alive again where
+    // it is still known.
+    c.revive(3);
+    c.run_for(Duration::from_secs(20));
+    assert_eq!(status(&c.nodes[1], "n3"), Status::Alive, "n3 refuted being forced out");
 }
 
 #[test]

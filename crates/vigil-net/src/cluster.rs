@@ -1120,6 +1120,20 @@ impl Cluster {
         Ok(report)
     }
 
+    /// Forces a member believed dead out of the cluster (Serf's
+    /// force-leave): it becomes left here, the news is gossiped, and
+    /// nobody tries to reconnect to it any more; with `prune`, this member
+    /// forgets it at once. See [`Node::force_leave`](vigil_membership::Node::force_leave).
+    ///
+    /// # Errors
+    ///
+    /// The outer [`Stopped`] once the member has stopped; the inner
+    /// [`ForceLeaveError`](crate::ForceLeaveError) when the member is
+    /// unknown or not dead.
+    pub async fn force_leave(&self, name: &str, prune: bool) -> Result<Result<(), crate::ForceLeaveError>, Stopped> {
+        self.ask(|tx| Command::ForceLeave(name.to_owned(), prune, tx)).await
+    }
+
     /// Replaces this member's tags and announces them: every other member
     /// sees them in its [`MemberView::tags`] and reports
     /// [`Event::TagsUpdated`](crate::Event::TagsUpdated) (usually within a

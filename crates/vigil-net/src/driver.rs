@@ -49,6 +49,7 @@ pub(crate) enum Command {
     Unwatch(String),
     SetTags(Tags),
     Contact(Vec<SocketAddr>),
+    ForceLeave(String, bool, oneshot::Sender<Result<(), vigil_membership::ForceLeaveError>>),
     Stats(oneshot::Sender<ClusterStats>),
     Snapshot(oneshot::Sender<Snapshot>),
     Arrivals(String, Option<Instant>, oneshot::Sender<Option<Recorded>>),
@@ -468,6 +469,9 @@ impl Driver {
             Command::Unwatch(name) => self.node.unwatch(now, &name),
             Command::SetTags(tags) => self.node.set_tags(now, tags),
             Command::Contact(addrs) => self.node.contact(now, &addrs),
+            Command::ForceLeave(name, prune, tx) => {
+                let _ = tx.send(self.node.force_leave(now, &name, prune));
+            }
             Command::Stats(tx) => {
                 let _ = tx.send(self.cluster_stats());
             }

@@ -669,6 +669,27 @@ pub struct TagsNow {
     pub tags: BTreeMap<String, String>,
 }
 
+/// A member believed dead, to force out of the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForceLeave {
+    /// The member's name.
+    pub member: String,
+    /// Forget it here at once too (the others forget it at their tombstone
+    /// timeout).
+    #[serde(default)]
+    pub prune: bool,
+}
+
+/// A member forced out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ForcedOut {
+    /// The member's name.
+    pub member: String,
+    /// `left`, or `pruned`.
+    pub status: String,
+}
+
 /// The member is leaving.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Leaving {

@@ -166,6 +166,7 @@ pub fn router(state: ApiState, bound: SocketAddr) -> Router {
         .route(Endpoint::KeyRemove.path(), delete(keys::remove))
         .route(Endpoint::Leave.path(), post(leave))
         .route(Endpoint::Join.path(), post(join::join))
+        .route(Endpoint::ForceLeave.path(), post(force_leave))
         .route(Endpoint::SelfTags.path(), patch(tags::change))
         .route(
             Endpoint::Outcomes.path(),
@@ -301,4 +302,20 @@ async fn leave(State(state): State<ApiState>) -> Result<(axum::http::StatusCode,
         state.leave.as_ref().ok_or_else(|| ApiError::Conflict("this member cannot be asked to leave".into()))?;
     let _ = leave.try_send(());
     Ok((axum::http::StatusCode::ACCEPTED, axum::Json(body::Leaving { status: "leaving".into() })))
+}
+
+async fn force_leave(
+    State(state): State<ApiState>,
+    body: Result<axum::Json<body::ForceLeave>, axum::extract::rejection::JsonRejection>,
+) -> Result<axum::Json<body::ForcedOut>, ApiError> {
+    let axum::Json(body::ForceLeave { member, prune }) =
+        body.map_err(|e| ApiError::body("{\"member\": NAME, \"prune\": false}", e))?;
+    match state.member.force_leave(&member, prune).await? {
+        Ok(()) => {
+            let status = if prune { "pruned" } else { "left" };
+            Ok(axum::Json(body::ForcedOut { member, status: status.into() }))
+        }
+        Err(e @ vigil_net::ForceLeaveError::Unknown(_)) => Err(ApiError::NotFound(e.to_string())),
+        Err(e) => Err(ApiError::Conflict(e.to_string())),
+    }
 }

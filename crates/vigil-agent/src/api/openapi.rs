@@ -65,6 +65,8 @@ pub enum Endpoint {
     Join,
     /// `PATCH /v1/self/tags`.
     SelfTags,
+    /// `POST /v1/force-leave`.
+    ForceLeave,
     /// `POST /v1/outcomes`.
     Outcomes,
     /// `GET /v1/fleet`.
@@ -123,7 +125,7 @@ fn change(method: &'static str, summary: &'static str, status: u16, ok: Content)
 
 impl Endpoint {
     /// Every endpoint.
-    pub const ALL: [Endpoint; 24] = [
+    pub const ALL: [Endpoint; 25] = [
         Endpoint::Dashboard,
         Endpoint::SelfView,
         Endpoint::Members,
@@ -140,6 +142,7 @@ impl Endpoint {
         Endpoint::Leave,
         Endpoint::Join,
         Endpoint::SelfTags,
+        Endpoint::ForceLeave,
         Endpoint::Outcomes,
         Endpoint::Fleet,
         Endpoint::FleetFault,
@@ -169,6 +172,7 @@ impl Endpoint {
             Endpoint::Leave => "/v1/leave",
             Endpoint::Join => "/v1/join",
             Endpoint::SelfTags => "/v1/self/tags",
+            Endpoint::ForceLeave => "/v1/force-leave",
             Endpoint::Outcomes => "/v1/outcomes",
             Endpoint::Fleet => "/v1/fleet",
             Endpoint::FleetFault => "/v1/fleet/{name}/{fault}",
@@ -242,6 +246,20 @@ impl Endpoint {
                     "Join through more seeds now; says, seed by seed, which members answered within 5 s",
                     200,
                     Json(schema::<body::Joined>),
+                )
+            }],
+            Endpoint::ForceLeave => vec![Operation {
+                request: Some(schema::<body::ForceLeave>),
+                responses: vec![
+                    (200, "Forced out", Json(schema::<body::ForcedOut>)),
+                    (404, "No such member", error()),
+                    (409, "The member is alive or suspected", error()),
+                ],
+                ..change(
+                    "post",
+                    "Force a member believed dead out of the cluster (left everywhere, no more reconnects)",
+                    200,
+                    Json(schema::<body::ForcedOut>),
                 )
             }],
             Endpoint::SelfTags => vec![Operation {

@@ -294,7 +294,10 @@ impl Node {
                 self.send(addr, Message::Gossip);
             }
             Status::Dead | Status::Left => {
-                if u.incarnation < incarnation || matches!(was, Status::Dead | Status::Left) {
+                // A dead member may still be forced out (left); nothing
+                // else moves a tombstone.
+                let forced_out = was == Status::Dead && u.status == Status::Left;
+                if u.incarnation < incarnation || (matches!(was, Status::Dead | Status::Left) && !forced_out) {
                     self.stats.stale_updates += 1;
                     return;
                 }
