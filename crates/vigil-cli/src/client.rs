@@ -10,8 +10,8 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use vigil_agent::api::body::{
-    ErrorBody, ForceLeave, ForcedOut, JoinRequest, Joined, KeyInstalled, KeyRemoved, KeyUsed, Keys, Leaving, Members,
-    NewKey, SelfView, StatusName, TagChange, TagsNow,
+    ClusterKeyOp, ClusterKeys, ErrorBody, ForceLeave, ForcedOut, JoinRequest, Joined, KeyInstalled, KeyRemoved,
+    KeyUsed, Keys, Leaving, Members, NewKey, SelfView, StatusName, TagChange, TagsNow,
 };
 use vigil_agent::record::{EventRecord, What};
 use vigil_lab::text::escaped;
@@ -391,32 +391,57 @@ pub(crate) struct KeysArgs {
 
 #[derive(Debug, Subcommand)]
 enum KeysAction {
-    /// The keys by id, with what each sealed and opened.
-    List,
-    /// Install a key (it opens packets from now on): from a file's first
-    /// key line, so it never appears in the process list.
+    /// The keys by id, with what each sealed and opened on this agent; with
+    /// `--everywhere`, which members hold each key and where it seals.
+    List {
+        /// Ask every member.
+        #[arg(long)]
+        everywhere: bool,
+    },
+    /// Install a key on every member (it opens packets from now on; with
+    /// `--local`, on this agent only): from a file's first key line, so it
+    /// never appears in the process list.
     Install {
         /// The file holding the key (64 hex digits or base64).
         #[arg(long, value_name = "FILE")]
         key_file: PathBuf,
+        /// This agent only.
+        #[arg(long)]
+        local: bool,
     },
-    /// Seal with this key from now on.
+    /// Seal with this key from now on, on every member (with `--local`,
+    /// this agent only). Install it everywhere first.
     Use {
         /// The key's id, as listed.
         id: String,
+        /// This agent only.
+        #[arg(long)]
+        local: bool,
     },
-    /// Remove a key (not the primary one).
+    /// Remove a key (not the primary one) from every member (with
+    /// `--local`, from this agent only).
     Remove {
         /// The key's id, as listed.
         id: String,
+        /// This agent only.
+        #[arg(long)]
+        local: bool,
     },
 }
 
-/// Runs `vigil keys`.
+/// Runs `vigil keys`. An operation on every member prints each member's
+/// answer and fails (exit 1) when a member refused or did not answer.
 pub(crate) fn keys(a: &KeysArgs, out: &mut dyn Write) -> Result<()> {
     let c = Client::new(&a.target, false)?;
+    let everywhere = |op: &str, key: Option<String>, id: Option<String>| -> Result<ClusterKeys> {
+        c.send("POST", "/v1/cluster/keys", Some(&ClusterKeyOp { op: op.to_owned(), key, id }))
+    };
     let done = match &a.action {
-        KeysAction::List => {
+        KeysAction::List { everywhere: true } => {
+            let r = everywhere("list", None, None)?;
+            return cluster_keys(a, out, &r, "list");
+        }
+        KeysAction::List { everywhere: false } => {
             let keys: Keys = c.get_authorized("/v1/keys")?;
             if a.json {
                 return print_json(out, &keys);
@@ -432,26 +457,40 @@ pub(crate) fn keys(a: &KeysArgs, out: &mut dyn Write) -> Result<()> {
             }
             return Ok(());
         }
-        KeysAction::Install { key_file } => {
+        KeysAction::Install { key_file, local } => {
             let text = vigil_agent::secrets::read_secret(key_file, "key file")
                 .map_err(|e| UsageError(format!("--key-file: {e}")))?;
             let key = vigil_agent::secrets::first_key_line(&text)
                 .ok_or_else(|| UsageError(format!("--key-file: no key in {}", key_file.display())))?;
+            if !local {
+                let r = everywhere("install", Some(key.to_owned()), None)?;
+                return cluster_keys(a, out, &r, "install");
+            }
             let r: KeyInstalled = c.send("POST", "/v1/keys", Some(&NewKey { key: key.to_owned() }))?;
             if a.json {
                 return print_json(out, &r);
             }
             format!("installed key {}", r.id)
         }
-        KeysAction::Use { id } => {
-            let r: KeyUsed = c.send("POST", &format!("/v1/keys/{}/use", path_segment(id)?), None::<&()>)?;
+        KeysAction::Use { id, local } => {
+            let id = path_segment(id)?;
+            if !local {
+                let r = everywhere("use", None, Some(id.to_owned()))?;
+                return cluster_keys(a, out, &r, "use");
+            }
+            let r: KeyUsed = c.send("POST", &format!("/v1/keys/{id}/use"), None::<&()>)?;
             if a.json {
                 return print_json(out, &r);
             }
             format!("key {} now seals", r.primary)
         }
-        KeysAction::Remove { id } => {
-            let r: KeyRemoved = c.send("DELETE", &format!("/v1/keys/{}", path_segment(id)?), None::<&()>)?;
+        KeysAction::Remove { id, local } => {
+            let id = path_segment(id)?;
+            if !local {
+                let r = everywhere("remove", None, Some(id.to_owned()))?;
+                return cluster_keys(a, out, &r, "remove");
+            }
+            let r: KeyRemoved = c.send("DELETE", &format!("/v1/keys/{id}"), None::<&()>)?;
             if a.json {
                 return print_json(out, &r);
             }
@@ -459,6 +498,45 @@ pub(crate) fn keys(a: &KeysArgs, out: &mut dyn Write) -> Result<()> {
         }
     };
     writeln!(out, "{}", escaped(&done))?;
+    Ok(())
+}
+
+/// Every member's answer to a key operation: a line each (its keys, the
+/// primary marked `*`), then, for a list, how many members hold each key.
+fn cluster_keys(a: &KeysArgs, out: &mut dyn Write, r: &ClusterKeys, op: &str) -> Result<()> {
+    if a.json {
+        print_json(out, r)?;
+    } else {
+        for m in &r.members {
+            match (&m.keys, &m.error) {
+                (Some(keys), _) => {
+                    let keys: Vec<String> =
+                        keys.iter().map(|k| format!("{}{}", k.id, if k.primary { "*" } else { "" })).collect();
+                    writeln!(out, "{}: {}", escaped(&m.name), escaped(&keys.join(" ")))?;
+                }
+                (None, why) => writeln!(out, "{}: {}", escaped(&m.name), escaped(why.as_deref().unwrap_or("failed")))?,
+            }
+        }
+        if op == "list" {
+            let mut held: std::collections::BTreeMap<&str, (usize, usize)> = std::collections::BTreeMap::new();
+            for k in r.members.iter().filter_map(|m| m.keys.as_ref()).flatten() {
+                let e = held.entry(k.id.as_str()).or_default();
+                e.0 += 1;
+                e.1 += usize::from(k.primary);
+            }
+            for (id, (n, primary)) in held {
+                writeln!(out, "key {}: held by {n} of {} members, seals on {primary}", escaped(id), r.members.len())?;
+            }
+        }
+    }
+    if r.failed > 0 {
+        return Err(crate::error::CheckFailed(format!(
+            "{op}: {} of {} members refused or did not answer",
+            r.failed,
+            r.members.len()
+        ))
+        .into());
+    }
     Ok(())
 }
 

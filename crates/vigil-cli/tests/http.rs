@@ -870,3 +870,67 @@ fn operators_join_change_tags_and_leave_a_running_cluster_through_the_cli() {
     assert_eq!(v["status"], "left", "a sees b left: {v}");
     drop(c);
 }
+
+#[test]
+fn one_command_rotates_the_key_of_every_member_and_names_those_that_did_not_answer() {
+    let keys = temp_file("rot-keys", &format!("{KEY_A}\n"));
+    let new_key = temp_file("rot-new", &format!("{KEY_B}\n"));
+    let token = temp_file("rot-token", TOKEN);
+    let token = token.to_str().unwrap();
+    let extra = ["--key-file", keys.to_str().unwrap(), "--http-token-file", token];
+    let all = cluster(3, &extra);
+    let http = all[1].url.trim_start_matches("http://").to_owned();
+    let keys_cli = |args: &[&str]| {
+        let mut full = vec!["keys", "--http", &http, "--token-file", token];
+        full.extend_from_slice(args);
+        vigil_cli(&full)
+    };
+    let (_, list) = call("GET", &format!("{}/v1/keys", all[0].url), Some(TOKEN), None);
+    let old = list["keys"][0]["id"].as_str().unwrap().to_owned();
+
+    // Install everywhere: each member answers with both keys, the old one
+    // sealing.
+    let (code, out, err) = keys_cli(&["install", "--key-file", new_key.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let first = out.lines().next().and_then(|l| l.split_once(": ")).map(|(_, keys)| keys).unwrap_or_default();
+    let new = first.split_whitespace().find(|k| !k.starts_with(&old)).expect("the new key's id").to_owned();
+    for a in &all {
+        assert!(out.contains(&format!("{}: ", a.name)), "{} answered: {out}", a.name);
+    }
+    assert_eq!(out.matches(&format!("{old}*")).count(), 3, "{out}");
+    let (code, out, _) = keys_cli(&["list", "--everywhere"]);
+    assert_eq!(code, 0);
+    assert!(out.contains(&format!("key {new}: held by 3 of 3 members, seals on 0")), "{out}");
+    // Use, then remove the old one: every member on the new key alone.
+    let (code, out, err) = keys_cli(&["use", &new]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.matches(&format!("{new}*")).count(), 3, "{out}");
+    let (code, out, err) = keys_cli(&["remove", &old]);
+    assert_eq!(code, 0, "{out}{err}");
+    for a in &all {
+        let (_, list) = call("GET", &format!("{}/v1/keys", a.url), Some(TOKEN), None);
+        assert_eq!(list["keys"].as_array().unwrap().len(), 1, "{}: {list}", a.name);
+        assert_eq!(list["keys"][0]["id"].as_str(), Some(new.as_str()));
+    }
+    // Still one cluster on the new key: heartbeats sealed and opened with
+    // it, nobody suspected.
+    std::thread::sleep(Duration::from_secs(2));
+    for a in &all {
+        let (_, v) = get(&format!("{}/v1/self", a.url));
+        assert_eq!((v["members"]["alive"].as_u64(), v["members"]["suspect"].as_u64()), (Some(2), Some(0)), "{v}");
+        let (_, list) = call("GET", &format!("{}/v1/keys", a.url), Some(TOKEN), None);
+        assert!(list["keys"][0]["opened"].as_u64().unwrap() > 0, "{}: the new key opens what arrives: {list}", a.name);
+    }
+
+    // A member that cannot obey (the primary cannot be removed) and one
+    // that is gone: each named with why, and the command fails.
+    let mut all = all;
+    let gone = all.pop().unwrap();
+    let gone_name = gone.name.clone();
+    drop(gone);
+    let (code, out, err) = keys_cli(&["remove", &new]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.lines().filter(|l| l.contains("primary")).count() >= 2, "{out}");
+    assert!(out.lines().any(|l| l.starts_with(&format!("{gone_name}: "))), "{out}");
+    assert!(err.contains("3 of 3 members refused or did not answer"), "{err}");
+}

@@ -197,6 +197,7 @@ fn no_web_page_can_change_an_agent() {
     let (_, list) = get_json(&format!("{}/v1/keys", a.url()));
     let key = list["keys"][0]["id"].as_str().unwrap().to_owned();
     let install = Box::leak(format!("{{\"key\": \"{KEY_B}\"}}").into_boxed_str());
+    let install_everywhere = Box::leak(format!("{{\"op\": \"install\", \"key\": \"{KEY_B}\"}}").into_boxed_str());
     let changes: Vec<Change> = vec![
         ("POST", "/v1/keys".into(), install),
         ("POST", format!("/v1/keys/{key}/use"), ""),
@@ -206,6 +207,7 @@ fn no_web_page_can_change_an_agent() {
         ("POST", "/v1/join".into(), r#"{"seeds": ["127.0.0.1:1"]}"#),
         ("PATCH", "/v1/self/tags".into(), r#"{"set": {"owned": "yes"}}"#),
         ("POST", "/v1/force-leave".into(), r#"{"member": "w1"}"#),
+        ("POST", "/v1/cluster/keys".into(), install_everywhere),
     ];
     refused_three_ways(addr, &changes);
     // Nothing changed: one key, and the agent is still there.

@@ -1466,6 +1466,45 @@ impl Cluster {
         self.ask(|tx| Command::RemoveKey(id, tx)).await?
     }
 
+    /// A key operation on every member at once, the way Serf's keyring
+    /// commands work: applied here, and asked of every member alive or
+    /// suspected over a sealed stream frame; each answers with its keys
+    /// after the operation, or why it refused. Members that do not answer
+    /// within 5 s are said so. Rotation: install the new key everywhere,
+    /// use it everywhere once every member has it, then remove the old one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use vigil_net::control::KeyOp;
+    /// use vigil_net::{Cluster, Keyring, SealMode};
+    ///
+    /// let start = |name: &'static str| {
+    ///     Cluster::builder(name).bind("127.0.0.1:0".parse().unwrap()).keys(Keyring::new([1; 32]), SealMode::Sealed)
+    /// };
+    /// let a = start("a").start().await?;
+    /// let b = start("b").seeds([a.local_addr()]).start().await?;
+    /// while a.member("b").await?.is_none() {
+    ///     tokio::time::sleep(Duration::from_millis(10)).await;
+    /// }
+    /// let answers = a.keys_everywhere(KeyOp::Install([2; 32])).await?;
+    /// assert_eq!(answers.len(), 2);
+    /// assert!(answers.iter().all(|m| m.result.as_ref().is_ok_and(|keys| keys.len() == 2)));
+    /// assert_eq!(b.keys().await?.len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn keys_everywhere(&self, op: crate::control::KeyOp) -> Result<Vec<crate::MemberKeys>, Stopped> {
+        self.ask(|tx| Command::KeysEverywhere(op, tx)).await
+    }
+
     /// The driver's task, the first time it is asked for.
     fn take_task(&self) -> Option<tokio::task::JoinHandle<()>> {
         self.task.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()

@@ -33,11 +33,12 @@ use vigil_membership::wire::{MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
 use vigil_membership::{MemberView, Node, Tags, WatchReport};
 
 use crate::clock::Clock;
+use crate::control::{Control, KeyAnswer, KeyOp};
 use crate::error::KeyError;
 use crate::frame::{self, Header, MAX_HEADER, MAX_PLAIN_HEADER};
 use crate::intercept::{Intercept, Way};
 use crate::slots::{Slot, Slots};
-use crate::types::{ClusterEvent, ClusterStats, NetConfig, NetStats, Recorded, RequestOutcome, Snapshot};
+use crate::types::{ClusterEvent, ClusterStats, MemberKeys, NetConfig, NetStats, Recorded, RequestOutcome, Snapshot};
 
 /// What the handle asks of the driver.
 #[derive(Debug)]
@@ -50,6 +51,7 @@ pub(crate) enum Command {
     SetTags(Tags),
     Contact(Vec<SocketAddr>),
     ForceLeave(String, bool, oneshot::Sender<Result<(), vigil_membership::ForceLeaveError>>),
+    KeysEverywhere(KeyOp, oneshot::Sender<Vec<MemberKeys>>),
     Stats(oneshot::Sender<ClusterStats>),
     Snapshot(oneshot::Sender<Snapshot>),
     Arrivals(String, Option<Instant>, oneshot::Sender<Option<Recorded>>),
@@ -92,9 +94,31 @@ enum Input {
     Seeds(Vec<SocketAddr>),
     /// The lease's answer.
     Lease(bool),
+    /// A key operation's request could not be sent, or its wait ran out.
+    Control(ControlInput),
     Timeout,
     Command(Option<Command>),
 }
+
+/// What becomes of a key operation asked of every member.
+#[derive(Debug)]
+enum ControlInput {
+    /// The request to this member could not be sent, or no answer came.
+    Failed(u64, SocketAddr, &'static str),
+    /// The wait is over: who has not answered did not.
+    Deadline(u64),
+}
+
+/// A key operation waiting for the members' answers.
+struct PendingKeys {
+    /// The members asked that have not answered, by address.
+    waiting: std::collections::BTreeMap<SocketAddr, String>,
+    done: Vec<MemberKeys>,
+    reply: oneshot::Sender<Vec<MemberKeys>>,
+}
+
+/// How long a key operation waits for the members' answers.
+pub(crate) const KEY_OP_WAIT: Duration = Duration::from_secs(5);
 
 /// Counters the connection tasks update.
 #[derive(Debug, Default)]
@@ -140,6 +164,9 @@ pub(crate) struct Driver {
     next_resolution: tokio::time::Instant,
     /// The byte budget of frame bodies in flight.
     budget: Arc<Semaphore>,
+    /// Key operations asked of every member, by request id.
+    key_ops: std::collections::HashMap<u64, PendingKeys>,
+    next_key_op: u64,
 }
 
 /// Datagrams read at most per wake, so timers and commands are never
@@ -188,6 +215,8 @@ impl Driver {
             data_dir,
             known_written: Vec::new(),
             next_known_write: tokio::time::Instant::now() + crate::known::CHECK_EVERY,
+            key_ops: std::collections::HashMap::new(),
+            next_key_op: rand::random(),
             resolving: false,
             next_resolution: tokio::time::Instant::now() + SEED_RETRY,
             budget,
@@ -199,6 +228,7 @@ impl Driver {
         let (errors_tx, mut errors_rx) = mpsc::channel::<(SocketAddr, &'static str)>(256);
         let (seeds_tx, mut seeds_rx) = mpsc::channel::<Vec<SocketAddr>>(1);
         let (lease_tx, mut lease_rx) = mpsc::channel::<bool>(1);
+        let (control_tx, mut control_rx) = mpsc::channel::<ControlInput>(256);
         let listener = self.tcp.take().map(|tcp| {
             let (shared, net, frames) = (self.shared.clone(), self.net.clone(), frames_tx.clone());
             tokio::spawn(listen(tcp, frames, shared, net, self.budget.clone()))
@@ -222,6 +252,7 @@ impl Driver {
                 Some((to, why)) = errors_rx.recv() => Input::SendError(to, why),
                 Some(resolved) = seeds_rx.recv() => Input::Seeds(resolved),
                 Some(granted) = lease_rx.recv() => Input::Lease(granted),
+                Some(c) = control_rx.recv() => Input::Control(c),
                 _ = tokio::time::sleep_until(deadline) => Input::Timeout,
                 cmd = self.cmd.recv() => Input::Command(cmd),
             };
@@ -274,6 +305,10 @@ impl Driver {
                     self.node.leave(self.clock.now());
                     leaving = Some(tokio::time::Instant::now() + wait);
                 }
+                Input::Command(Some(Command::KeysEverywhere(op, tx))) => {
+                    self.keys_everywhere(op, tx, &frames_tx, &control_tx);
+                }
+                Input::Control(c) => self.control_input(c),
                 Input::Command(Some(cmd)) => self.command(cmd),
             }
             self.flush(&errors_tx, &frames_tx).await;
@@ -403,12 +438,16 @@ impl Driver {
             Inbound::Header(bytes, reply) => {
                 let _ = reply.send(self.open_header(&bytes));
             }
-            Inbound::Body { body, from, answer, _budget } => {
-                self.body(&body, from);
-                if let Some(answer) = answer {
+            Inbound::Body { body, from, answer, _budget } => match (self.body(&body, from), answer) {
+                // A key operation's answer goes back at once.
+                (Some(reply), Some(answer)) => {
+                    let _ = answer.send(reply);
+                }
+                (None, Some(answer)) => {
                     self.answers.insert(from, answer);
                 }
-            }
+                (_, None) => {}
+            },
         }
     }
 
@@ -436,14 +475,17 @@ impl Driver {
     }
 
     /// A frame's body arrived from `from` (already judged by the connection
-    /// task that read it).
-    fn body(&mut self, body: &[u8], from: SocketAddr) {
+    /// task that read it): a protocol message for the node, or a key
+    /// operation's request (its answer returned, to write back) or answer.
+    fn body(&mut self, body: &[u8], from: SocketAddr) -> Option<Vec<u8>> {
         self.stats.frames_received += 1;
         // Frames are judged once their sender is known.
         if !self.passes(from, Way::In) {
-            return;
+            return None;
         }
+        let sealed = body.starts_with(&seal::MAGIC);
         match self.seal.open(body, MAX_STREAM) {
+            Ok(plain) if Control::is_control(&plain) => return self.control(&plain, from, sealed),
             Ok(plain) => {
                 if let Err(e) = self.node.handle_stream(self.clock.now(), from, &plain) {
                     tracing::debug!(%from, "stream message dropped: {e}");
@@ -451,6 +493,133 @@ impl Driver {
             }
             Err(e) => tracing::debug!(%from, "stream message refused: {e}"),
         }
+        None
+    }
+
+    /// A control message from `from`. A request is obeyed only when it
+    /// came sealed by a key this member holds; its answer is returned.
+    fn control(&mut self, plain: &[u8], from: SocketAddr, sealed: bool) -> Option<Vec<u8>> {
+        match Control::decode(plain) {
+            Some(Control::Request { id, op }) => {
+                if !sealed {
+                    tracing::warn!(%from, "a key operation in plaintext was refused: only a sealed one is obeyed");
+                    self.shared.frames_malformed.fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+                let result = self.apply_key_op(&op);
+                tracing::info!(%from, ?op, ok = result.is_ok(), "key operation asked by a member");
+                self.frame_of(&Control::Answer { id, result }.encode())
+            }
+            Some(Control::Answer { id, result }) => {
+                let pending = self.key_ops.get_mut(&id)?;
+                if let Some(name) = pending.waiting.remove(&from) {
+                    pending.done.push(MemberKeys { name, addr: from, result });
+                }
+                self.finish_key_op(id, false);
+                None
+            }
+            None => {
+                tracing::debug!(%from, "a malformed control message was dropped");
+                self.shared.frames_malformed.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    /// Applies a key operation to this member's keyring: its keys after,
+    /// or why not.
+    fn apply_key_op(&mut self, op: &KeyOp) -> KeyAnswer {
+        let Some(ring) = self.seal.keyring_mut() else {
+            return Err(KeyError::NoKeyring.to_string());
+        };
+        let done = match op {
+            KeyOp::List => Ok(()),
+            KeyOp::Install(key) => ring.install(*key).map(|_| ()),
+            KeyOp::Use(id) => ring.use_key(*id),
+            KeyOp::Remove(id) => ring.remove(*id),
+        };
+        done.map_err(|e| e.to_string())?;
+        Ok(ring.list().iter().map(|k| (k.id, k.primary)).collect())
+    }
+
+    /// Asks every live member for `op`, and applies it here: each member's
+    /// answer, or why there is none, once all answered or
+    /// [`KEY_OP_WAIT`] passed.
+    fn keys_everywhere(
+        &mut self,
+        op: KeyOp,
+        reply: oneshot::Sender<Vec<MemberKeys>>,
+        inbound: &mpsc::Sender<Inbound>,
+        control: &mpsc::Sender<ControlInput>,
+    ) {
+        let id = self.next_key_op;
+        self.next_key_op = self.next_key_op.wrapping_add(1);
+        let targets: Vec<(String, SocketAddr)> = self
+            .node
+            .members()
+            .filter(|m| matches!(m.status, vigil_membership::Status::Alive | vigil_membership::Status::Suspect))
+            .map(|m| (m.id.name.to_string(), m.addr))
+            .collect();
+        let mut pending = PendingKeys { waiting: std::collections::BTreeMap::new(), done: Vec::new(), reply };
+        // Sealed before this member's own keyring changes: a `use` here
+        // must not seal the requests with a key the others may lack.
+        let request = Control::Request { id, op: op.clone() }.encode();
+        for (name, addr) in targets {
+            if !self.passes(addr, Way::Out) {
+                pending.done.push(MemberKeys { name, addr, result: Err("cannot be reached".into()) });
+                continue;
+            }
+            let Some(framed) = self.frame_of(&request) else { continue };
+            self.stats.frames_sent += 1;
+            pending.waiting.insert(addr, name);
+            let conn = Conn {
+                net: self.net.clone(),
+                driver: inbound.clone(),
+                budget: self.budget.clone(),
+                shared: self.shared.clone(),
+            };
+            tokio::spawn(send_control(id, addr, framed, conn, control.clone()));
+        }
+        let me = self.node.id().name.to_string();
+        let here = self.apply_key_op(&op);
+        pending.done.push(MemberKeys { name: me, addr: self.advertise, result: here });
+        self.key_ops.insert(id, pending);
+        let deadline = control.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(KEY_OP_WAIT).await;
+            let _ = deadline.send(ControlInput::Deadline(id)).await;
+        });
+        self.finish_key_op(id, false);
+    }
+
+    fn control_input(&mut self, c: ControlInput) {
+        match c {
+            ControlInput::Failed(id, addr, why) => {
+                if let Some(p) = self.key_ops.get_mut(&id)
+                    && let Some(name) = p.waiting.remove(&addr)
+                {
+                    p.done.push(MemberKeys { name, addr, result: Err(why.to_owned()) });
+                }
+                self.finish_key_op(id, false);
+            }
+            ControlInput::Deadline(id) => self.finish_key_op(id, true),
+        }
+    }
+
+    /// Answers a key operation once nobody is waited for, or at its
+    /// deadline (those still waited for did not answer).
+    fn finish_key_op(&mut self, id: u64, deadline: bool) {
+        let Some(p) = self.key_ops.get(&id) else { return };
+        if !p.waiting.is_empty() && !deadline {
+            return;
+        }
+        let Some(mut p) = self.key_ops.remove(&id) else { return };
+        for (addr, name) in std::mem::take(&mut p.waiting) {
+            let why = format!("no answer within {} s", KEY_OP_WAIT.as_secs());
+            p.done.push(MemberKeys { name, addr, result: Err(why) });
+        }
+        p.done.sort_by(|a, b| a.name.cmp(&b.name));
+        let _ = p.reply.send(p.done);
     }
 
     fn command(&mut self, cmd: Command) {
@@ -472,6 +641,8 @@ impl Driver {
             Command::ForceLeave(name, prune, tx) => {
                 let _ = tx.send(self.node.force_leave(now, &name, prune));
             }
+            // Taken by the loop, which has the channels it needs.
+            Command::KeysEverywhere(..) => {}
             Command::Stats(tx) => {
                 let _ = tx.send(self.cluster_stats());
             }
@@ -705,6 +876,31 @@ async fn send_frame(to: SocketAddr, frame: Vec<u8>, conn: Conn, errors: mpsc::Se
     }
 }
 
+/// Sends a key operation's request on a connection of its own and reads
+/// the answer (handed to the driver as any frame is); a failure is the
+/// operation's, never a failed probe.
+async fn send_control(id: u64, to: SocketAddr, frame: Vec<u8>, conn: Conn, control: mpsc::Sender<ControlInput>) {
+    let exchange = async {
+        let mut c = match tokio::time::timeout(conn.net.connect_timeout, TcpStream::connect(to)).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(_)) => return Err("the connection was refused"),
+            Err(_) => return Err("timed out connecting"),
+        };
+        match tokio::time::timeout(conn.net.io_timeout, c.write_all(&frame)).await {
+            Ok(Ok(())) => {}
+            _ => return Err("could not write the request"),
+        }
+        let (header, from) =
+            conn.header(&mut c, to).await.map_err(|_| "closed without an answer (an older version?)")?;
+        conn.body(&mut c, header, from, None).await.map_err(|_| "its answer could not be read")
+    };
+    let wait = conn.net.connect_timeout + conn.net.io_timeout + conn.net.header_timeout;
+    let outcome = tokio::time::timeout(wait, exchange).await.unwrap_or(Err("no answer in time"));
+    if let Err(why) = outcome {
+        let _ = control.send(ControlInput::Failed(id, to, why)).await;
+    }
+}
+
 /// Accepts stream connections, at most `max_connections` at once: when
 /// they run out, the oldest still waiting for its header makes room.
 async fn listen(
@@ -776,8 +972,6 @@ async fn read_header<R: AsyncRead + Unpin>(conn: &mut R) -> Option<Vec<u8>> {
     Some(header)
 }
 
-/// Every address of every seed (`host:port`, or `ip:port`), and how many
-/// names did not resolve.
 /// Seconds since the Unix epoch, on this host's clock (for the seal).
 pub(crate) fn unix_secs() -> u64 {
     unix_ms() / 1000

@@ -61,6 +61,7 @@
 //!   so this crate is the only dependency an embedder needs.
 //! - [`clock`]: the mapping between tokio's clock and protocol time.
 //! - [`frame`]: how a stream message travels over TCP.
+//! - [`control`]: key operations asked of every member at once.
 //! - [`dns`]: the stub resolver behind `dnssrv+` seeds.
 //! - [`generation`]: generations that only grow across restarts.
 //! - [`known`]: the members known at the last stop, rejoined after a restart.
@@ -70,6 +71,7 @@
 
 pub mod clock;
 mod cluster;
+pub mod control;
 pub mod dns;
 mod driver;
 mod error;
@@ -86,7 +88,7 @@ pub use cluster::{Builder, Cluster, DEFAULT_CLUSTER, Events};
 pub use error::{KeyError, StartError, Stopped};
 pub use intercept::{Faults, Intercept, Way};
 pub use seed::{Seed, SeedError};
-pub use types::{ClusterEvent, ClusterStats, NetConfig, NetStats, Recorded, RequestOutcome, Snapshot};
+pub use types::{ClusterEvent, ClusterStats, MemberKeys, NetConfig, NetStats, Recorded, RequestOutcome, Snapshot};
 // The types this crate's own API takes and returns, so that an embedder
 // needs no other dependency to use it.
 pub use vigil_detector::Instant;

@@ -293,3 +293,16 @@ pub struct Recorded {
     /// When they were read.
     pub now: Instant,
 }
+
+/// One member's answer to a key operation asked of every member
+/// ([`Cluster::keys_everywhere`](crate::Cluster::keys_everywhere)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberKeys {
+    /// The member.
+    pub name: String,
+    /// Where it was asked.
+    pub addr: std::net::SocketAddr,
+    /// Its keys after the operation (id, whether it seals), or why there
+    /// are none: it refused, or did not answer.
+    pub result: crate::control::KeyAnswer,
+}

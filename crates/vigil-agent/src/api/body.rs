@@ -617,6 +617,51 @@ pub struct Accepted {
     pub unknown_members: Vec<String>,
 }
 
+/// A key operation for every member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterKeyOp {
+    /// `list`, `install` (with `key`), `use` or `remove` (with `id`).
+    pub op: String,
+    /// The key to install: 64 hex digits, or 44 characters of base64.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// The key id to use or remove (8 hex digits).
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+/// What every member answered to a key operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClusterKeys {
+    /// Members that refused or did not answer.
+    pub failed: usize,
+    /// Each member asked (this one included), by name.
+    pub members: Vec<MemberKeyResult>,
+}
+
+/// One member's answer to a key operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MemberKeyResult {
+    /// The member.
+    pub name: String,
+    /// Where it was asked.
+    pub address: String,
+    /// Its keys after the operation (id, whether it seals), when it obeyed.
+    pub keys: Option<Vec<ClusterKey>>,
+    /// Why not: it refused, or did not answer.
+    pub error: Option<String>,
+}
+
+/// A key as a member reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClusterKey {
+    /// 8 hex digits.
+    pub id: String,
+    /// Whether it seals what that member sends.
+    pub primary: bool,
+}
+
 /// Members to join through, on a running member.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -166,6 +166,7 @@ pub fn router(state: ApiState, bound: SocketAddr) -> Router {
         .route(Endpoint::KeyRemove.path(), delete(keys::remove))
         .route(Endpoint::Leave.path(), post(leave))
         .route(Endpoint::Join.path(), post(join::join))
+        .route(Endpoint::ClusterKeys.path(), post(keys::everywhere))
         .route(Endpoint::ForceLeave.path(), post(force_leave))
         .route(Endpoint::SelfTags.path(), patch(tags::change))
         .route(

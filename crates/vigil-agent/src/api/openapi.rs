@@ -67,6 +67,8 @@ pub enum Endpoint {
     SelfTags,
     /// `POST /v1/force-leave`.
     ForceLeave,
+    /// `POST /v1/cluster/keys`.
+    ClusterKeys,
     /// `POST /v1/outcomes`.
     Outcomes,
     /// `GET /v1/fleet`.
@@ -125,7 +127,7 @@ fn change(method: &'static str, summary: &'static str, status: u16, ok: Content)
 
 impl Endpoint {
     /// Every endpoint.
-    pub const ALL: [Endpoint; 25] = [
+    pub const ALL: [Endpoint; 26] = [
         Endpoint::Dashboard,
         Endpoint::SelfView,
         Endpoint::Members,
@@ -143,6 +145,7 @@ impl Endpoint {
         Endpoint::Join,
         Endpoint::SelfTags,
         Endpoint::ForceLeave,
+        Endpoint::ClusterKeys,
         Endpoint::Outcomes,
         Endpoint::Fleet,
         Endpoint::FleetFault,
@@ -173,6 +176,7 @@ impl Endpoint {
             Endpoint::Join => "/v1/join",
             Endpoint::SelfTags => "/v1/self/tags",
             Endpoint::ForceLeave => "/v1/force-leave",
+            Endpoint::ClusterKeys => "/v1/cluster/keys",
             Endpoint::Outcomes => "/v1/outcomes",
             Endpoint::Fleet => "/v1/fleet",
             Endpoint::FleetFault => "/v1/fleet/{name}/{fault}",
@@ -246,6 +250,16 @@ impl Endpoint {
                     "Join through more seeds now; says, seed by seed, which members answered within 5 s",
                     200,
                     Json(schema::<body::Joined>),
+                )
+            }],
+            Endpoint::ClusterKeys => vec![Operation {
+                request: Some(schema::<body::ClusterKeyOp>),
+                ..change(
+                    "post",
+                    "A key operation (list, install, use, remove) on every member at once, over sealed frames; \
+                     each member's keys after it, or why not (refused, or no answer within 5 s)",
+                    200,
+                    Json(schema::<body::ClusterKeys>),
                 )
             }],
             Endpoint::ForceLeave => vec![Operation {
