@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use vigil_agent::api::body::{
     ClusterKeyOp, ClusterKeys, ErrorBody, ForceLeave, ForcedOut, JoinRequest, Joined, KeyInstalled, KeyRemoved,
-    KeyUsed, Keys, Leaving, Members, NewKey, SelfView, StatusName, TagChange, TagsNow,
+    KeyUsed, Keys, Leaving, Members, NewKey, PolicyTune, SelfView, StatusName, TagChange, TagsNow,
 };
 use vigil_agent::record::{EventRecord, What};
 use vigil_lab::text::escaped;
@@ -629,6 +629,26 @@ pub(crate) fn force_leave(a: &ForceLeaveArgs, out: &mut dyn Write) -> Result<()>
     let r: ForcedOut =
         c.send("POST", "/v1/force-leave", Some(&ForceLeave { member: a.member.clone(), prune: a.prune }))?;
     writeln!(out, "{}: {}", escaped(&r.member), escaped(&r.status))?;
+    Ok(())
+}
+
+/// Arguments of `vigil tune`.
+#[derive(Debug, Args)]
+pub(crate) struct TuneArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The policy's new settings, in `--policy`'s grammar:
+    /// `NAME=THRESHOLD[,dwell=D][,rearm=L][,recovery=N]` (with `ejection`
+    /// and `destructive` as the agent runs it).
+    #[arg(value_name = "POLICY")]
+    policy: String,
+}
+
+/// Runs `vigil tune`.
+pub(crate) fn tune(a: &TuneArgs, out: &mut dyn Write) -> Result<()> {
+    let c = Client::new(&a.target, false)?;
+    let r: PolicyTune = c.send("POST", "/v1/policies", Some(&PolicyTune { policy: a.policy.clone() }))?;
+    writeln!(out, "retuned {}", escaped(&r.policy))?;
     Ok(())
 }
 

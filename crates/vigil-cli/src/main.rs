@@ -89,6 +89,9 @@ enum Command {
     /// Force a member believed dead out of the cluster: left everywhere, no
     /// more reconnects (a client of an agent's HTTP API).
     ForceLeave(client::ForceLeaveArgs),
+    /// Retune a running agent's graded policy without a restart: threshold,
+    /// dwell, rearm, recovery (a client of its HTTP API).
+    Tune(client::TuneArgs),
     /// A running agent's tags: shown, or set and deleted, announced to the
     /// cluster (a client of its HTTP API).
     Tags(client::TagsArgs),
@@ -178,6 +181,7 @@ fn main() -> ExitCode {
         Command::Join(args) => client::join(&args, &mut out),
         Command::Leave(args) => client::leave(&args, &mut out),
         Command::ForceLeave(args) => client::force_leave(&args, &mut out),
+        Command::Tune(args) => client::tune(&args, &mut out),
         Command::Tags(args) => client::tags(&args, &mut out),
         Command::Completions(args) => manual::completions(&args, command(), &mut out),
         Command::Man(args) => manual::man(&args, command(), &mut out),

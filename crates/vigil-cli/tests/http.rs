@@ -764,7 +764,9 @@ fn operators_join_change_tags_and_leave_a_running_cluster_through_the_cli() {
     let token = temp_file("ops-token", TOKEN);
     let token = token.to_str().unwrap();
     let guarded = ["--http-token-file", token];
-    let a = Agent::start("o0", None, &guarded);
+    let mut with_policy = guarded.to_vec();
+    with_policy.extend(["--policy", "route=2,dwell=500ms", "--watch", "o1"]);
+    let a = Agent::start("o0", None, &with_policy);
     let b = Agent::start("o1", Some(&a.addr), &guarded);
     // c runs alone: nobody told it of the others.
     let c = Agent::start("o2", None, &guarded);
@@ -829,6 +831,32 @@ fn operators_join_change_tags_and_leave_a_running_cluster_through_the_cli() {
     assert!(err.contains("512"), "{err}");
     let (code, out, _) = vigil_cli(&["tags", "--http", &http(&a)]);
     assert_eq!((code, out.as_str()), (0, "zone=eu-1\n"), "reading needs no token; nothing changed");
+
+    // A graded policy retuned without a restart; what needs one refused.
+    let threshold = |v: &Value| {
+        v["watched"]["policies"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == "route"))
+            .map(|p| p["threshold"].clone())
+    };
+    let (_, v) = get(&format!("{}/v1/members/o1", a.url));
+    assert_eq!(threshold(&v), Some(json!(2.0)), "{v}");
+    let (code, out, err) = vigil_cli(&["tune", "--http", &http(&a), "--token-file", token, "route=6,dwell=1s"]);
+    assert_eq!((code, out.trim()), (0, "retuned route=6,dwell=1s"), "{err}");
+    let (_, v) = get(&format!("{}/v1/members/o1", a.url));
+    assert_eq!(threshold(&v), Some(json!(6.0)), "{v}");
+    for (spec, status, why) in [
+        ("nope=3", "409", "no policy named 'nope'"),
+        ("route=3,ejection", "409", "need a restart"),
+        ("probe=3", "409", "suspect level"),
+        ("route=-1", "400", "route=-1"),
+    ] {
+        let (code, _, err) = vigil_cli(&["tune", "--http", &http(&a), "--token-file", token, spec]);
+        assert_eq!(code, 2, "{spec}: {err}");
+        assert!(err.contains(status) && err.contains(why), "{spec}: {err}");
+    }
+    let (_, v) = get(&format!("{}/v1/members/o1", a.url));
+    assert_eq!(threshold(&v), Some(json!(6.0)), "nothing changed: {v}");
 
     // Both operations are in the API's description.
     let (_, doc) = get(&format!("{}/v1/openapi.json", a.url));

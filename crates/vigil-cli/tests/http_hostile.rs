@@ -208,6 +208,7 @@ fn no_web_page_can_change_an_agent() {
         ("PATCH", "/v1/self/tags".into(), r#"{"set": {"owned": "yes"}}"#),
         ("POST", "/v1/force-leave".into(), r#"{"member": "w1"}"#),
         ("POST", "/v1/cluster/keys".into(), install_everywhere),
+        ("POST", "/v1/policies".into(), r#"{"policy": "route=1"}"#),
     ];
     refused_three_ways(addr, &changes);
     // Nothing changed: one key, and the agent is still there.

@@ -354,6 +354,45 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Health<K, D> {
         &self.policies
     }
 
+    /// Replaces the φ settings (threshold, dwell, rearm, recovery) of the
+    /// policy named as `policy`, on a running judge, as
+    /// [`Registry::retune`] does: each peer is judged again as if the
+    /// policy had always been so. What the policy listens to (φ, ejection)
+    /// and whether it is destructive cannot change here: that is a new
+    /// policy, for a restart.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`]: no policy of that name, settings that do not
+    /// validate, or a change of what it listens to.
+    pub fn retune(&mut self, mut policy: HealthPolicy, now: Instant) -> Result<(), ConfigError> {
+        let i = self
+            .policies
+            .iter()
+            .position(|p| p.name == policy.name)
+            .ok_or_else(|| ConfigError::Inconsistent { reason: format!("no policy named '{}'", policy.name) })?;
+        let was = &self.policies[i];
+        if was.phi.is_some() != policy.phi.is_some()
+            || was.on_ejection != policy.on_ejection
+            || was.destructive != policy.destructive
+        {
+            return Err(ConfigError::Inconsistent {
+                reason: format!(
+                    "policy '{}': only its φ settings (threshold, dwell, rearm, recovery) change on a running \
+                     member; what it listens to and whether it is destructive need a restart",
+                    policy.name
+                ),
+            });
+        }
+        policy.validate()?;
+        if let Some(phi) = policy.phi.as_mut() {
+            phi.name.clone_from(&policy.name);
+            self.registry.retune(phi.clone(), now)?;
+        }
+        self.policies[i] = policy;
+        Ok(())
+    }
+
     fn state(&mut self, peer: &K, now: Instant) -> &mut PeerState {
         let n = self.policies.len();
         if !self.peers.contains_key(peer) {

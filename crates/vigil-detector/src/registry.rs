@@ -1301,6 +1301,69 @@ impl<K: Hash + Eq + Clone, D: Detector + Clone> Registry<K, D> {
         self.events.push(Event::BrakeReleased { at: now, resumed, by_operator });
     }
 
+    /// Replaces the settings of the policy named as `policy` (threshold,
+    /// dwell, hysteresis, recovery; whether it is destructive stays what it
+    /// was) on a running registry, as an operator retunes it without a
+    /// restart. Each peer's decision is then what it would be had the
+    /// policy always been so: a peer not yet suspected is judged again from
+    /// its silence so far (a lower threshold it already crossed counts from
+    /// when it crossed it; a higher one it has not crossed puts it back to
+    /// trusted); a suspected or withheld peer stays so until its heartbeats
+    /// recover it under the new settings. Events come out of
+    /// [`poll`](Self::poll).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`]: no policy of that name, or settings that do not
+    /// validate.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vigil_detector::{Akka, AkkaConfig, Event, Instant, Policy, Registry, RegistryConfig};
+    ///
+    /// let config = RegistryConfig::new(vec![Policy::new("route", 8.0)]);
+    /// let mut r = Registry::new(Akka::new(AkkaConfig::default())?, config)?;
+    /// for t in 0..20 {
+    ///     r.heartbeat("a", Instant::from_secs(t)).unwrap();
+    /// }
+    /// let at_8 = r.next_deadline().unwrap();
+    /// r.retune(Policy::new("route", 2.0), Instant::from_millis(19_500))?;
+    /// assert!(r.next_deadline().unwrap() < at_8, "a lower threshold is crossed sooner");
+    /// assert!(r.retune(Policy::new("nope", 2.0), Instant::from_millis(19_500)).is_err());
+    /// // Already silent past a yet lower threshold: suspected from when it
+    /// // crossed it, at the next poll.
+    /// let now = Instant::from_millis(23_300);
+    /// r.retune(Policy::new("route", 0.5), now)?;
+    /// let fired = r.poll(now);
+    /// assert!(matches!(fired[..], [Event::Suspected { at, .. }] if at < now), "{fired:?}");
+    /// # Ok::<(), vigil_detector::ConfigError>(())
+    /// ```
+    pub fn retune(&mut self, mut policy: Policy, now: Instant) -> Result<(), ConfigError> {
+        let i = self
+            .config
+            .policies
+            .iter()
+            .position(|p| p.name == policy.name)
+            .ok_or_else(|| ConfigError::Inconsistent { reason: format!("no policy named '{}'", policy.name) })?;
+        policy.destructive = self.config.policies[i].destructive;
+        policy.validate()?;
+        self.config.policies[i] = policy;
+        let np = self.npolicies();
+        for slot in 0..self.slots.len() {
+            let slot = slot as u32;
+            if self.peer(slot).is_none() {
+                continue;
+            }
+            let st = &mut self.states[slot as usize * np + i];
+            if matches!(st.state, PolicyState::Crossed { .. }) {
+                st.state = PolicyState::Trusted;
+            }
+            self.settle(slot, now);
+        }
+        Ok(())
+    }
+
     /// Approximate heap memory of the registry in bytes: detectors' buffers,
     /// slots, policy states, the index and the timer queue.
     pub fn heap_bytes(&self) -> usize {

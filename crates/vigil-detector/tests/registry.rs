@@ -565,3 +565,46 @@ fn invalid_registry_configurations_are_rejected() {
         assert!(Registry::<u32, Fixed>::new(fixed(1_000), config.clone()).is_err(), "{config:?}");
     }
 }
+
+/// A registry retuned at some instant decides from then on as one that had
+/// the new settings from the start, for every peer it had not suspected
+/// before (a decision already due fires at once, at its exact instant),
+/// whether the threshold goes down or up, with a dwell.
+#[test]
+fn a_retuned_policy_decides_as_if_it_had_always_been_so() {
+    let akka = || Akka::new(AkkaConfig::default()).unwrap();
+    let peers = ["a", "b", "c", "d"];
+    // Each peer heartbeats every 1 s until its own last beat, then is silent.
+    let last = |p: usize| 10_000 + 1_500 * p as u64;
+    for (before, after, at) in [(8.0, 2.0, 12_000), (2.0, 8.0, 11_500), (8.0, 3.0, 14_700), (8.0, 0.5, 17_000)] {
+        let tuned = |threshold: f64| Policy::new("route", threshold).dwell(Duration::from_millis(300));
+        let mut retuned = Registry::new(akka(), plain(vec![tuned(before)])).unwrap();
+        let mut always = Registry::new(akka(), plain(vec![tuned(after)])).unwrap();
+        let (mut early, mut late, mut reference) = (Vec::new(), Vec::new(), Vec::new());
+        let mut done = false;
+        for t in (0..=20_000u64).step_by(1_000) {
+            if t > at && !done {
+                drive(&mut retuned, ms(at), &mut early);
+                retuned.retune(tuned(after), ms(at)).unwrap();
+                late.extend(retuned.poll(ms(at)));
+                done = true;
+            }
+            for (i, p) in peers.iter().enumerate() {
+                if t <= last(i) {
+                    retuned.heartbeat(*p, ms(t)).unwrap();
+                    always.heartbeat(*p, ms(t)).unwrap();
+                }
+            }
+            let log = if t > at { &mut late } else { &mut early };
+            drive(&mut retuned, ms(t), log);
+            drive(&mut always, ms(t), &mut reference);
+        }
+        drive(&mut retuned, ms(60_000), &mut late);
+        drive(&mut always, ms(60_000), &mut reference);
+        let suspected_before: Vec<&str> = suspicions(&early).iter().map(|s| s.0).collect();
+        let got = suspicions(&late);
+        let want: Vec<_> = suspicions(&reference).into_iter().filter(|s| !suspected_before.contains(&s.0)).collect();
+        assert_eq!(got, want, "retuned from {before} to {after} at {at} ms");
+        assert!(!got.is_empty(), "something fired after the retune");
+    }
+}

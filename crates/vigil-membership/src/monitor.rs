@@ -110,6 +110,19 @@ pub(crate) struct Monitor {
 }
 
 impl Monitor {
+    /// Retunes one of the application's policies (never the protocol's own
+    /// probe policy, the suspect level).
+    pub(crate) fn retune(&mut self, policy: HealthPolicy, now: Instant) -> Result<(), ConfigError> {
+        if policy.name == PROBE {
+            return Err(ConfigError::Detector(vigil_detector::ConfigError::Inconsistent {
+                reason: format!(
+                    "'{PROBE}' is the protocol's suspect level, set by the detector's threshold at the start"
+                ),
+            }));
+        }
+        self.health.retune(policy, now).map_err(ConfigError::Detector)
+    }
+
     pub(crate) fn new(config: &Config) -> Result<Monitor, ConfigError> {
         // The application's graded policies judge the same detectors; only
         // members it watches report them.

@@ -676,6 +676,28 @@ impl Node {
         Ok(())
     }
 
+    /// Retunes one of the application's graded policies on the running
+    /// node, without a restart: its φ settings (threshold, dwell, rearm,
+    /// recovery) are replaced and every watched member is judged again as
+    /// if the policy had always been so (see `Registry::retune` in
+    /// `vigil_detector`); its verdicts come as [`Event::Policy`] events as
+    /// before.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`]: no application policy of that name, settings that
+    /// do not validate, or a change of what the policy listens to (ejection,
+    /// a φ part) or of whether it is destructive, which need a restart.
+    pub fn retune_policy(&mut self, now: Instant, policy: crate::config::HealthPolicy) -> Result<(), ConfigError> {
+        let now = self.enter(now);
+        self.monitor.retune(policy.clone(), now)?;
+        if let Some(p) = self.config.policies.iter_mut().find(|p| p.name == policy.name) {
+            *p = policy;
+        }
+        self.settle(now);
+        Ok(())
+    }
+
     /// Watches `name` for the application (any mode): its heartbeats are
     /// judged by this node's detector, and it is probed when silent. Does
     /// nothing for an unknown member. φ mode's members send heartbeats only

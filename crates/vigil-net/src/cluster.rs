@@ -12,7 +12,7 @@ use vigil_detector::Instant;
 use vigil_detector::outlier::Outcome;
 use vigil_membership::keyring::{KeyId, KeyInfo, Keyring};
 use vigil_membership::seal::{Seal, SealMode};
-use vigil_membership::{Config, MemberView, Node, NodeId, Tags, WatchReport};
+use vigil_membership::{Config, ConfigError, HealthPolicy, MemberView, Node, NodeId, Tags, WatchReport};
 
 use crate::clock::Clock;
 use crate::driver::{Command, Driver};
@@ -1132,6 +1132,38 @@ impl Cluster {
     /// unknown or not dead.
     pub async fn force_leave(&self, name: &str, prune: bool) -> Result<Result<(), crate::ForceLeaveError>, Stopped> {
         self.ask(|tx| Command::ForceLeave(name.to_owned(), prune, tx)).await
+    }
+
+    /// Retunes one of the graded policies given in [`Config::policies`]
+    /// on the running member (threshold, dwell, rearm, recovery), without a
+    /// restart: every watched member is judged again as if the policy had
+    /// always been so. Policies are this member's own judgement, not
+    /// cluster state: nothing is announced.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::{Cluster, Config, DEFAULT_CLUSTER};
+    ///
+    /// let mut config = Config::lan(DEFAULT_CLUSTER);
+    /// config.policies = vec!["route=2,dwell=500ms".parse()?];
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).config(config).start().await?;
+    /// a.retune_policy("route=4,dwell=1s".parse()?).await??;
+    /// assert!(a.retune_policy("nope=4".parse()?).await?.is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The outer [`Stopped`] once the member has stopped; the inner
+    /// [`ConfigError`] for no such policy, settings that do not validate, or
+    /// a change that needs a restart (what the policy listens to, whether it
+    /// is destructive).
+    pub async fn retune_policy(&self, policy: HealthPolicy) -> Result<Result<(), ConfigError>, Stopped> {
+        self.ask(|tx| Command::RetunePolicy(Box::new(policy), tx)).await
     }
 
     /// Replaces this member's tags and announces them: every other member

@@ -30,7 +30,7 @@ use vigil_detector::Instant;
 use vigil_membership::keyring::{KeyId, KeyInfo};
 use vigil_membership::seal::{self, OVERHEAD, Seal, SealMode};
 use vigil_membership::wire::{MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
-use vigil_membership::{MemberView, Node, Tags, WatchReport};
+use vigil_membership::{HealthPolicy, MemberView, Node, Tags, WatchReport};
 
 use crate::clock::Clock;
 use crate::control::{Control, KeyAnswer, KeyOp};
@@ -52,6 +52,7 @@ pub(crate) enum Command {
     Contact(Vec<SocketAddr>),
     ForceLeave(String, bool, oneshot::Sender<Result<(), vigil_membership::ForceLeaveError>>),
     KeysEverywhere(KeyOp, oneshot::Sender<Vec<MemberKeys>>),
+    RetunePolicy(Box<HealthPolicy>, oneshot::Sender<Result<(), vigil_membership::ConfigError>>),
     Stats(oneshot::Sender<ClusterStats>),
     Snapshot(oneshot::Sender<Snapshot>),
     Arrivals(String, Option<Instant>, oneshot::Sender<Option<Recorded>>),
@@ -640,6 +641,9 @@ impl Driver {
             Command::Contact(addrs) => self.node.contact(now, &addrs),
             Command::ForceLeave(name, prune, tx) => {
                 let _ = tx.send(self.node.force_leave(now, &name, prune));
+            }
+            Command::RetunePolicy(policy, tx) => {
+                let _ = tx.send(self.node.retune_policy(now, *policy));
             }
             // Taken by the loop, which has the channels it needs.
             Command::KeysEverywhere(..) => {}

@@ -617,6 +617,16 @@ pub struct Accepted {
     pub unknown_members: Vec<String>,
 }
 
+/// A graded policy's new settings, in `--policy`'s grammar.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyTune {
+    /// `NAME=THRESHOLD[,dwell=D][,rearm=L][,recovery=N][,ejection][,destructive]`: the
+    /// name of a policy the agent runs; what it listens to (ejection) and
+    /// `destructive` as they were.
+    pub policy: String,
+}
+
 /// A key operation for every member.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

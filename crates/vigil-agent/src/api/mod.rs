@@ -167,6 +167,7 @@ pub fn router(state: ApiState, bound: SocketAddr) -> Router {
         .route(Endpoint::Leave.path(), post(leave))
         .route(Endpoint::Join.path(), post(join::join))
         .route(Endpoint::ClusterKeys.path(), post(keys::everywhere))
+        .route(Endpoint::Policies.path(), post(retune))
         .route(Endpoint::ForceLeave.path(), post(force_leave))
         .route(Endpoint::SelfTags.path(), patch(tags::change))
         .route(
@@ -317,6 +318,25 @@ async fn force_leave(
             Ok(axum::Json(body::ForcedOut { member, status: status.into() }))
         }
         Err(e @ vigil_net::ForceLeaveError::Unknown(_)) => Err(ApiError::NotFound(e.to_string())),
+        Err(e) => Err(ApiError::Conflict(e.to_string())),
+    }
+}
+
+/// `POST /v1/policies`: retune a graded policy without a restart.
+async fn retune(
+    State(state): State<ApiState>,
+    body: Result<axum::Json<body::PolicyTune>, axum::extract::rejection::JsonRejection>,
+) -> Result<axum::Json<body::PolicyTune>, ApiError> {
+    let axum::Json(body::PolicyTune { policy }) =
+        body.map_err(|e| ApiError::body("{\"policy\": \"NAME=THRESHOLD[,dwell=D][,rearm=L][,recovery=N]\"}", e))?;
+    let parsed: vigil_detector::health::HealthPolicy = policy
+        .parse()
+        .map_err(|e| ApiError::BadRequest(format!("policy {}: {e}", vigil_lab::millis::quoted(&policy))))?;
+    match state.member.retune_policy(parsed.clone()).await? {
+        Ok(()) => {
+            tracing::info!("policy retuned: {parsed}");
+            Ok(axum::Json(body::PolicyTune { policy: parsed.to_string() }))
+        }
         Err(e) => Err(ApiError::Conflict(e.to_string())),
     }
 }

@@ -69,6 +69,8 @@ pub enum Endpoint {
     ForceLeave,
     /// `POST /v1/cluster/keys`.
     ClusterKeys,
+    /// `POST /v1/policies`.
+    Policies,
     /// `POST /v1/outcomes`.
     Outcomes,
     /// `GET /v1/fleet`.
@@ -127,7 +129,7 @@ fn change(method: &'static str, summary: &'static str, status: u16, ok: Content)
 
 impl Endpoint {
     /// Every endpoint.
-    pub const ALL: [Endpoint; 26] = [
+    pub const ALL: [Endpoint; 27] = [
         Endpoint::Dashboard,
         Endpoint::SelfView,
         Endpoint::Members,
@@ -146,6 +148,7 @@ impl Endpoint {
         Endpoint::SelfTags,
         Endpoint::ForceLeave,
         Endpoint::ClusterKeys,
+        Endpoint::Policies,
         Endpoint::Outcomes,
         Endpoint::Fleet,
         Endpoint::FleetFault,
@@ -177,6 +180,7 @@ impl Endpoint {
             Endpoint::SelfTags => "/v1/self/tags",
             Endpoint::ForceLeave => "/v1/force-leave",
             Endpoint::ClusterKeys => "/v1/cluster/keys",
+            Endpoint::Policies => "/v1/policies",
             Endpoint::Outcomes => "/v1/outcomes",
             Endpoint::Fleet => "/v1/fleet",
             Endpoint::FleetFault => "/v1/fleet/{name}/{fault}",
@@ -250,6 +254,21 @@ impl Endpoint {
                     "Join through more seeds now; says, seed by seed, which members answered within 5 s",
                     200,
                     Json(schema::<body::Joined>),
+                )
+            }],
+            Endpoint::Policies => vec![Operation {
+                request: Some(schema::<body::PolicyTune>),
+                responses: vec![
+                    (200, "Retuned", Json(schema::<body::PolicyTune>)),
+                    (400, "Not a policy", error()),
+                    (409, "No such policy, or a change that needs a restart", error()),
+                ],
+                ..change(
+                    "post",
+                    "Retune a graded policy (threshold, dwell, rearm, recovery) without a restart; watched members \
+                     are judged again as if it had always been so",
+                    200,
+                    Json(schema::<body::PolicyTune>),
                 )
             }],
             Endpoint::ClusterKeys => vec![Operation {
