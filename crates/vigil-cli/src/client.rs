@@ -99,36 +99,23 @@ impl Client {
     fn send<T: DeserializeOwned>(&self, method: &str, path: &str, body: Option<&impl Serialize>) -> Result<T> {
         let url = format!("{}{path}", self.base);
         let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
-        let r = match method {
-            "PATCH" => {
-                let mut req = self.agent.patch(&url).header("Content-Type", "application/json");
-                if let Some(a) = &auth {
-                    req = req.header("Authorization", a);
-                }
-                let body = match body {
-                    Some(b) => serde_json::to_string(b).context("a request body")?,
-                    None => "{}".to_owned(),
-                };
-                req.send(body)
+        let r = if method == "DELETE" {
+            let mut req = self.agent.delete(&url);
+            if let Some(a) = &auth {
+                req = req.header("Authorization", a);
             }
-            "DELETE" => {
-                let mut req = self.agent.delete(&url);
-                if let Some(a) = &auth {
-                    req = req.header("Authorization", a);
-                }
-                req.call()
+            req.call()
+        } else {
+            let req = if method == "PATCH" { self.agent.patch(&url) } else { self.agent.post(&url) };
+            let mut req = req.header("Content-Type", "application/json");
+            if let Some(a) = &auth {
+                req = req.header("Authorization", a);
             }
-            _ => {
-                let mut req = self.agent.post(&url).header("Content-Type", "application/json");
-                if let Some(a) = &auth {
-                    req = req.header("Authorization", a);
-                }
-                let body = match body {
-                    Some(b) => serde_json::to_string(b).context("a request body")?,
-                    None => "{}".to_owned(),
-                };
-                req.send(body)
-            }
+            let body = match body {
+                Some(b) => serde_json::to_string(b).context("a request body")?,
+                None => "{}".to_owned(),
+            };
+            req.send(body)
         };
         self.answer(r.map_err(|e| self.unreachable(e))?)
     }
