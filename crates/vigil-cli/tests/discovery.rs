@@ -13,6 +13,12 @@
 //!   rejoins from the members it kept in `--data-dir`, while a new member
 //!   with the same flags and an empty data directory stays alone.
 //!
+//! - Three pods of the StatefulSet in `deploy/kubernetes` run with the
+//!   container args the manifest gives (its variables and mounted files
+//!   filled in), join through the headless Service's SRV name, pass the
+//!   kubelet's liveness and readiness probes on the pod IP, and refuse a
+//!   change without the token.
+//!
 //! Needs root, `ip` and `dnsmasq` (`.ci/run` installs dnsmasq-base); runs
 //! only with `VIGIL_NETNS=1`, where a missing tool is a failure.
 
@@ -36,12 +42,17 @@ struct NameServer {
 
 impl NameServer {
     fn start(sw: &str, hosts: &std::path::Path, srv: &[String]) -> NameServer {
+        NameServer::start_at(sw, DNS, hosts, srv)
+    }
+
+    /// dnsmasq listening on `dns` (an address on the switch's bridge).
+    fn start_at(sw: &str, dns: &str, hosts: &std::path::Path, srv: &[String]) -> NameServer {
         let log_path = hosts.with_file_name("dnsmasq.log");
         let log = std::fs::File::create(&log_path).unwrap();
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", sw, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--pid-file="]);
         cmd.args(["--no-resolv", "--no-hosts", "--bind-interfaces", "--port=53", "--local=/cluster.local/"]);
-        cmd.arg(format!("--listen-address={DNS}")).arg(format!("--addn-hosts={}", hosts.display()));
+        cmd.arg(format!("--listen-address={dns}")).arg(format!("--addn-hosts={}", hosts.display()));
         cmd.args(["--log-facility=-", "--log-queries"]);
         for record in srv {
             cmd.arg(format!("--srv-host={record}"));
@@ -51,7 +62,7 @@ impl NameServer {
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(10) {
             let probe = Command::new("ip")
-                .args(["netns", "exec", sw, "bash", "-c", &format!("exec 3<>/dev/tcp/{DNS}/53")])
+                .args(["netns", "exec", sw, "bash", "-c", &format!("exec 3<>/dev/tcp/{dns}/53")])
                 .stderr(Stdio::null())
                 .status();
             if probe.is_ok_and(|s| s.success()) {
@@ -62,7 +73,7 @@ impl NameServer {
         let _ = child.kill();
         let _ = child.wait();
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-        panic!("dnsmasq did not start listening on {DNS}:53 within 10 s:\n{log}");
+        panic!("dnsmasq did not start listening on {dns}:53 within 10 s:\n{log}");
     }
 
     /// Re-reads the hosts file.
@@ -211,5 +222,124 @@ fn members_join_through_dns_names_whose_records_change_and_rejoin_from_what_they
     assert!(!met_anyone(&a4, back), "a4, with no data directory, met someone: the name server still gave seeds");
     assert!(!a0.view().contains_key("a4"), "a4 is unknown to the cluster");
     a0.stop();
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The `vigil` container's args in the StatefulSet manifest, as written.
+fn statefulset_args() -> Vec<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/kubernetes/statefulset/statefulset.yaml");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let lines: Vec<&str> = text.lines().collect();
+    let container = lines.iter().position(|l| l.trim() == "- name: vigil").expect("the vigil container");
+    let start = container + lines[container..].iter().position(|l| l.trim() == "args:").expect("its args");
+    let indent = lines[start].len() - lines[start].trim_start().len();
+    let mut args = Vec::new();
+    for l in &lines[start + 1..] {
+        let t = l.trim_start();
+        if t.starts_with('#') {
+            continue;
+        }
+        if l.len() - t.len() <= indent || !t.starts_with("- ") {
+            break;
+        }
+        args.push(t[2..].trim().trim_matches('"').to_owned());
+    }
+    assert!(args.len() >= 5, "args read from the manifest: {args:?}");
+    args
+}
+
+/// The status code of `GET path` from inside host `ns` to `ip:port`, with
+/// the Host header a kubelet's probe sends.
+fn probe(ns: &str, ip: &str, port: u16, path: &str) -> Option<u16> {
+    let script = format!(
+        "exec 3<>/dev/tcp/{ip}/{port} && printf 'GET {path} HTTP/1.1\\r\\nHost: {ip}:{port}\\r\\nUser-Agent: \
+         kube-probe/1.31\\r\\nConnection: close\\r\\n\\r\\n' >&3 && head -c 12 <&3"
+    );
+    let o = Command::new("ip").args(["netns", "exec", ns, "bash", "-c", &script]).output().ok()?;
+    String::from_utf8_lossy(&o.stdout).split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn statefulset_pods_run_as_the_manifest_says_join_through_the_headless_service_and_pass_their_probes() {
+    if !enabled("statefulset_pods_run_as_the_manifest_says_join_through_the_headless_service_and_pass_their_probes") {
+        return;
+    }
+    let args = statefulset_args();
+    let net = Net::new("pod", 3, "10.79.0");
+    let dns_ip = "10.79.0.254";
+    sh(&["ip", "-n", &net.sw, "addr", "add", &format!("{dns_ip}/24"), "dev", "br0"]);
+    sh(&["ip", "-n", &net.sw, "link", "set", "lo", "up"]);
+    for h in &net.hosts {
+        let dir = format!("/etc/netns/{h}");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            format!("{dir}/resolv.conf"),
+            format!("nameserver {dns_ip}\nsearch {DOMAIN} svc.cluster.local cluster.local\noptions ndots:5\n"),
+        )
+        .unwrap();
+    }
+    let work = std::env::temp_dir().join(format!("vigil-pods-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    // The headless Service: each pod's name, and its SRV record.
+    let hosts = work.join("hosts");
+    let records: Vec<(String, String)> = (0..3).map(|i| (net.ip(i), format!("vigil-{i}.vigil.{DOMAIN}"))).collect();
+    write_hosts(&hosts, &records);
+    let srv: Vec<String> =
+        (0..3).map(|i| format!("{},vigil-{i}.vigil.{DOMAIN},7946,0,10", SRV.trim_end_matches('.'))).collect();
+    let _dns = NameServer::start_at(&net.sw, dns_ip, &hosts, &srv);
+    // The Secrets, as the init container leaves them: 0400.
+    let secret = |name: &str, text: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        let p = work.join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o400)).unwrap();
+        p.display().to_string()
+    };
+    let keys = secret("keys", &format!("{}\n", "3c".repeat(32)));
+    let token = secret("token", "a-token-of-at-least-sixteen-characters\n");
+    let mut pods = Vec::new();
+    for i in 0..3 {
+        let data = work.join(format!("data-{i}")).display().to_string();
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| {
+                a.replace("$(POD_NAME)", &format!("vigil-{i}"))
+                    .replace("$(POD_IP)", &net.ip(i))
+                    .replace("$(POD_NAMESPACE)", "default")
+                    .replace("/var/lib/vigil", &data)
+                    .replace("/run/vigil/keys", &keys)
+                    .replace("/run/vigil/token", &token)
+            })
+            .collect();
+        assert!(!args.iter().any(|a| a.contains("$(")), "an unsubstituted variable: {args:?}");
+        // The harness names the agent itself (its events are read by name).
+        let name = format!("vigil-{i}");
+        assert!(args.contains(&format!("--name={name}")), "{args:?}");
+        let rest: Vec<String> = args.into_iter().filter(|a| !a.starts_with("--name=")).collect();
+        pods.push(Agent::spawn(&net.hosts[i], &name, &rest));
+    }
+    let took = until_one_view(&pods.iter().collect::<Vec<_>>(), Duration::from_secs(30))
+        .expect("the pods join through the headless Service's SRV name within 30 s");
+    println!("three pods joined through the headless Service in {took:.1?}");
+    // The kubelet's probes, to the pod IP on the http port.
+    for i in 0..3 {
+        let ns = &net.hosts[i];
+        assert_eq!(probe(ns, &net.ip(i), 8470, "/v1/health/live"), Some(200), "vigil-{i} live");
+        let start = Instant::now();
+        while probe(ns, &net.ip(i), 8470, "/v1/health/ready") != Some(200) {
+            assert!(start.elapsed() < Duration::from_secs(20), "vigil-{i} not ready within 20 s");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+    // Another pod may read, not change: the token guards leaving.
+    let leave = format!(
+        "exec 3<>/dev/tcp/{ip}/8470 && printf 'POST /v1/leave HTTP/1.1\\r\\nHost: {ip}:8470\\r\\nContent-Type: \
+         application/json\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\n{{}}' >&3 && head -c 12 <&3",
+        ip = net.ip(0)
+    );
+    let o = Command::new("ip").args(["netns", "exec", &net.hosts[1], "bash", "-c", &leave]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains(" 401"), "{}", String::from_utf8_lossy(&o.stdout));
+    drop(pods);
     let _ = std::fs::remove_dir_all(&work);
 }
