@@ -18,6 +18,18 @@ use std::time::{Duration, Instant};
 mod support;
 use support::netns::{Net, enabled};
 
+/// The agents started, killed when the test ends, whichever way.
+struct Agents(Vec<Child>);
+
+impl Drop for Agents {
+    fn drop(&mut self) {
+        for a in &mut self.0 {
+            let _ = a.kill();
+            let _ = a.wait();
+        }
+    }
+}
+
 /// The block's lines: (host index, command).
 fn readme_lines() -> Vec<(usize, String)> {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
@@ -96,14 +108,14 @@ fn the_readmes_three_hosts_run_as_written() {
     let bin = work.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_vigil"), bin.join("vigil")).unwrap();
-    let mut agents: Vec<Child> = Vec::new();
+    let mut agents = Agents(Vec::new());
     for (n, (i, cmd)) in lines.iter().enumerate() {
         let i = *i;
         if cmd.starts_with("vigil agent") {
             // Its log kept, to see where a restarted agent found its cluster.
             let log = std::fs::File::create(work.join(format!("line{n}.log"))).unwrap();
             let child = command(&net, &dirs, &bin, i, cmd).stdout(Stdio::null()).stderr(log).spawn().unwrap();
-            agents.push(child);
+            agents.0.push(child);
             // Its API up before the next line asks it.
             std::thread::sleep(Duration::from_millis(500));
             continue;
@@ -148,9 +160,6 @@ fn the_readmes_three_hosts_run_as_written() {
     assert!(log.contains("2 members known before the restart are asked too"), "{log}");
     let kept = std::fs::read_to_string(dirs[1].join("state/members")).unwrap();
     assert!(kept.contains("10.0.0.1:7946") && kept.contains("10.0.0.3:7946"), "{kept}");
-    for mut a in agents {
-        let _ = a.kill();
-        let _ = a.wait();
-    }
+    drop(agents);
     let _ = std::fs::remove_dir_all(&work);
 }
