@@ -13,7 +13,8 @@
 //!   the history and the metrics.
 //! - [`api`]: the HTTP API (typed bodies, errors as one enum, the OpenAPI
 //!   document generated from the types), OpenMetrics and the dashboard.
-//! - [`build`]: this build's version, revision and date.
+//! - [`build`]: this build's version, revision and date; [`process`]: the
+//!   agent's own CPU, memory and descriptors, from `/proc`.
 //! - [`service_manager`]: `READY=1`, `STOPPING=1` and the watchdog for
 //!   systemd's `Type=notify`.
 //! - [`agent`]: one member as a process, until SIGTERM; [`fleet`]: the
@@ -43,6 +44,7 @@ pub mod history;
 pub mod input;
 pub mod metrics;
 pub mod pipeline;
+pub mod process;
 pub mod record;
 pub mod recorder;
 pub mod secrets;

@@ -12,6 +12,14 @@
 //! - a sampler, once a second ([`Metrics::sample`] and
 //!   [`Metrics::intervals`]): the distribution of φ over time and of the
 //!   heartbeat inter-arrival times, per watched member.
+//!
+//! Every family whose labels are known in advance has all of them from the
+//! start, at zero (`increase()` and `rate()` see a counter's first
+//! increment only if the series existed before it): members by status,
+//! queues, rejections by reason, ejections by reason, decisions, sinks.
+//! Only the per-member families wait for their members. Beside them:
+//! `vigil_build_info`, `vigil_ready`, and the standard `process_*` metrics
+//! read from `/proc` at each scrape ([`crate::process`]).
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -21,12 +29,15 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Registry, Unit};
+use vigil_detector::outlier::EjectReason;
 use vigil_membership::Status;
+use vigil_membership::downing::Decision;
 use vigil_membership::seal::OpenError;
 use vigil_net::Snapshot;
 
 use crate::defaults::FLAP_WINDOW;
+use crate::process::Process;
 use crate::record::{Sink, What};
 
 /// Buckets for φ: fine below the usual thresholds (1 to 12), where the
@@ -100,6 +111,68 @@ struct OutcomeLabel {
 }
 
 type FloatGauge = Gauge<f64, AtomicU64>;
+type FloatCounter = Counter<f64, AtomicU64>;
+
+/// The statuses, as `members{status}` names them, in [`status_index`]'s
+/// order.
+const STATUSES: [&str; 4] = ["alive", "suspect", "dead", "left"];
+/// The queues of `queue_depth{queue}`.
+const QUEUES: [&str; 4] = ["broadcasts", "suspicions", "probes", "relays"];
+
+/// The standard process metrics (no `vigil_` prefix: dashboards and alerts
+/// written for any exporter's process find them under these names).
+#[derive(Default)]
+struct ProcessMetrics {
+    cpu_seconds: FloatCounter,
+    resident_bytes: Gauge,
+    virtual_bytes: Gauge,
+    threads: Gauge,
+    open_fds: Gauge,
+    max_fds: Gauge,
+    start_time: FloatGauge,
+}
+
+impl ProcessMetrics {
+    fn register(&self, r: &mut Registry) {
+        r.register_with_unit("process_cpu", "User and system CPU time spent", Unit::Seconds, self.cpu_seconds.clone());
+        r.register_with_unit(
+            "process_resident_memory",
+            "Resident memory size",
+            Unit::Bytes,
+            self.resident_bytes.clone(),
+        );
+        r.register_with_unit("process_virtual_memory", "Virtual memory size", Unit::Bytes, self.virtual_bytes.clone());
+        r.register("process_threads", "Threads of the process", self.threads.clone());
+        r.register("process_open_fds", "Open file descriptors", self.open_fds.clone());
+        r.register("process_max_fds", "The soft limit on open file descriptors", self.max_fds.clone());
+        r.register_with_unit(
+            "process_start_time",
+            "Start time of the process since the Unix epoch",
+            Unit::Seconds,
+            self.start_time.clone(),
+        );
+    }
+
+    fn set(&self, p: &Process) {
+        let now = self.cpu_seconds.get();
+        if p.cpu_seconds > now {
+            self.cpu_seconds.inc_by(p.cpu_seconds - now);
+        }
+        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.resident_bytes.set(int(p.resident_bytes));
+        self.virtual_bytes.set(int(p.virtual_bytes));
+        self.threads.set(int(p.threads));
+        if let Some(n) = p.open_fds {
+            self.open_fds.set(int(n));
+        }
+        if let Some(n) = p.max_fds {
+            self.max_fds.set(int(n));
+        }
+        if let Some(t) = p.start_time_seconds() {
+            self.start_time.set(t);
+        }
+    }
+}
 
 /// Makes a histogram with fixed buckets, for a family.
 type HistogramMaker = fn() -> Histogram;
@@ -163,6 +236,8 @@ pub struct Metrics {
     unreachable: Counter,
     decisions: Family<DecisionLabel, Counter>,
     downed: Family<SideLabel, Counter>,
+    ready: Gauge,
+    process: ProcessMetrics,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -181,7 +256,7 @@ impl Metrics {
     /// The metrics of an agent that has seen nothing yet.
     pub fn new() -> Metrics {
         let mut m = Metrics {
-            registry: Registry::with_prefix("vigil"),
+            registry: Registry::default(),
             members: Family::default(),
             phi: Family::default(),
             phi_max: Family::default(),
@@ -221,8 +296,31 @@ impl Metrics {
             unreachable: Counter::default(),
             decisions: Family::default(),
             downed: Family::default(),
+            ready: Gauge::default(),
+            process: ProcessMetrics::default(),
         };
-        let r = &mut m.registry;
+        m.create_known_labels();
+        let root = &mut m.registry;
+        if cfg!(target_os = "linux") {
+            m.process.register(root);
+        }
+        let r = root.sub_registry_with_prefix("vigil");
+        // A gauge at 1 rather than OpenMetrics' info type: the classic text
+        // parsers (promtool check metrics among them) know no info type.
+        let build: Family<Vec<(&'static str, &'static str)>, Gauge> = Family::default();
+        build
+            .get_or_create(&vec![
+                ("version", crate::build::VERSION),
+                ("revision", crate::build::REVISION),
+                ("build_date", crate::build::DATE),
+            ])
+            .set(1);
+        r.register("build_info", "The version, source revision and build date of this agent (always 1)", build);
+        r.register(
+            "ready",
+            "1 when this member is ready (joined and converged, as GET /v1/health/ready answers 200), 0 otherwise",
+            m.ready.clone(),
+        );
         r.register("members", "Members this one knows, by the status it believes", m.members.clone());
         r.register("phi", "Suspicion level of each watched member now", m.phi.clone());
         r.register("phi_max", "Highest level sampled for each watched member since it was watched", m.phi_max.clone());
@@ -245,7 +343,7 @@ impl Metrics {
         r.register_with_unit(
             "protocol",
             "Protocol bytes (before sealing), by the kind of message that carried them and direction",
-            prometheus_client::registry::Unit::Bytes,
+            Unit::Bytes,
             m.bytes.clone(),
         );
         r.register("rejected_packets", "Packets and frames refused, by reason", m.rejected.clone());
@@ -328,6 +426,44 @@ impl Metrics {
         m
     }
 
+    /// Creates every series whose labels are known before anything
+    /// happens, at zero.
+    fn create_known_labels(&self) {
+        for status in STATUSES {
+            let _ = self.members.get_or_create(&StatusLabel { status });
+        }
+        for queue in QUEUES {
+            let _ = self.queues.get_or_create(&QueueLabel { queue });
+        }
+        for reason in EjectReason::ALL {
+            let _ = self.ejections.get_or_create(&EjectLabel { reason: reason.name().to_owned() });
+            let _ = self.shared_ejections.get_or_create(&EjectLabel { reason: reason.name().to_owned() });
+        }
+        for sink in [Sink::Stdout, Sink::Stream, Sink::History] {
+            let _ = self.events_dropped.get_or_create(&SinkLabel { sink: sink.name() });
+        }
+        for decision in Decision::NAMES {
+            let _ = self.decisions.get_or_create(&DecisionLabel { decision: decision.to_owned() });
+        }
+        for side in ["self", "other"] {
+            let _ = self.downed.get_or_create(&SideLabel { side });
+        }
+        let _ = self.phi_at_verdict.get_or_create(&VerdictLabel { verdict: "suspected".into() });
+        for reason in REJECTIONS.into_iter().chain(OpenError::REASONS) {
+            let _ = self.rejected.get_or_create(&ReasonLabel { reason });
+        }
+    }
+
+    /// Whether the member is ready now (see `/v1/health/ready`).
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.set(i64::from(ready));
+    }
+
+    /// The process's CPU, memory, threads and descriptors now.
+    pub fn set_process(&self, p: &Process) {
+        self.process.set(p);
+    }
+
     /// The metrics as OpenMetrics text.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -342,7 +478,7 @@ impl Metrics {
         for m in &s.node.members {
             by_status[status_index(m.status)] += 1;
         }
-        for (i, name) in ["alive", "suspect", "dead", "left"].into_iter().enumerate() {
+        for (i, name) in STATUSES.into_iter().enumerate() {
             self.members.get_or_create(&StatusLabel { status: name }).set(by_status[i]);
         }
         // φ now, for the members watched now only.
@@ -352,12 +488,12 @@ impl Metrics {
         }
         self.awareness.set(i64::from(s.node.awareness));
         self.awareness_max.set(i64::from(s.node.max_awareness));
-        for (queue, n) in [
-            ("broadcasts", s.node.queued_broadcasts),
-            ("suspicions", s.node.suspicions),
-            ("probes", s.node.probes_in_flight),
-            ("relays", s.node.relays_in_flight),
-        ] {
+        for (queue, n) in QUEUES.into_iter().zip([
+            s.node.queued_broadcasts,
+            s.node.suspicions,
+            s.node.probes_in_flight,
+            s.node.relays_in_flight,
+        ]) {
             self.queues.get_or_create(&QueueLabel { queue }).set(i64::try_from(n).unwrap_or(i64::MAX));
         }
         let node = &s.node.stats;
@@ -371,20 +507,7 @@ impl Metrics {
                 advance(&family.get_or_create(&MessageLabel { kind: kind.to_string(), direction }), n);
             }
         }
-        let net = &s.net;
-        let mut reasons: Vec<(&'static str, u64)> = vec![
-            ("malformed", node.rejected_malformed),
-            ("wrong-cluster", node.rejected_cluster),
-            ("from-self", node.rejected_self),
-            ("wrong-transport", node.rejected_transport),
-            ("frame-dropped", net.frames_dropped),
-            ("frame-malformed", net.frames_malformed),
-            ("frame-over-budget", net.frames_over_budget),
-            ("connection-refused", net.connections_refused),
-            ("connection-evicted", net.connections_evicted),
-        ];
-        reasons.extend(OpenError::REASONS.iter().copied().zip(s.seal.rejected.iter().copied()));
-        for (reason, n) in reasons {
+        for (reason, n) in rejection_counts(s) {
             advance(&self.rejected.get_or_create(&ReasonLabel { reason }), n);
         }
         self.ejected.set(s.node.outliers.values().filter(|r| r.ejected.is_some()).count() as i64);
@@ -512,6 +635,37 @@ impl Metrics {
             h.observe(d.as_secs_f64());
         }
     }
+}
+
+/// Why the protocol and the runtime refuse packets and frames, in
+/// [`rejection_counts`]' order (the seal's reasons follow).
+const REJECTIONS: [&str; 9] = [
+    "malformed",
+    "wrong-cluster",
+    "from-self",
+    "wrong-transport",
+    "frame-dropped",
+    "frame-malformed",
+    "frame-over-budget",
+    "connection-refused",
+    "connection-evicted",
+];
+
+/// Packets and frames refused, by reason, as the member counts them.
+fn rejection_counts(s: &Snapshot) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    let (node, net) = (&s.node.stats, &s.net);
+    let counts = [
+        node.rejected_malformed,
+        node.rejected_cluster,
+        node.rejected_self,
+        node.rejected_transport,
+        net.frames_dropped,
+        net.frames_malformed,
+        net.frames_over_budget,
+        net.connections_refused,
+        net.connections_evicted,
+    ];
+    REJECTIONS.into_iter().zip(counts).chain(OpenError::REASONS.iter().copied().zip(s.seal.rejected.iter().copied()))
 }
 
 fn status_index(s: Status) -> usize {

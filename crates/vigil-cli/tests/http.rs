@@ -559,6 +559,84 @@ impl Metrics {
     }
 }
 
+/// The label values of `family`'s samples for `label`.
+fn label_values(m: &Metrics, family: &str, label: &str) -> HashSet<String> {
+    m.samples(family)
+        .into_iter()
+        .flat_map(|(ls, _)| ls.into_iter().filter(|(k, _)| k == label).map(|(_, v)| v))
+        .collect()
+}
+
+#[test]
+fn a_fresh_agent_serves_every_family_at_zero_with_its_build_and_process() {
+    let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    let all = cluster(1, &[]);
+    let m = Metrics::fetch(&all[0].url);
+    // Every family has samples before anything happened (an increase() alert
+    // sees the first increment only if the series was there before it), but
+    // those per watched member: a lone agent watches nobody.
+    let per_member = ["vigil_phi", "vigil_phi_max", "vigil_phi_observed", "vigil_heartbeat_interval_seconds"];
+    let mut empty: Vec<&String> =
+        m.0.families.keys().filter(|f| !per_member.contains(&f.as_str()) && m.samples(f).is_empty()).collect();
+    empty.sort();
+    assert!(empty.is_empty(), "families without a sample: {empty:?}");
+    let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<HashSet<String>>();
+    let reasons = set(&[
+        "consecutive-5xx",
+        "consecutive-gateway-failure",
+        "consecutive-local-origin-failure",
+        "success-rate",
+        "local-origin-success-rate",
+        "failure-percentage",
+        "local-origin-failure-percentage",
+        "latency",
+    ]);
+    assert_eq!(label_values(&m, "vigil_ejections", "reason"), reasons);
+    assert_eq!(label_values(&m, "vigil_outliers_shared", "reason"), reasons);
+    assert_eq!(
+        label_values(&m, "vigil_downing_decisions", "decision"),
+        set(&["nothing", "down-unreachable", "down-reachable", "down-all", "ask-lease", "auto"])
+    );
+    assert_eq!(label_values(&m, "vigil_downed", "side"), set(&["self", "other"]));
+    assert_eq!(label_values(&m, "vigil_events_dropped", "sink"), set(&["stdout", "stream", "history"]));
+    assert_eq!(label_values(&m, "vigil_queue_depth", "queue"), set(&["broadcasts", "suspicions", "probes", "relays"]));
+    let rejected = label_values(&m, "vigil_rejected_packets", "reason");
+    for r in ["malformed", "forged", "replayed", "stale", "frame-over-budget", "connection-evicted"] {
+        assert!(rejected.contains(r), "{r} missing from {rejected:?}");
+    }
+    assert_eq!(m.value("vigil_rejected_packets", "reason", "forged"), Some(0.0));
+    assert_eq!(m.value("vigil_ejections", "reason", "latency"), Some(0.0));
+    assert_eq!(m.histogram("vigil_phi_at_verdict", "verdict", "suspected"), Some((0, 0.0)));
+    // A lone agent with no seeds is ready.
+    assert_eq!(m.value("vigil_ready", "", ""), Some(1.0));
+    // Build information: this package's version, a revision, a date.
+    let (build, value) = m.samples("vigil_build_info").pop().expect("vigil_build_info");
+    assert_eq!(counter(&value), 1.0);
+    let label = |k: &str| build.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
+    assert_eq!(label("version"), env!("CARGO_PKG_VERSION"));
+    assert!(label("revision") == "unknown" || label("revision").len() >= 12, "{build:?}");
+    assert_eq!(label("build_date").len(), 10, "{build:?}");
+    // The process, from /proc: a debug agent holds a few MB resident (not
+    // a GB), has its threads and descriptors, started within this test,
+    // and has used less CPU than two cores could since.
+    if std::path::Path::new("/proc/self/stat").exists() {
+        let rss = m.value("process_resident_memory_bytes", "", "").unwrap();
+        assert!((1e6..1e9).contains(&rss), "{rss} bytes resident");
+        assert!(m.value("process_virtual_memory_bytes", "", "").unwrap() >= rss);
+        assert!(m.value("process_threads", "", "").unwrap() >= 1.0);
+        assert!(m.value("process_open_fds", "", "").unwrap() >= 3.0);
+        assert!(m.value("process_max_fds", "", "").unwrap() >= m.value("process_open_fds", "", "").unwrap());
+        let start = m.value("process_start_time_seconds", "", "").unwrap();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+        // Boot time is whole seconds and start time in ticks: 1 s of slack.
+        assert!(start >= started - 1.0 && start <= now + 1.0, "started {start}, test {started}..{now}");
+        let cpu = m.value("process_cpu_seconds", "", "").unwrap();
+        assert!((0.0..=2.0 * (now - started) + 0.01).contains(&cpu), "{cpu} s of CPU in {} s", now - started);
+    } else {
+        println!("SKIPPED the process metrics' values: no /proc/self here");
+    }
+}
+
 #[test]
 fn metrics_events_and_traces_follow_a_crash() {
     let all = cluster(3, &["--policy", "route=2", "--watch", "a1"]);

@@ -774,6 +774,14 @@ pub struct Outlook {
 
 /// The decision's name: `nothing`, `down-unreachable`, `down-reachable`,
 /// `down-all`, `ask-lease`, `auto`.
+impl Decision {
+    /// The name of every kind of decision, as [`Display`](fmt::Display)
+    /// writes it (for metrics whose label sets exist before the first
+    /// decision).
+    pub const NAMES: [&'static str; 6] =
+        ["nothing", "down-unreachable", "down-reachable", "down-all", "ask-lease", "auto"];
+}
+
 impl fmt::Display for Decision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -790,6 +798,20 @@ impl fmt::Display for Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_names_are_what_display_writes() {
+        let all = [
+            Decision::Nothing,
+            Decision::DownUnreachable,
+            Decision::DownReachable,
+            Decision::DownAll,
+            Decision::AskLease { after: Duration::ZERO },
+            Decision::Auto,
+        ];
+        let written: Vec<String> = all.iter().map(ToString::to_string).collect();
+        assert_eq!(written, Decision::NAMES);
+    }
 
     /// A clean partition of `names` into `left` and the rest, from the side
     /// of `me`: every member of its side finds every member of the other

@@ -98,9 +98,16 @@ pub(super) async fn ready(State(state): State<ApiState>) -> Result<Response, Api
 
 pub(super) async fn metrics(State(state): State<ApiState>) -> Result<Response, ApiError> {
     let s = state.member.snapshot().await?;
+    let ready = body::not_ready(&s, state.expects_peers).is_empty();
+    // /proc's files are in memory: reading them does not wait on a disk.
+    let process = crate::process::Process::read();
     let text = {
         let m = state.recorder.metrics();
         m.refresh(&s);
+        m.set_ready(ready);
+        if let Some(p) = &process {
+            m.set_process(p);
+        }
         m.encode()
     };
     Ok(([(header::CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS))], text).into_response())

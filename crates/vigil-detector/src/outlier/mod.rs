@@ -99,6 +99,19 @@ pub enum EjectReason {
 }
 
 impl EjectReason {
+    /// Every reason, in declaration order (for metrics whose label sets
+    /// exist before the first ejection).
+    pub const ALL: [EjectReason; 8] = [
+        EjectReason::Consecutive5xx,
+        EjectReason::ConsecutiveGatewayFailure,
+        EjectReason::ConsecutiveLocalOriginFailure,
+        EjectReason::SuccessRate,
+        EjectReason::LocalOriginSuccessRate,
+        EjectReason::FailurePercentage,
+        EjectReason::LocalOriginFailurePercentage,
+        EjectReason::Latency,
+    ];
+
     /// A short name: `consecutive-5xx`, `success-rate`, `latency`, ...
     pub fn name(self) -> &'static str {
         match self {
@@ -680,6 +693,25 @@ impl Bucket {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_reason_is_listed_once_with_its_own_name() {
+        let names: std::collections::BTreeSet<&str> = EjectReason::ALL.iter().map(|r| r.name()).collect();
+        assert_eq!(names.len(), EjectReason::ALL.len());
+        // A reason added to the enum but not to ALL fails to compile here.
+        for r in EjectReason::ALL {
+            match r {
+                EjectReason::Consecutive5xx
+                | EjectReason::ConsecutiveGatewayFailure
+                | EjectReason::ConsecutiveLocalOriginFailure
+                | EjectReason::SuccessRate
+                | EjectReason::LocalOriginSuccessRate
+                | EjectReason::FailurePercentage
+                | EjectReason::LocalOriginFailurePercentage
+                | EjectReason::Latency => {}
+            }
+        }
+    }
 
     #[test]
     fn a_bucket_gives_rate_and_geometric_mean() {
