@@ -7,58 +7,19 @@
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use openmetrics_parser::{MetricNumber, OpenMetricsValue};
 use serde_json::{Value, json};
 
+mod support;
+use support::local::Agent;
+
 const VIGIL: &str = env!("CARGO_BIN_EXE_vigil");
 const KEY_A: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 const KEY_B: &str = "1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100";
 const TOKEN: &str = "a-token-of-at-least-sixteen-characters";
-
-struct Agent {
-    name: String,
-    child: Child,
-    /// The gossip address.
-    addr: String,
-    /// The API's base URL.
-    url: String,
-}
-
-impl Agent {
-    fn start(name: &str, join: Option<&str>, extra: &[&str]) -> Agent {
-        let mut cmd = Command::new(VIGIL);
-        cmd.args(["agent", "--name", name, "--bind", "127.0.0.1:0", "--http", "127.0.0.1:0"]).args(extra);
-        if let Some(j) = join {
-            cmd.args(["--join", j]);
-        }
-        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("vigil agent starts");
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let (mut addr, mut url) = (None, None);
-        let mut line = String::new();
-        while addr.is_none() || url.is_none() {
-            line.clear();
-            assert!(err.read_line(&mut line).unwrap() > 0, "{name}: stderr ended before it said where it listens");
-            if line.contains(" started ") {
-                addr = line.split(" on ").nth(1).and_then(|s| s.split(',').next()).map(str::to_owned);
-            }
-            if let Some(rest) = line.split("HTTP API on ").nth(1) {
-                url = rest.split_whitespace().next().map(str::to_owned);
-            }
-        }
-        std::thread::spawn(move || for _ in err.lines() {});
-        Agent { name: name.to_owned(), child, addr: addr.unwrap(), url: url.unwrap() }
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn client() -> ureq::Agent {
     ureq::Agent::config_builder()

@@ -1,4 +1,5 @@
 //! What several test binaries share. Each binary uses part of it.
 #![allow(dead_code, reason = "each test binary uses a different part of the support code")]
 
+pub(crate) mod local;
 pub(crate) mod netns;
