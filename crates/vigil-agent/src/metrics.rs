@@ -318,7 +318,7 @@ impl Metrics {
         r.register("build_info", "The version, source revision and build date of this agent (always 1)", build);
         r.register(
             "ready",
-            "1 when this member is ready (joined and converged, as GET /v1/health/ready answers 200), 0 otherwise",
+            "1 when this member is ready (joined: GET /v1/health/ready answers 200), 0 otherwise",
             m.ready.clone(),
         );
         r.register("members", "Members this one knows, by the status it believes", m.members.clone());

@@ -790,6 +790,8 @@ fn self_json(name: &str, tag: &str) -> String {
         recorded_arrivals: 0,
         ready: true,
         not_ready: Vec::new(),
+        converged: true,
+        not_converged: Vec::new(),
         version: "0".into(),
         event_format: 2,
         detector: "akka".into(),

@@ -93,7 +93,7 @@ fn temp_file(tag: &str, text: &str) -> std::path::PathBuf {
     p
 }
 
-/// `n` agents joined through the first, all ready (bound 20 s: a join and
+/// `n` agents joined through the first, all ready and converged (bound 20 s: a join and
 /// two heartbeats from each watched member take about 3 s idle).
 fn cluster(n: usize, extra: &[&str]) -> Vec<Agent> {
     let first = Agent::start("a0", None, extra);
@@ -104,12 +104,12 @@ fn cluster(n: usize, extra: &[&str]) -> Vec<Agent> {
     }
     for a in &all {
         let (s, v) = until(&format!("{}/v1/self", a.url), Duration::from_secs(20), |_, v| {
-            v["members"]["alive"] == n - 1 && v["ready"] == true
+            v["members"]["alive"] == n - 1 && v["ready"] == true && v["converged"] == true
         });
         assert_eq!(s, 200);
         assert_eq!(
-            (v["members"]["alive"].as_u64(), v["ready"].as_bool()),
-            (Some(n as u64 - 1), Some(true)),
+            (v["members"]["alive"].as_u64(), v["ready"].as_bool(), v["converged"].as_bool()),
+            (Some(n as u64 - 1), Some(true), Some(true)),
             "{}: {v}",
             a.name
         );
@@ -719,6 +719,29 @@ fn metrics_events_and_traces_follow_a_crash() {
     let mut victim = all.pop().unwrap();
     let _ = victim.child.kill();
     let _ = victim.child.wait();
+    // While a2 is suspected, a0 stays ready (one slow member must not take
+    // every replica out of service at once); asked for a converged view, it
+    // is not, and says why. The suspicion lasts about 2 s: polled every
+    // 50 ms (each poll a few ms on loopback).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut during = None;
+    while during.is_none() && Instant::now() < deadline {
+        let (_, me) = get(&format!("{a0}/v1/self"));
+        if me["members"]["suspect"] == 1 {
+            let plain = get(&format!("{a0}/v1/health/ready"));
+            let strict = get(&format!("{a0}/v1/health/ready?converged=true"));
+            during = Some((me, plain, strict));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (me, plain, strict) = during.expect("a0 suspected the killed a2 within 15 s");
+    assert_eq!((me["ready"].as_bool(), me["converged"].as_bool()), (Some(true), Some(false)), "{me}");
+    assert_eq!(me["not_converged"], json!(["not converged: a2 is suspected"]));
+    assert_eq!(plain.0, 200, "{plain:?}");
+    // The suspicion may have ended between the two requests.
+    if strict.0 == 503 {
+        assert_eq!(strict.1, json!({"status": "not ready", "reasons": ["not converged: a2 is suspected"]}));
+    }
     let seen = follower.join().unwrap();
     let kinds: Vec<(&str, &str)> =
         seen.iter().map(|(_, v)| (v["event"].as_str().unwrap(), v["member"].as_str().unwrap())).collect();

@@ -709,3 +709,20 @@ fn with_every_connection_busy_health_still_answers() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// The readiness probe's one parameter: a boolean, anything else refused
+/// naming it, and the probe itself unchanged by an unknown parameter.
+#[test]
+fn the_readiness_probe_refuses_what_is_not_a_boolean() {
+    let a = Agent::start("r0", None, &[]);
+    let host = format!("Host: {}", a.http);
+    for (query, status) in [("", 200), ("?converged=true", 200), ("?converged=false", 200), ("?other=1", 200)] {
+        let (s, _, b) = raw(a.http, "GET", &format!("/v1/health/ready{query}"), &[&host], "");
+        assert_eq!(s, status, "{query}: {b}");
+    }
+    for query in ["?converged=maybe", "?converged=", "?converged=1e999", &format!("?converged={}", "t".repeat(5000))] {
+        let (s, _, b) = raw(a.http, "GET", &format!("/v1/health/ready{query}"), &[&host], "");
+        assert_eq!(s, 400, "{query}: {b}");
+        assert!(error(&b).contains("converged"), "{query}: the error names the parameter: {b}");
+    }
+}

@@ -226,7 +226,7 @@ fn alerts_fire_on_what_running_agents_serve_and_only_then() {
     let lonely = Agent::start("lonely", Some("127.0.0.1:9"), &[]);
     for a in [&a0, &a1, &a2] {
         let ok = until(&format!("{}/v1/self", a.url), Duration::from_secs(20), |v| {
-            v["members"]["alive"] == 2 && v["ready"] == true
+            v["members"]["alive"] == 2 && v["ready"] == true && v["converged"] == true
         });
         assert!(ok, "{} joined and ready within 20 s", a.name);
     }

@@ -428,10 +428,15 @@ pub struct SelfView {
     pub queues: Queues,
     /// Heartbeats kept per watched member (0: recording is off).
     pub recorded_arrivals: usize,
-    /// Whether it is ready (see `/v1/health/ready`).
+    /// Whether it is ready: joined (see `/v1/health/ready`).
     pub ready: bool,
     /// Why not, if it is not.
     pub not_ready: Vec<String>,
+    /// Whether its view has converged: nobody suspected, every watched
+    /// member heard (`/v1/health/ready?converged=true`).
+    pub converged: bool,
+    /// Why not, if it has not.
+    pub not_converged: Vec<String>,
     /// The agent's version.
     pub version: String,
     /// The version of the event records' format.
@@ -451,13 +456,25 @@ pub struct SelfView {
 }
 
 /// Why the member is not ready, if it is not: it has not joined (it was
-/// given members to join through and knows no live one), or it has not
-/// converged (a member is suspected, or a watched one not yet heard).
+/// given members to join through and knows no live one).
+///
+/// What other members do is not part of it: a suspected member makes every
+/// agent's view unconverged at once, and a readiness that followed it would
+/// take every replica out of service together (a Kubernetes Service's
+/// endpoints, a load balancer's pool) because one member was slow. That is
+/// [`not_converged`], asked for with `/v1/health/ready?converged=true`.
 pub fn not_ready(s: &Snapshot, expects_peers: bool) -> Vec<String> {
     let mut why = Vec::new();
     if expects_peers && s.node.count(Status::Alive) == 0 {
         why.push("not joined: no live member known yet".to_owned());
     }
+    why
+}
+
+/// Why the member's view has not converged, if it has not: a member is
+/// suspected, or a watched one not heard yet.
+pub fn not_converged(s: &Snapshot) -> Vec<String> {
+    let mut why = Vec::new();
     for m in s.node.members.iter().filter(|m| m.status == Status::Suspect) {
         why.push(format!("not converged: {} is suspected", m.id.name));
     }

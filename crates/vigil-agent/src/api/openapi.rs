@@ -217,8 +217,13 @@ impl Endpoint {
             }],
             Endpoint::Live => vec![get("Liveness", Json(schema::<body::Live>))],
             Endpoint::Ready => vec![Operation {
+                query: &[(
+                    "converged",
+                    "`true`: ready only once the view has converged too (nobody suspected, every watched member heard); \
+                     default `false`, joined only, so that one slow member does not make every replica unready at once",
+                )],
                 responses: vec![
-                    (200, "Ready: joined and converged", Json(schema::<body::Ready>)),
+                    (200, "Ready: joined (and converged, if asked)", Json(schema::<body::Ready>)),
                     (503, "Not ready, with the reasons", Json(schema::<body::Ready>)),
                 ],
                 ..get("Readiness", Json(schema::<body::Ready>))

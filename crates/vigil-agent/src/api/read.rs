@@ -2,8 +2,8 @@
 //! the dashboard.
 
 use axum::Json;
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, State};
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use vigil_lab::millis::quoted;
@@ -25,6 +25,7 @@ pub(super) async fn dashboard() -> impl IntoResponse {
 pub(super) async fn self_view(State(state): State<ApiState>) -> Result<Json<SelfView>, ApiError> {
     let s = state.member.snapshot().await?;
     let not_ready = body::not_ready(&s, state.expects_peers);
+    let not_converged = body::not_converged(&s);
     let n = &s.node;
     Ok(Json(SelfView {
         name: n.id.name.clone(),
@@ -52,6 +53,8 @@ pub(super) async fn self_view(State(state): State<ApiState>) -> Result<Json<Self
         recorded_arrivals: n.recorded_arrivals,
         ready: not_ready.is_empty(),
         not_ready,
+        converged: not_converged.is_empty(),
+        not_converged,
         version: env!("CARGO_PKG_VERSION").to_owned(),
         event_format: crate::record::FORMAT_VERSION,
         detector: state.detector.clone(),
@@ -86,9 +89,24 @@ pub(super) async fn live() -> Json<Live> {
     Json(Live { status: "live".into() })
 }
 
-pub(super) async fn ready(State(state): State<ApiState>) -> Result<Response, ApiError> {
+/// The readiness probe's query.
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct ReadyQuery {
+    /// Also require a converged view (`true`; default `false`).
+    #[serde(default)]
+    converged: bool,
+}
+
+pub(super) async fn ready(
+    State(state): State<ApiState>,
+    query: Result<Query<ReadyQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query?;
     let s = state.member.snapshot().await?;
-    let reasons = body::not_ready(&s, state.expects_peers);
+    let mut reasons = body::not_ready(&s, state.expects_peers);
+    if query.converged {
+        reasons.extend(body::not_converged(&s));
+    }
     Ok(if reasons.is_empty() {
         Json(Ready { status: "ready".into(), reasons }).into_response()
     } else {
