@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""vigil and hashicorp/memberlist side by side, on one machine.
+"""vigil, hashicorp/memberlist and a Serf agent side by side, on one machine.
 
-The same scenarios at the same N, one process per member for both (a
-`vigil agent`, or `mlpeer`: memberlist 0.2.2's DefaultLANConfig, the Go
-program beside this script), encrypted on both sides (vigil's
-XChaCha20-Poly1305 seal, memberlist's AES-256-GCM), on 127.0.0.1 or, with
+The same scenarios at the same N, one process per member for each (a
+`vigil agent`; `mlpeer`, memberlist 0.2.2's DefaultLANConfig, the Go
+program beside this script; or `serf agent`, Debian's Serf 0.9.4 with its
+LAN profile, which is memberlist's DefaultLANConfig under Serf's own
+gossip), encrypted on every side (vigil's XChaCha20-Poly1305 seal,
+memberlist's and Serf's AES-256-GCM), on 127.0.0.1 or, with
 --netns, one network namespace per member on a bridge (10.78.0.0/16, the
 bridge in a namespace of its own, nothing changed in the host's). Faults
 come from signals and nftables rules; traffic is counted by nftables on the
@@ -15,11 +17,20 @@ median and last survivor), accusations and false deaths, packets and bytes
 per member-second on the wire in the steady state, CPU (cores) and resident
 memory per member.
 
-Needs root, nftables, Go with Debian's memberlist (scripts/versus/setup.sh
-installs them) and a release build of vigil. Run from the repository root:
+Serf's events are read from its log as it writes it (unbuffered, timed on
+arrival, as vigil's and mlpeer's JSON lines are): `serf: EventMemberJoin`
+is up, `serf: EventMemberFailed` dead, `serf: EventMemberLeave` left,
+logged by the Serf library the moment memberlist tells it (before the
+agent's event coalescing), and memberlist's `Suspect NAME has failed` an
+accusation by this member, as mlpeer reads it.
+
+Needs root, nftables, Go with Debian's memberlist and Debian's serf
+(scripts/versus/setup.sh installs them) and a release build of vigil. Run
+from the repository root:
 
     sudo scripts/versus/setup.sh
     scripts/versus/run.py --nodes 20 > versus.md
+    scripts/versus/run.py --nodes 20 --impls vigil,memberlist,serf --scenarios steady,crash > serf.md
     scripts/versus/run.py --nodes 20 --netns > versus-netns.md
 
 Rapid's experiments (USENIX ATC 2018) are two more scenarios, with vigil
@@ -31,8 +42,10 @@ also run with a downing strategy (`vigil+STRATEGY` is `vigil agent
 """
 
 import argparse
+import base64
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -60,20 +73,48 @@ def nft(script):
     subprocess.run(["nft", "-f", "-"], input=script.encode(), check=True)
 
 
+# Serf's log lines that are events: (pattern, event).
+SERF_EVENTS = [
+    (re.compile(rb"serf: EventMemberJoin: (\S+)"), "up"),
+    (re.compile(rb"serf: EventMemberFailed: (\S+)"), "dead"),
+    (re.compile(rb"serf: EventMemberLeave: (\S+)"), "left"),
+    (re.compile(rb"memberlist: Suspect (\S+) has failed"), "suspected"),
+]
+
+
+def serf_event(line, name):
+    """The event a Serf agent's log line tells, in vigil's shape, or None."""
+    for pattern, event in SERF_EVENTS:
+        m = pattern.search(line)
+        if m:
+            v = {"event": event, "member": m.group(1).decode(errors="replace")}
+            if event == "suspected":
+                v["by"] = name
+            return v
+    return None
+
+
 class Member:
     def __init__(self, impl, name, argv):
         self.impl, self.name = impl, name
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        # Serf logs (its events among them) to stdout and stderr.
+        err = subprocess.STDOUT if impl == "serf" else subprocess.DEVNULL
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
         self.events = []
         self.lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         for line in self.proc.stdout:
-            try:
-                v = json.loads(line)
-            except ValueError:
-                continue
+            if self.impl == "serf":
+                v = serf_event(line, self.name)
+                if v is None:
+                    continue
+            else:
+                try:
+                    v = json.loads(line)
+                except ValueError:
+                    continue
             v["_t"] = time.time()
             with self.lock:
                 self.events.append(v)
@@ -118,6 +159,12 @@ def start(impl, n, topo, bins):
                 argv += ["--downing", impl.split("+", 1)[1]]
             if i:
                 argv += ["--join", f"{seed_ip}:{seed_port}"]
+        elif impl == "serf":
+            # The RPC port (for serf's CLI) on loopback, outside the counted ranges.
+            argv = [bins["serf"], "agent", "-node", name, "-bind", f"{ip}:{port}", "-rpc-addr", f"127.0.0.1:{23000 + i}"]
+            argv += ["-encrypt", base64.b64encode(bytes.fromhex(KEY_HEX)).decode(), "-log-level", "info"]
+            if i:
+                argv += ["-join", f"{seed_ip}:{seed_port}"]
         else:
             argv = [bins["mlpeer"], "-name", name, "-addr", ip, "-port", str(port), "-key", KEY_HEX]
             if i:
@@ -160,12 +207,12 @@ def sum_counters(out, tag):
 
 
 class Loopback:
-    """Every member on 127.0.0.1, vigil from port 20000, memberlist from 21000."""
+    """Every member on 127.0.0.1, vigil from port 20000, memberlist from 21000, serf from 22000."""
 
     def __init__(self, n):
         self.n = n
         rules = [f"table inet {TABLE} {{", "  chain out { type filter hook output priority 0; policy accept;"]
-        for impl in ("vigil", "memberlist"):
+        for impl in ("vigil", "memberlist", "serf"):
             lo, hi = self.range(impl)
             # Datagrams leave from the members' ports; a stream connection's
             # client side has an ephemeral port, so TCP is counted both ways.
@@ -177,7 +224,7 @@ class Loopback:
         nft("\n".join(rules))
 
     def range(self, impl):
-        base = 20000 if impl.startswith("vigil") else 21000
+        base = 20000 if impl.startswith("vigil") else 22000 if impl == "serf" else 21000
         return base, base + self.n - 1
 
     def addr(self, impl, i):
@@ -491,7 +538,7 @@ def rapid(members, scenario, args, topo, impl, mark):
 
 def build(tmp):
     log("building vigil (release)")
-    sh("cargo", "build", "--release", "-q", "-p", "vigil", cwd=ROOT)
+    sh("cargo", "build", "--release", "-q", "-p", "vigil-cli", cwd=ROOT)
     log("building mlpeer (memberlist 0.2.2, Debian's Go packages)")
     gopath = os.path.join(tmp, "go")
     os.makedirs(os.path.join(gopath, "src"))
@@ -509,7 +556,8 @@ def build(tmp):
     # A copy, so that rebuilding the tree during a run changes nothing.
     vigil = os.path.join(tmp, "vigil")
     shutil.copy(os.path.join(ROOT, "target", "release", "vigil"), vigil)
-    return {"preset": "lan", "vigil": vigil, "mlpeer": os.path.join(tmp, "mlpeer"), "keyfile": keyfile}
+    serf = shutil.which("serf") or "serf"
+    return {"preset": "lan", "vigil": vigil, "mlpeer": os.path.join(tmp, "mlpeer"), "keyfile": keyfile, "serf": serf}
 
 
 def fmt_detect(r):
@@ -535,7 +583,7 @@ def main():
     ap.add_argument("--crash-repeat", type=int, default=5, help="crashes per implementation")
     ap.add_argument("--fault-secs", type=float, default=60)
     ap.add_argument("--netns", action="store_true", help="one network namespace per member on a bridge")
-    ap.add_argument("--impls", default="vigil,memberlist", help="which implementations to run")
+    ap.add_argument("--impls", default="vigil,memberlist", help="which implementations to run (vigil, vigil+STRATEGY, memberlist, serf)")
     ap.add_argument("--vigil-preset", default="lan", help="vigil agent --preset (lan, lan-fast, wan, classic)")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -577,7 +625,7 @@ def main():
     }
     where = "one network namespace per member on a bridge" if args.netns else "127.0.0.1"
     preset = "" if args.vigil_preset == "lan" else f", vigil with --preset {args.vigil_preset}"
-    print(f"N = {args.nodes} on {where}, one process per member, encrypted on both sides{preset}.\n")
+    print(f"N = {args.nodes} on {where}, one process per member, encrypted on every side{preset}.\n")
     rapids = [(k, r) for k, r in results.items() if k[0] in ("lossy80", "flipflop")]
     faults = [(k, r) for k, r in results.items() if k[0] not in ("steady", "lossy80", "flipflop")]
     if rapids:
