@@ -13,6 +13,8 @@
 //!   the history and the metrics.
 //! - [`api`]: the HTTP API (typed bodies, errors as one enum, the OpenAPI
 //!   document generated from the types), OpenMetrics and the dashboard.
+//! - [`log_stream`]: the agent's log for whoever follows it
+//!   (`/v1/monitor`), at a level of their own.
 //! - [`build`]: this build's version, revision and date; [`process`]: the
 //!   agent's own CPU, memory and descriptors, from `/proc`.
 //! - [`service_manager`]: `READY=1`, `STOPPING=1` and the watchdog for
@@ -42,6 +44,7 @@ pub mod event_lines;
 pub mod fleet;
 pub mod history;
 pub mod input;
+pub mod log_stream;
 pub mod metrics;
 pub mod pipeline;
 pub mod process;

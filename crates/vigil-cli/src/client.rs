@@ -1,5 +1,6 @@
-//! `vigil members`, `vigil events`, `vigil keys`, `vigil join`, `vigil
-//! leave` and `vigil tags`: thin clients of a running agent's HTTP API.
+//! `vigil members`, `vigil events`, `vigil monitor`, `vigil keys`, `vigil
+//! join`, `vigil leave` and `vigil tags`: thin clients of a running agent's
+//! HTTP API.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -27,7 +28,8 @@ pub(crate) struct Target {
     /// the agent's default).
     #[arg(long, value_name = "IP:PORT", global = true)]
     http: Option<String>,
-    /// A file holding the bearer token (default: $VIGIL_HTTP_TOKEN).
+    /// A file holding the bearer token (default: the token itself in
+    /// $VIGIL_HTTP_TOKEN).
     #[arg(long, value_name = "FILE", global = true)]
     token_file: Option<PathBuf>,
 }
@@ -275,60 +277,27 @@ pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
         // keeps ending without any is retried a bounded number of times.
         let mut progressed = false;
         let mut reader = BufReader::new(r.into_body().into_reader());
-        let (mut id, mut data, mut kind) = (None::<String>, String::new(), String::new());
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = std::io::Read::take(&mut reader, MAX_EVENT_LINE as u64).read_line(&mut line).unwrap_or(0);
-            if n == 0 {
-                break;
-            }
-            if !line.ends_with('\n') && n >= MAX_EVENT_LINE {
-                return Err(anyhow::anyhow!(
-                    "the agent at {} sent an event line longer than {}",
-                    c.base,
-                    crate::limits::binary_size(MAX_EVENT_LINE as u64)
-                ));
-            }
-            let l = line.trim_end_matches(['\n', '\r']);
-            if l.is_empty() {
-                // The end of one event.
-                if !data.is_empty() {
-                    match serde_json::from_str::<EventRecord>(&data) {
-                        Ok(EventRecord { what: What::Missed { count, .. }, .. }) if kind == "missed" => {
-                            say!("vigil: {count} events were no longer kept by the agent");
-                        }
-                        Ok(record) => {
-                            print_event(out, &record, a.json)?;
-                            seen += 1;
-                            if a.count.is_some_and(|n| seen >= n) {
-                                return Ok(());
-                            }
-                        }
-                        Err(e) => say!(
-                            "vigil: an event from the agent is not a record this version reads ({e}); skipped: {}",
-                            vigil_lab::millis::quoted(&data)
-                        ),
-                    }
-                    // Taken or skipped, it is not asked for again.
-                    if let Some(i) = id.take() {
-                        progressed |= last.as_ref() != Some(&i);
-                        last = Some(i);
+        while let Some(sse) = next_sse(&mut reader, &c.base)? {
+            match serde_json::from_str::<EventRecord>(&sse.data) {
+                Ok(EventRecord { what: What::Missed { count, .. }, .. }) if sse.kind == "missed" => {
+                    say!("vigil: {count} events were no longer kept by the agent");
+                }
+                Ok(record) => {
+                    print_event(out, &record, a.json)?;
+                    seen += 1;
+                    if a.count.is_some_and(|n| seen >= n) {
+                        return Ok(());
                     }
                 }
-                data.clear();
-                kind.clear();
-                continue;
+                Err(e) => say!(
+                    "vigil: an event from the agent is not a record this version reads ({e}); skipped: {}",
+                    vigil_lab::millis::quoted(&sse.data)
+                ),
             }
-            if let Some(v) = l.strip_prefix("data:") {
-                if !data.is_empty() {
-                    data.push('\n');
-                }
-                data.push_str(v.strip_prefix(' ').unwrap_or(v));
-            } else if let Some(v) = l.strip_prefix("id:") {
-                id = Some(v.trim().to_owned());
-            } else if let Some(v) = l.strip_prefix("event:") {
-                kind = v.trim().to_owned();
+            // Taken or skipped, it is not asked for again.
+            if let Some(i) = sse.id {
+                progressed |= last.as_ref() != Some(&i);
+                last = Some(i);
             }
         }
         if progressed {
@@ -342,6 +311,101 @@ pub(crate) fn events(a: &EventsArgs, out: &mut dyn Write) -> Result<()> {
         say!("vigil: the stream from {} ended; resuming after {}", c.base, last.as_deref().unwrap_or("the start"));
         std::thread::sleep(Duration::from_secs(1));
     }
+}
+
+/// One server-sent event: its id, its kind (`event:`) and its data.
+#[derive(Debug, Default)]
+struct ServerSent {
+    id: Option<String>,
+    kind: String,
+    data: String,
+}
+
+/// The next server-sent event with data from `reader` (blocks until it
+/// comes), or `None` at the end of the stream; a line longer than
+/// [`MAX_EVENT_LINE`] is an error, never read whole.
+fn next_sse(reader: &mut impl BufRead, base: &str) -> Result<Option<ServerSent>> {
+    let mut sse = ServerSent::default();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = std::io::Read::take(&mut *reader, MAX_EVENT_LINE as u64).read_line(&mut line).unwrap_or(0);
+        if n == 0 {
+            return Ok(None);
+        }
+        if !line.ends_with('\n') && n >= MAX_EVENT_LINE {
+            return Err(anyhow::anyhow!(
+                "the agent at {base} sent an event line longer than {}",
+                crate::limits::binary_size(MAX_EVENT_LINE as u64)
+            ));
+        }
+        let l = line.trim_end_matches(['\n', '\r']);
+        if l.is_empty() {
+            // The end of one event; one without data (a keep-alive) is none.
+            if !sse.data.is_empty() {
+                return Ok(Some(sse));
+            }
+            sse = ServerSent::default();
+        } else if let Some(v) = l.strip_prefix("data:") {
+            if !sse.data.is_empty() {
+                sse.data.push('\n');
+            }
+            sse.data.push_str(v.strip_prefix(' ').unwrap_or(v));
+        } else if let Some(v) = l.strip_prefix("id:") {
+            sse.id = Some(v.trim().to_owned());
+        } else if let Some(v) = l.strip_prefix("event:") {
+            sse.kind = v.trim().to_owned();
+        }
+    }
+}
+
+// ---- monitor ----
+
+/// Arguments of `vigil monitor`.
+#[derive(Debug, Args)]
+pub(crate) struct MonitorArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The most verbose level shown: error, warn, info, debug or trace,
+    /// whatever the agent's own --log-level.
+    #[arg(long, value_name = "LEVEL", default_value = "info")]
+    level: vigil_agent::log_stream::Level,
+    /// Print the lines' JSON, one per line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `vigil monitor`: the agent's log from now on, until interrupted or
+/// the agent stops.
+pub(crate) fn monitor(a: &MonitorArgs, out: &mut dyn Write) -> Result<()> {
+    let c = Client::new(&a.target, true)?;
+    let mut req = c.agent.get(format!("{}/v1/monitor?level={}", c.base, a.level)).header("Accept", "text/event-stream");
+    if let Some(t) = &c.token {
+        req = req.header("Authorization", format!("Bearer {t}"));
+    }
+    let r = req.call().map_err(|e| c.unreachable(e))?;
+    if !r.status().is_success() {
+        return c.answer::<serde_json::Value>(r).map(|_| ());
+    }
+    let mut reader = BufReader::new(r.into_body().into_reader());
+    while let Some(sse) = next_sse(&mut reader, &c.base)? {
+        if sse.kind == "missed" {
+            let n = serde_json::from_str::<serde_json::Value>(&sse.data).ok().and_then(|v| v["missed"].as_u64());
+            say!("vigil: {} log lines lost: this reader was too slow", n.map_or("some".to_owned(), |n| n.to_string()));
+            continue;
+        }
+        match serde_json::from_str::<vigil_agent::log_stream::LogLine>(&sse.data) {
+            Ok(line) if a.json => print_json(out, &line)?,
+            Ok(line) => {
+                let fields: String = line.fields.iter().map(|(k, v)| format!(" {k}={v}")).collect();
+                let text = format!("{:>5} {}: {}{fields}", line.level.to_uppercase(), line.target, line.message);
+                writeln!(out, "{}  {}", clock(line.ts_ms), escaped(&text))?;
+            }
+            Err(e) => say!("vigil: a log line this version does not read ({e}); skipped"),
+        }
+        out.flush()?;
+    }
+    Err(anyhow::anyhow!("the agent at {} closed its log stream (it stopped?)", c.base))
 }
 
 /// One event: its JSON (the same record, safe to print), or its time and

@@ -77,6 +77,9 @@ enum Command {
     Members(client::MembersArgs),
     /// Follow a running agent's events (a client of its HTTP API).
     Events(client::EventsArgs),
+    /// Follow a running agent's log at a level of your own, whatever its
+    /// --log-level (a client of its HTTP API).
+    Monitor(client::MonitorArgs),
     /// A running agent's keyring: list, install, use, remove (a client of
     /// its HTTP API).
     Keys(client::KeysArgs),
@@ -176,6 +179,7 @@ fn main() -> ExitCode {
         Command::Cluster(args) => cluster::run(&args, &mut out),
         Command::Members(args) => client::members(&args, &mut out),
         Command::Events(args) => client::events(&args, &mut out),
+        Command::Monitor(args) => client::monitor(&args, &mut out),
         Command::Keys(args) => client::keys(&args, &mut out),
         Command::Keygen(args) => keys::keygen(&args, &mut out),
         Command::Join(args) => client::join(&args, &mut out),

@@ -1024,3 +1024,50 @@ fn one_command_rotates_the_key_of_every_member_and_names_those_that_did_not_answ
     assert!(out.lines().any(|l| l.starts_with(&format!("{gone_name}: "))), "{out}");
     assert!(err.contains("3 of 3 members refused or did not answer"), "{err}");
 }
+
+/// `vigil monitor` as an operator runs it: the agent logs `info` to its
+/// stderr, the follower asks for `debug` and gets the refused datagrams'
+/// lines; without the token it is refused and says so.
+#[test]
+fn vigil_monitor_follows_the_log_at_its_own_level() {
+    let token = temp_file("monitor-token", &format!("{TOKEN}\n"));
+    let a = Agent::start("m0", None, &["--http-token-file", token.to_str().unwrap()]);
+    let http = a.url.trim_start_matches("http://").to_owned();
+    let refused =
+        Command::new(VIGIL).args(["monitor", "--http", &http]).env_remove("VIGIL_HTTP_TOKEN").output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("401") && err.contains("bearer token"), "{err}");
+    let mut monitor = Command::new(VIGIL)
+        .args(["monitor", "--http", &http, "--level", "debug"])
+        .env("VIGIL_HTTP_TOKEN", TOKEN)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(monitor.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in lines.lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    // Until the follower is there, lines are not kept for it: send until
+    // one arrives (bound 10 s).
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let line = loop {
+        udp.send_to(&[0xff, 0xfe, 0xfd], &a.addr).unwrap();
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
+            break l;
+        }
+        assert!(Instant::now() < deadline, "no log line within 10 s");
+    };
+    let _ = monitor.kill();
+    let _ = monitor.wait();
+    // `HH:MM:SS.mmm  DEBUG vigil_net::driver: datagram refused: ... from=127.0.0.1:PORT`
+    let port = udp.local_addr().unwrap().port();
+    assert!(line.contains("DEBUG vigil_net::driver: datagram refused"), "{line}");
+    assert!(line.ends_with(&format!("from=127.0.0.1:{port}")), "{line}");
+    assert_eq!(line.as_bytes()[2], b':', "{line}");
+}

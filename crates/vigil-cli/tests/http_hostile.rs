@@ -726,3 +726,81 @@ fn the_readiness_probe_refuses_what_is_not_a_boolean() {
         assert!(error(&b).contains("converged"), "{query}: the error names the parameter: {b}");
     }
 }
+
+/// The resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// `/v1/monitor` followers that never read, at `trace`, while a flood of
+/// foreign datagrams makes the agent log a line for each: the agent keeps
+/// answering at once, its memory does not follow the flood (the stream
+/// keeps 1,024 lines for its followers), and a follower that does read
+/// still gets its lines. Without the
+/// token, and with a level that is not one, the stream is refused.
+#[test]
+fn log_followers_that_never_read_cost_the_agent_nothing_that_grows() {
+    let token = temp_file("monitor-token", &format!("{TOKEN}\n"));
+    let a = Agent::start("m0", None, &["--http-token-file", token.to_str().unwrap()]);
+    let host = format!("Host: {}", a.http);
+    let auth = format!("Authorization: Bearer {TOKEN}");
+    let (s, _, b) = raw(a.http, "GET", "/v1/monitor", &[&host], "");
+    assert_eq!(s, 401, "{b}");
+    let (s, _, b) = raw(a.http, "GET", "/v1/monitor?level=verbose", &[&host, &auth], "");
+    assert_eq!(
+        (s, error(&b).as_str()),
+        (400, "level: \"verbose\" is not a log level (error, warn, info, debug or trace)")
+    );
+    // Eight followers that send their request and never read a byte.
+    let stuck: Vec<TcpStream> = (0..8)
+        .map(|_| {
+            let mut c = TcpStream::connect(a.http).unwrap();
+            write!(c, "GET /v1/monitor?level=trace HTTP/1.1\r\n{host}\r\n{auth}\r\n\r\n").unwrap();
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = rss_kib(a.child.id());
+    // 100,000 datagrams that are not vigil's: a debug line each.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let started = Instant::now();
+    for i in 0..100_000u32 {
+        let _ = udp.send_to(&[0xff, 0xfe, (i >> 8) as u8, i as u8, 1, 2, 3, 4], &a.addr);
+    }
+    let flood = started.elapsed();
+    // Liveness answers while the followers are stuck.
+    let asked = Instant::now();
+    let (s, _, _) = raw(a.http, "GET", "/v1/health/live", &[&host], "");
+    assert_eq!(s, 200);
+    assert!(asked.elapsed() < Duration::from_secs(2), "live took {:?}", asked.elapsed());
+    std::thread::sleep(Duration::from_millis(500));
+    let after = rss_kib(a.child.id());
+    // A line is a few hundred bytes: 100,000 kept would be tens of MB. The
+    // stream keeps 1,024, each stuck connection at most its socket buffers.
+    assert!(after < before + 16 * 1024, "{before} KiB before the flood ({flood:?}), {after} KiB after");
+    // A follower that reads gets its lines, at its level.
+    let mut reader = TcpStream::connect(a.http).unwrap();
+    write!(reader, "GET /v1/monitor?level=debug HTTP/1.1\r\n{host}\r\n{auth}\r\n\r\n").unwrap();
+    reader.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    for i in 0..3u8 {
+        udp.send_to(&[0xff, 0xfe, i], &a.addr).unwrap();
+    }
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    while !seen.contains("datagram refused") {
+        let n = reader.read(&mut buf).expect("the follower that reads gets lines");
+        assert!(n > 0, "the stream ended: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(seen.contains("200 OK") && seen.contains("text/event-stream"), "{seen}");
+    assert!(seen.contains("\"level\":\"debug\"") && seen.contains("\"target\":\"vigil_net::driver\""), "{seen}");
+    // The agent's own log stayed at its level (info): no debug line there.
+    assert!(!a.log.lock().unwrap().iter().any(|l| l.contains("datagram refused")));
+    drop(stuck);
+}

@@ -894,8 +894,16 @@ async fn send_control(id: u64, to: SocketAddr, frame: Vec<u8>, conn: Conn, contr
             Ok(Ok(())) => {}
             _ => return Err("could not write the request"),
         }
-        let (header, from) =
-            conn.header(&mut c, to).await.map_err(|_| "closed without an answer (an older version?)")?;
+        let asked = tokio::time::Instant::now();
+        let (header, from) = conn.header(&mut c, to).await.map_err(|_| {
+            // A member that is stopped or overloaded holds the connection
+            // open; one that does not know the request closes it at once.
+            if asked.elapsed() >= conn.net.header_timeout {
+                "no answer in time (stopped or overloaded?)"
+            } else {
+                "closed without an answer (an older version?)"
+            }
+        })?;
         conn.body(&mut c, header, from, None).await.map_err(|_| "its answer could not be read")
     };
     let wait = conn.net.connect_timeout + conn.net.io_timeout + conn.net.header_timeout;

@@ -48,6 +48,7 @@ pub mod join;
 mod keys;
 pub mod lab;
 pub mod listener;
+mod monitor;
 pub mod openapi;
 pub mod origin;
 mod outcomes;
@@ -162,6 +163,9 @@ pub fn router(state: ApiState, bound: SocketAddr) -> Router {
     let loopback = bound.ip().is_loopback();
     let guarded = Router::new()
         .route(Endpoint::Keys.path(), get(keys::list).post(keys::install))
+        // The log, at a level the follower chooses (trace costs the agent
+        // CPU, and shows more than the API's reads): guarded as the keys are.
+        .route(Endpoint::Monitor.path(), get(monitor::follow))
         .route(Endpoint::KeyUse.path(), post(keys::use_key))
         .route(Endpoint::KeyRemove.path(), delete(keys::remove))
         .route(Endpoint::Leave.path(), post(leave))

@@ -43,6 +43,8 @@ pub enum Endpoint {
     Member,
     /// `GET /v1/events`.
     Events,
+    /// `GET /v1/monitor`.
+    Monitor,
     /// `GET /v1/health/live`.
     Live,
     /// `GET /v1/health/ready`.
@@ -100,6 +102,8 @@ enum Content {
     Text(&'static str),
     /// Server-sent events whose data are event records.
     Events,
+    /// Server-sent events whose data are log lines.
+    LogLines,
 }
 
 fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
@@ -129,12 +133,13 @@ fn change(method: &'static str, summary: &'static str, status: u16, ok: Content)
 
 impl Endpoint {
     /// Every endpoint.
-    pub const ALL: [Endpoint; 27] = [
+    pub const ALL: [Endpoint; 28] = [
         Endpoint::Dashboard,
         Endpoint::SelfView,
         Endpoint::Members,
         Endpoint::Member,
         Endpoint::Events,
+        Endpoint::Monitor,
         Endpoint::Live,
         Endpoint::Ready,
         Endpoint::Traces,
@@ -167,6 +172,7 @@ impl Endpoint {
             Endpoint::Members => "/v1/members",
             Endpoint::Member => "/v1/members/{name}",
             Endpoint::Events => "/v1/events",
+            Endpoint::Monitor => "/v1/monitor",
             Endpoint::Live => "/v1/health/live",
             Endpoint::Ready => "/v1/health/ready",
             Endpoint::Traces => "/v1/traces",
@@ -193,7 +199,7 @@ impl Endpoint {
     }
 
     fn operations(self) -> Vec<Operation> {
-        use Content::{AnyJson, Events, Json, Text};
+        use Content::{AnyJson, Events, Json, LogLines, Text};
         match self {
             Endpoint::Dashboard => vec![get("The dashboard: one page, no external assets", Text("text/html"))],
             Endpoint::SelfView => vec![get(
@@ -214,6 +220,22 @@ impl Endpoint {
                     "Server-sent events, each an event record with its id; a `missed` event says how many are gone",
                     Events,
                 )
+            }],
+            Endpoint::Monitor => vec![Operation {
+                guarded: true,
+                query: &[(
+                    "level",
+                    "`error`, `warn`, `info` (the default), `debug` or `trace`, whatever the agent's own --log-level",
+                )],
+                responses: vec![
+                    (
+                        200,
+                        "The agent's log from now on, a line an event; a `missed` event counts lines lost by a slow reader",
+                        LogLines,
+                    ),
+                    (400, "Not a level", error()),
+                ],
+                ..get("The agent's log as it is written", LogLines)
             }],
             Endpoint::Live => vec![get("Liveness", Json(schema::<body::Live>))],
             Endpoint::Ready => vec![Operation {
@@ -357,6 +379,10 @@ fn content(c: Content, g: &mut SchemaGenerator) -> Value {
         Content::Events => {
             let record = g.subschema_for::<EventRecord>();
             json!({"text/event-stream": {"schema": {"type": "string"}, "x-data": record}})
+        }
+        Content::LogLines => {
+            let line = g.subschema_for::<crate::log_stream::LogLine>();
+            json!({"text/event-stream": {"schema": {"type": "string"}, "x-data": line}})
         }
     }
 }
