@@ -1012,6 +1012,15 @@ fn one_command_rotates_the_key_of_every_member_and_names_those_that_did_not_answ
         assert!(list["keys"][0]["opened"].as_u64().unwrap() > 0, "{}: the new key opens what arrives: {list}", a.name);
     }
 
+    // A member that is stopped holds the connection open and says nothing:
+    // named as silent (not as a version that does not know the request).
+    let signal = |sig: &str, a: &Agent| Command::new("kill").args([sig, &a.child.id().to_string()]).status().unwrap();
+    signal("-STOP", &all[2]);
+    let (code, out, err) = keys_cli(&["list", "--everywhere"]);
+    signal("-CONT", &all[2]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains(&format!("{}: no answer in time (stopped or overloaded?)", all[2].name)), "{out}");
+
     // A member that cannot obey (the primary cannot be removed) and one
     // that is gone: each named with why, and the command fails.
     let mut all = all;
