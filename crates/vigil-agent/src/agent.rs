@@ -200,14 +200,18 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
     );
     let member = Arc::new(member);
     let notifier = Arc::new(Notifier::from_env());
-    // Ready at once with nobody to join; otherwise once a member is met,
-    // or alone after a while (still asking the seeds).
+    // Ready at once with nobody to join (no seeds, no member known before a
+    // restart); otherwise once a member is met, or alone after a while
+    // (still asking the seeds).
     let mut ready = false;
-    if config.seeds.is_empty() {
+    if !member.joins() {
         notifier.ready("running; no seeds given, waiting for members to join through this one");
         ready = true;
     } else {
-        notifier.status(&format!("joining through {} seeds", config.seeds.len()));
+        match config.seeds.len() {
+            0 => notifier.status("rejoining the members known before the restart"),
+            n => notifier.status(&format!("joining through {n} seeds")),
+        }
     }
     let ready_at_latest = tokio::time::sleep(READY_AT_LATEST);
     tokio::pin!(ready_at_latest);
@@ -226,11 +230,12 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
     });
     let recorder = Recorder::new(config.event_history);
     let (leave_tx, mut leave_rx) = mpsc::channel(1);
+    let mut for_good = false;
     if let Some(listener) = http {
         let state = ApiState::new(member.clone(), recorder.clone())
             .token(config.token.clone())
             .leave(leave_tx)
-            .sealed(config.seal_mode == SealMode::Sealed, !config.seeds.is_empty())
+            .sealed(config.seal_mode == SealMode::Sealed, member.joins())
             .hosts(config.http_hosts.clone())
             .detector(detector_spec(&config.protocol, config.detector.as_ref()), config.protocol.suspect_level);
         match api::serve(listener, state) {
@@ -274,7 +279,8 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
                 break;
             }
             Some(()) = leave_rx.recv() => {
-                tracing::info!("asked to leave through the API");
+                tracing::info!("asked to leave through the API: for good");
+                for_good = true;
                 break;
             }
         }
@@ -288,6 +294,10 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
         w.abort();
     }
     // Leaving is announced and bounded; the process ends within 3 s.
-    let _ = tokio::time::timeout(defaults::LEAVE_TIMEOUT, member.leave()).await;
+    // Asked through the API, for good: a restart does not rejoin the
+    // members known (`vigil leave`, as Serf's leave keeps its snapshot
+    // from rejoining). A signal is what a restart sends: they are kept.
+    let leaving = async { if for_good { member.leave_for_good().await } else { member.leave().await } };
+    let _ = tokio::time::timeout(defaults::LEAVE_TIMEOUT, leaving).await;
     Ok(())
 }

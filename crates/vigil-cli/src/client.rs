@@ -654,11 +654,16 @@ pub(crate) struct LeaveArgs {
     target: Target,
 }
 
-/// Runs `vigil leave`: the agent announces its leave and stops.
+/// Runs `vigil leave`: the agent announces its leave and stops, for good
+/// (it forgets the members it knew, so a restart does not rejoin them).
 pub(crate) fn leave(a: &LeaveArgs, out: &mut dyn Write) -> Result<()> {
     let c = Client::new(&a.target, false)?;
     let r: Leaving = c.send("POST", "/v1/leave", None::<&()>)?;
-    writeln!(out, "{}: the agent announces its leave and stops", escaped(&r.status))?;
+    writeln!(
+        out,
+        "{}: the agent announces its leave and stops, for good (a restart rejoins through its seeds only)",
+        escaped(&r.status)
+    )?;
     Ok(())
 }
 

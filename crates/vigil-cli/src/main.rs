@@ -86,7 +86,8 @@ enum Command {
     /// Join a running agent through more seeds (a client of its HTTP API):
     /// says which members answered at each.
     Join(client::JoinArgs),
-    /// Make a running agent leave the cluster and stop (a client of its
+    /// Make a running agent leave the cluster for good and stop: a restart
+    /// rejoins through its seeds only, not the members it knew (a client of its
     /// HTTP API).
     Leave(client::LeaveArgs),
     /// Force a member believed dead out of the cluster: left everywhere, no

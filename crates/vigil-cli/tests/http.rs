@@ -1080,3 +1080,64 @@ fn vigil_monitor_follows_the_log_at_its_own_level() {
     assert!(line.ends_with(&format!("from=127.0.0.1:{port}")), "{line}");
     assert_eq!(line.as_bytes()[2], b':', "{line}");
 }
+
+/// A member restarted without seeds but with the members it knew in
+/// `--data-dir` is joining, not a first member: while none of them answers
+/// it is not ready (a probe keeps it out of service), and says why.
+#[test]
+fn a_restarted_member_whose_known_members_are_gone_is_not_ready() {
+    let dir = std::env::temp_dir().join(format!("vigil-http-{}-known", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = ["--data-dir", dir.to_str().unwrap()];
+    let a0 = Agent::start("a0", None, &[]);
+    let a1 = Agent::start("a1", Some(&a0.addr), &data);
+    // The members known are written about a second after a member meets
+    // anyone (bound 10 s).
+    let file = dir.join("members");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&file).is_ok_and(|t| t.contains(&a0.addr)) {
+        assert!(Instant::now() < deadline, "{} never listed a0", file.display());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop((a1, a0));
+    let again = Agent::start("a1", None, &data);
+    let (status, body) = get(&format!("{}/v1/health/ready", again.url));
+    assert_eq!(
+        (status, body),
+        (503, json!({"status": "not ready", "reasons": ["not joined: no live member known yet"]}))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `vigil leave` is for good: the members known are forgotten, so a
+/// restart does not rejoin them; SIGTERM (what a restart sends) keeps them.
+#[test]
+fn vigil_leave_forgets_the_members_known_and_sigterm_keeps_them() {
+    let base = std::env::temp_dir().join(format!("vigil-http-{}-leave", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let a0 = Agent::start("a0", None, &[]);
+    let member_file = |name: &str| base.join(name).join("members");
+    let start = |name: &str| {
+        let dir = base.join(name);
+        Agent::start(name, Some(&a0.addr), &["--data-dir", dir.to_str().unwrap()])
+    };
+    let (mut by_api, mut by_signal) = (start("a1"), start("a2"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for name in ["a1", "a2"] {
+        while !std::fs::read_to_string(member_file(name)).is_ok_and(|t| t.contains(&a0.addr)) {
+            assert!(Instant::now() < deadline, "{name} never listed a0");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let http = by_api.url.trim_start_matches("http://").to_owned();
+    let out = Command::new(VIGIL).args(["leave", "--http", &http]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("for good"));
+    assert!(by_api.child.wait().unwrap().success());
+    assert!(!member_file("a1").exists(), "vigil leave forgets the members known");
+    Command::new("kill").args(["-TERM", &by_signal.child.id().to_string()]).status().unwrap();
+    assert!(by_signal.child.wait().unwrap().success());
+    let kept = std::fs::read_to_string(member_file("a2")).unwrap();
+    assert!(kept.contains(&a0.addr), "SIGTERM keeps them for the restart: {kept}");
+    let _ = std::fs::remove_dir_all(&base);
+}

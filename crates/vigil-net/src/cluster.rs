@@ -584,7 +584,8 @@ impl Builder {
             }
             seeds.extend(resolved);
         }
-        if !seeds.is_empty() || !named_seeds.is_empty() {
+        let joins = !seeds.is_empty() || !named_seeds.is_empty();
+        if joins {
             node.join(now, &seeds);
         }
         // The builder's channel, so that streams taken before the start see
@@ -616,6 +617,7 @@ impl Builder {
             id,
             task: std::sync::Mutex::new(Some(task)),
             leave_wait: self.net.leave_wait,
+            joins,
         })
     }
 }
@@ -775,6 +777,7 @@ pub struct Cluster {
     id: NodeId,
     task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     leave_wait: Duration,
+    joins: bool,
 }
 
 impl Drop for Cluster {
@@ -835,6 +838,26 @@ impl Cluster {
     /// ```
     pub fn advertise_addr(&self) -> SocketAddr {
         self.advertise
+    }
+
+    /// Whether this member started with members to join: seeds, or members
+    /// it knew before a restart (kept in the data directory). Such a member
+    /// is not on its own until it meets one; a member with neither is a
+    /// first member, whom others join.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let first = vigil_net::Cluster::builder("a").bind("127.0.0.1:0".parse()?).start().await?;
+    /// assert!(!first.joins());
+    /// let second =
+    ///     vigil_net::Cluster::builder("b").bind("127.0.0.1:0".parse()?).seeds([first.local_addr()]).start().await?;
+    /// assert!(second.joins());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn joins(&self) -> bool {
+        self.joins
     }
 
     /// This member's name and generation (see [`crate::generation`]).
@@ -1574,8 +1597,21 @@ impl Cluster {
     /// # }
     /// ```
     pub async fn leave(&self) {
+        self.leave_with(false).await;
+    }
+
+    /// Leaves as [`Cluster::leave`] does, for good: the members known are
+    /// removed from the data directory, so that a restart does not rejoin
+    /// them (it joins through its seeds, or starts a cluster). `vigil
+    /// leave` is this; a SIGTERM, which a restart follows, is
+    /// [`Cluster::leave`].
+    pub async fn leave_for_good(&self) {
+        self.leave_with(true).await;
+    }
+
+    async fn leave_with(&self, for_good: bool) {
         let Some(task) = self.take_task() else { return };
-        let _ = self.cmd.send(Command::Leave(self.leave_wait)).await;
+        let _ = self.cmd.send(Command::Leave(self.leave_wait, for_good)).await;
         // Bounded: the driver stops after the wait whatever happens.
         let _ = tokio::time::timeout(self.leave_wait + Duration::from_secs(1), task).await;
     }

@@ -60,7 +60,9 @@ pub(crate) enum Command {
     InstallKey([u8; 32], oneshot::Sender<Result<KeyId, KeyError>>),
     UseKey(KeyId, oneshot::Sender<Result<(), KeyError>>),
     RemoveKey(KeyId, oneshot::Sender<Result<(), KeyError>>),
-    Leave(Duration),
+    /// Leave within the wait; `true`: for good (the members known are
+    /// forgotten, so a restart does not rejoin them).
+    Leave(Duration, bool),
     Shutdown,
     Outcomes(Vec<RequestOutcome>, Option<oneshot::Sender<Vec<bool>>>),
 }
@@ -236,6 +238,7 @@ impl Driver {
         });
         let mut buf = vec![0u8; MAX_DATAGRAM_ACCEPTED + OVERHEAD + 1];
         let mut leaving: Option<tokio::time::Instant> = None;
+        let mut forget_known = false;
         self.seal.tick(unix_secs());
         self.flush(&errors_tx, &frames_tx).await;
         loop {
@@ -302,9 +305,10 @@ impl Driver {
                     self.node.handle_timeout(self.clock.now());
                 }
                 Input::Command(None | Some(Command::Shutdown)) => break,
-                Input::Command(Some(Command::Leave(wait))) => {
+                Input::Command(Some(Command::Leave(wait, for_good))) => {
                     self.node.leave(self.clock.now());
                     leaving = Some(tokio::time::Instant::now() + wait);
+                    forget_known = for_good;
                 }
                 Input::Command(Some(Command::KeysEverywhere(op, tx))) => {
                     self.keys_everywhere(op, tx, &frames_tx, &control_tx);
@@ -369,7 +373,19 @@ impl Driver {
         if let Some(l) = listener {
             l.abort();
         }
-        self.keep_known().await;
+        match (&self.data_dir, forget_known) {
+            (Some(dir), true) => {
+                let dir = dir.clone();
+                match tokio::task::spawn_blocking(move || crate::known::forget(&dir)).await {
+                    Ok(Ok(())) => tracing::info!("left for good: the members known are forgotten"),
+                    Ok(Err(e)) => tracing::warn!("left for good, but the members known are not forgotten: {e}"),
+                    Err(e) => tracing::warn!("left for good, but the members known are not forgotten: {e}"),
+                }
+            }
+            _ => {
+                self.keep_known().await;
+            }
+        }
     }
 
     /// Writes the live members into the data directory when they changed
@@ -686,7 +702,7 @@ impl Driver {
                     let _ = tx.send(taken);
                 }
             }
-            Command::Leave(_) | Command::Shutdown => {}
+            Command::Leave(..) | Command::Shutdown => {}
         }
     }
 

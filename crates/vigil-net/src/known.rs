@@ -29,6 +29,15 @@ use std::time::Duration;
 /// The file's name in the data directory.
 pub const FILE: &str = "members";
 
+/// Removes the file from `dir` (a member that left for good); no file is
+/// no error.
+pub fn forget(dir: &Path) -> io::Result<()> {
+    match std::fs::remove_file(dir.join(FILE)) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// Members kept at most (as many as a member keeps seeds).
 pub const MAX_MEMBERS: usize = crate::seed::MAX_RESOLVED;
 
