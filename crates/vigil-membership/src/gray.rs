@@ -45,18 +45,6 @@ pub const KEY_PREFIX: &str = "vigil.ejects/";
 /// Verdicts one member shares at most (the latest ones).
 pub const MAX_SHARED: usize = 8;
 
-/// Every reason outlier detection can eject for, to read a shared one back.
-const REASONS: [EjectReason; 8] = [
-    EjectReason::Consecutive5xx,
-    EjectReason::ConsecutiveGatewayFailure,
-    EjectReason::ConsecutiveLocalOriginFailure,
-    EjectReason::SuccessRate,
-    EjectReason::LocalOriginSuccessRate,
-    EjectReason::FailurePercentage,
-    EjectReason::LocalOriginFailurePercentage,
-    EjectReason::Latency,
-];
-
 /// Whether this node shares its outlier verdicts, and whether shared
 /// verdicts may down a member.
 ///
@@ -108,7 +96,8 @@ pub fn reports<'a>(by: &'a str, tags: &'a Tags) -> impl Iterator<Item = GrayRepo
             return None;
         }
         let generation: u64 = generation.parse().ok()?;
-        let reason = REASONS.iter().find(|r| r.name() == reason)?;
+        // Every reason outlier detection can eject for, to read a shared one back.
+        let reason = EjectReason::ALL.iter().find(|r| r.name() == reason)?;
         Some(GrayReport {
             by: by.to_owned(),
             subject: subject.to_owned(),
