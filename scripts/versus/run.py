@@ -10,7 +10,7 @@ memberlist's and Serf's AES-256-GCM), on 127.0.0.1 or, with
 --netns, one network namespace per member on a bridge (10.78.0.0/16, the
 bridge in a namespace of its own, nothing changed in the host's). Faults
 come from signals and nftables rules; traffic is counted by nftables on the
-wire, the same way for both.
+wire, the same way for each.
 
 Per implementation and scenario it reports: detection of a crash (first,
 median and last survivor), accusations and false deaths, packets and bytes
@@ -18,11 +18,13 @@ per member-second on the wire in the steady state, CPU (cores) and resident
 memory per member.
 
 Serf's events are read from its log as it writes it (unbuffered, timed on
-arrival, as vigil's and mlpeer's JSON lines are): `serf: EventMemberJoin`
-is up, `serf: EventMemberFailed` dead, `serf: EventMemberLeave` left,
-logged by the Serf library the moment memberlist tells it (before the
-agent's event coalescing), and memberlist's `Suspect NAME has failed` an
-accusation by this member, as mlpeer reads it.
+arrival, as vigil's and mlpeer's JSON lines are; within a few milliseconds):
+`serf: EventMemberJoin` is up, `serf: EventMemberFailed` dead,
+`serf: EventMemberLeave` left, logged at INFO (hence `-log-level info`) by
+the Serf library the moment memberlist tells it, and memberlist's `Suspect
+NAME has failed` an accusation by this member, as mlpeer reads it. An
+`-event-handler` would hear of them later and in batches: the agent
+coalesces member events (3 s, or 1 s of quiet) before it runs a handler.
 
 Needs root, nftables, Go with Debian's memberlist and Debian's serf
 (scripts/versus/setup.sh installs them) and a release build of vigil. Run
@@ -536,9 +538,10 @@ def rapid(members, scenario, args, topo, impl, mark):
     }
 
 
-def build(tmp):
-    log("building vigil (release)")
-    sh("cargo", "build", "--release", "-q", "-p", "vigil-cli", cwd=ROOT)
+def build(tmp, cargo=True):
+    if cargo:
+        log("building vigil (release)")
+        sh("cargo", "build", "--release", "-q", "-p", "vigil-cli", cwd=ROOT)
     log("building mlpeer (memberlist 0.2.2, Debian's Go packages)")
     gopath = os.path.join(tmp, "go")
     os.makedirs(os.path.join(gopath, "src"))
@@ -585,11 +588,12 @@ def main():
     ap.add_argument("--netns", action="store_true", help="one network namespace per member on a bridge")
     ap.add_argument("--impls", default="vigil,memberlist", help="which implementations to run (vigil, vigil+STRATEGY, memberlist, serf)")
     ap.add_argument("--vigil-preset", default="lan", help="vigil agent --preset (lan, lan-fast, wan, classic)")
+    ap.add_argument("--no-build", action="store_true", help="use target/release/vigil as it is, without cargo")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root (nftables)")
     tmp = tempfile.mkdtemp(prefix="vigil-versus-")
-    bins = build(tmp)
+    bins = build(tmp, cargo=not args.no_build)
     bins["preset"] = args.vigil_preset
     topo = Namespaces(args.nodes) if args.netns else Loopback(args.nodes)
     impls = args.impls.split(",")
