@@ -146,6 +146,9 @@ impl<C> HealthLayer<C> {
 
     /// PeakEWMA's round-trip estimate before an endpoint's first answer
     /// (default 30 ms), and how fast older answers fade (default 10 s).
+    /// An endpoint new to the balancer is compared by that estimate, fading
+    /// towards zero: set it near the latency endpoints answer in, or a new
+    /// one waits for its estimate to fade below theirs before it is tried.
     pub fn ewma(mut self, default_rtt: Duration, decay: Duration) -> Self {
         let s = Arc::make_mut(&mut self.settings);
         s.default_rtt = default_rtt;
@@ -200,7 +203,7 @@ impl<S, C: Clone> Layer<S> for EndpointLayer<C> {
             endpoint: Arc::new(Endpoint {
                 name: self.name.clone(),
                 source: l.source.clone(),
-                ewma: Mutex::new(Ewma { rtt_ns: l.settings.default_rtt.as_nanos() as f64, at: None }),
+                ewma: Mutex::new(Ewma { rtt_ns: l.settings.default_rtt.as_nanos() as f64, at: Instant::now() }),
                 pending: AtomicUsize::new(0),
                 settings: l.settings.clone(),
             }),
@@ -227,11 +230,20 @@ impl Drop for Endpoint {
 
 /// PeakEWMA's round-trip estimate: a slower answer than the estimate
 /// replaces it at once, a faster one pulls it down with a weight that
-/// fades with the time since the last.
+/// fades with the time since the last, and the estimate itself fades
+/// towards zero while no answer comes (so an endpoint not tried for a
+/// while, or never, is tried again).
 #[derive(Debug, Clone, Copy)]
 struct Ewma {
     rtt_ns: f64,
-    at: Option<Instant>,
+    at: Instant,
+}
+
+impl Ewma {
+    fn faded(&self, now: Instant, decay: Duration) -> f64 {
+        let elapsed = now.saturating_duration_since(self.at).as_nanos() as f64;
+        self.rtt_ns * (-elapsed / decay.as_nanos() as f64).exp()
+    }
 }
 
 impl Endpoint {
@@ -241,11 +253,11 @@ impl Endpoint {
         if rtt > e.rtt_ns {
             e.rtt_ns = rtt;
         } else {
-            let elapsed = e.at.map_or(0.0, |at| now.saturating_duration_since(at).as_nanos() as f64);
+            let elapsed = now.saturating_duration_since(e.at).as_nanos() as f64;
             let keep = (-elapsed / self.settings.decay.as_nanos() as f64).exp();
             e.rtt_ns = e.rtt_ns * keep + rtt * (1.0 - keep);
         }
-        e.at = Some(now);
+        e.at = now;
     }
 }
 
@@ -394,11 +406,12 @@ pub struct Cost(pub f64);
 impl<S, C> Load for HealthService<S, C> {
     type Metric = Cost;
 
-    /// `rtt × (in flight + 1) × (1 + weight × φ)`: of two endpoints as fast,
+    /// `rtt × (in flight + 1) × (1 + weight × φ)`, the round-trip estimate
+    /// faded by the time since the last answer: of two endpoints as fast,
     /// the one whose heartbeats are fresher is preferred.
     fn load(&self) -> Cost {
         let e = &self.endpoint;
-        let rtt = e.ewma.lock().unwrap_or_else(|e| e.into_inner()).rtt_ns;
+        let rtt = e.ewma.lock().unwrap_or_else(|e| e.into_inner()).faded(Instant::now(), e.settings.decay);
         let pending = e.pending.load(Ordering::Relaxed) as f64;
         let phi = e.source.level(&e.name).filter(|l| l.is_finite()).unwrap_or(0.0).max(0.0);
         Cost(rtt * (pending + 1.0) * (1.0 + e.settings.phi_weight * phi))
@@ -453,6 +466,16 @@ mod tests {
         assert!(!a2.admits(), "fail-fast never routes to an endpoint out");
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn an_estimate_fades_while_no_answer_comes() {
+        let health = LocalHealth::outliers(OutlierConfig::vigil()).unwrap();
+        let layer = HealthLayer::new(health).ewma(Duration::from_millis(30), Duration::from_secs(10));
+        let svc = layer.endpoint("a").layer(status(200));
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let faded = svc.load().0 / 30e6;
+        assert!((faded - (-1f64).exp()).abs() < 1e-6, "e⁻¹ of the estimate after one decay time: {faded}");
+    }
+
     #[tokio::test]
     async fn load_counts_requests_in_flight_and_phi() {
         let health = LocalHealth::outliers(OutlierConfig::vigil()).unwrap();
@@ -469,10 +492,11 @@ mod tests {
             }
         });
         let mut svc = layer.endpoint("a").layer(slow);
-        let idle = svc.load();
-        assert_eq!(idle, Cost(30e6), "the default 30 ms, nothing in flight, no φ");
+        let idle = svc.load().0;
+        assert!(idle > 29.9e6 && idle <= 30e6, "the default 30 ms, nothing in flight, no φ: {idle}");
         let call = svc.ready().await.unwrap().call(());
-        assert_eq!(svc.load(), Cost(60e6), "one request in flight doubles it");
+        let busy = svc.load().0;
+        assert!(busy > 59.9e6 && busy <= 60e6, "one request in flight doubles it: {busy}");
         tx.send(()).unwrap();
         call.await.unwrap();
         assert!(svc.load().0 <= 30e6, "a fast answer pulls the estimate down");
