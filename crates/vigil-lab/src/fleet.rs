@@ -200,6 +200,9 @@ pub struct FleetResult {
     pub max_removed_at_once: u32,
     /// Requests sent in all.
     pub requests: u64,
+    /// Requests the setup sent nowhere (failed on the client's side, every
+    /// host being held back): only a [`Router`] of another crate does.
+    pub refused: u64,
     /// Replaying a recorded trace (open loop): requests that reached the bad
     /// host while the setup had it routed away, which it would have sent
     /// elsewhere (0 in a closed-loop scenario, where they were).
@@ -250,6 +253,7 @@ impl FleetResult {
             false_removals: 0,
             max_removed_at_once: 0,
             requests: 0,
+            refused: 0,
             spared: 0,
             to_bad_host_over_time: vec![(0.0, 0)],
         }
@@ -263,6 +267,45 @@ impl FleetResult {
             self.bad_requests += 1;
         }
     }
+}
+
+/// What the fleet offers a [`Router`] while it routes one request: the
+/// run's seeded draws, and the answer of the host it picks.
+pub trait Hosts {
+    /// A number drawn uniformly from `0..n` (`n` at least 1), from the
+    /// run's seed: for a router that picks at random.
+    fn uniform(&mut self, n: usize) -> usize;
+
+    /// What `host` answers to this request: the outcome, and how long it
+    /// takes (`None`: at once, as a refused connection). Asked at most once
+    /// per request: the request goes to the host asked.
+    fn answer(&mut self, host: u32) -> (Outcome, Option<Duration>);
+}
+
+/// A setup as the closed loop drives it: it hears every heartbeat, routes
+/// every request, learns what became of it, and says which hosts it has
+/// routed away from. The built-in setups ([`Setup`]) are routers over
+/// vigil's detectors; another crate can bring its own (`vigil-tower` runs
+/// real tower balancers through this), run by [`run_router`].
+///
+/// Time is the run's virtual time: a router reads no clock of its own.
+pub trait Router {
+    /// A heartbeat from `host` at `now`.
+    fn heartbeat(&mut self, host: u32, now: Instant);
+
+    /// Takes the decisions due by `now` (and lets time pass to it).
+    fn poll(&mut self, now: Instant);
+
+    /// When [`Router::poll`] next has work, if the router keeps deadlines.
+    fn next_deadline(&mut self) -> Option<Instant>;
+
+    /// Routes the request sent at `now`: the host it went to (after
+    /// [`Hosts::answer`] for it), or `None` if the router sent it nowhere
+    /// (it failed at once on the client's side).
+    fn route(&mut self, now: Instant, hosts: &mut dyn Hosts) -> Option<u32>;
+
+    /// Whether requests are routed away from `host` now.
+    fn routed_away(&self, host: u32) -> bool;
 }
 
 /// The judge under test, routing requests.
@@ -380,6 +423,65 @@ impl Judge {
     }
 }
 
+/// A built-in setup's judge routing requests at random among the hosts it
+/// has not routed away from (to all when it has routed away from every
+/// one: Envoy's panic routing).
+#[derive(Debug)]
+struct JudgeRouter {
+    judge: Judge,
+    hosts: u32,
+}
+
+impl Router for JudgeRouter {
+    fn heartbeat(&mut self, host: u32, now: Instant) {
+        self.judge.heartbeat(host, now);
+    }
+
+    fn poll(&mut self, now: Instant) {
+        self.judge.poll(now);
+    }
+
+    fn next_deadline(&mut self) -> Option<Instant> {
+        self.judge.next_deadline()
+    }
+
+    fn route(&mut self, now: Instant, hosts: &mut dyn Hosts) -> Option<u32> {
+        let routable: Vec<u32> = (0..self.hosts).filter(|&h| !self.judge.routed_away(h)).collect();
+        let pool: Vec<u32> = if routable.is_empty() { (0..self.hosts).collect() } else { routable };
+        let h = pool[hosts.uniform(pool.len())];
+        let (outcome, latency) = hosts.answer(h);
+        self.judge.record(h, outcome, latency, now);
+        Some(h)
+    }
+
+    fn routed_away(&self, host: u32) -> bool {
+        self.judge.routed_away(host)
+    }
+}
+
+/// The closed loop's draws for one request at `t` (ms).
+struct Draws<'a> {
+    scenario: &'a FleetScenario,
+    t: f64,
+    rng: &'a mut ChaCha8Rng,
+    healthy_latency: &'a LogNormal<f64>,
+    /// The host asked, and its answer.
+    answered: Option<(u32, Outcome, Option<Duration>)>,
+}
+
+impl Hosts for Draws<'_> {
+    fn uniform(&mut self, n: usize) -> usize {
+        self.rng.random_range(0..n.max(1))
+    }
+
+    fn answer(&mut self, host: u32) -> (Outcome, Option<Duration>) {
+        let host = host.min(self.scenario.hosts - 1);
+        let (outcome, latency) = answer(self.scenario, host, self.t, self.rng, self.healthy_latency);
+        self.answered = Some((host, outcome, latency));
+        (outcome, latency)
+    }
+}
+
 /// What a request to host `h` at `t` gets, in `scenario`.
 fn answer(
     s: &FleetScenario,
@@ -412,7 +514,24 @@ fn answer(
 ///
 /// The setup's configuration is invalid.
 pub fn run(scenario: &FleetScenario, setup: &Setup, seed: u64) -> Result<FleetResult, vigil_detector::ConfigError> {
-    simulate(scenario, setup, seed, None)
+    let mut router = JudgeRouter { judge: Judge::new(&setup.judge, scenario.hosts)?, hosts: scenario.hosts };
+    simulate(scenario, &setup.name, &mut router, seed, None)
+}
+
+/// Simulates `scenario` with requests routed by `router` (named `name` in
+/// the result), seeded: the same fleet, faults and draws as [`run`] gives a
+/// built-in setup.
+///
+/// # Errors
+///
+/// The scenario is invalid ([`FleetScenario::validate`]).
+pub fn run_router(
+    scenario: &FleetScenario,
+    name: &str,
+    router: &mut dyn Router,
+    seed: u64,
+) -> Result<FleetResult, vigil_detector::ConfigError> {
+    simulate(scenario, name, router, seed, None)
 }
 
 /// Simulates `scenario` with nothing routing requests away (the `none`
@@ -425,20 +544,20 @@ pub fn run(scenario: &FleetScenario, setup: &Setup, seed: u64) -> Result<FleetRe
 /// The scenario is invalid ([`FleetScenario::validate`]).
 pub fn record(scenario: &FleetScenario, seed: u64) -> Result<FleetTrace, vigil_detector::ConfigError> {
     let mut trace = FleetTrace { hosts: (0..scenario.hosts).map(|h| format!("h{h}")).collect(), events: Vec::new() };
-    let none = Setup { name: "none".into(), judge: JudgeKind::None };
-    simulate(scenario, &none, seed, Some(&mut trace))?;
+    let mut none = JudgeRouter { judge: Judge::None, hosts: scenario.hosts };
+    simulate(scenario, "none", &mut none, seed, Some(&mut trace))?;
     Ok(trace)
 }
 
 fn simulate(
     scenario: &FleetScenario,
-    setup: &Setup,
+    setup: &str,
+    judge: &mut dyn Router,
     seed: u64,
     mut trace: Option<&mut FleetTrace>,
 ) -> Result<FleetResult, vigil_detector::ConfigError> {
     scenario.validate()?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut judge = Judge::new(&setup.judge, scenario.hosts)?;
     let n = scenario.hosts;
     let healthy_latency = LogNormal::new(10f64.ln(), 0.3).expect("valid");
     let jitter = Normal::new(0.0, 20.0).expect("valid");
@@ -448,7 +567,7 @@ fn simulate(
     // Next heartbeat per host, and the next request.
     let mut next_hb: Vec<f64> = (0..n).map(|h| f64::from(h) * scenario.heartbeat_ms / f64::from(n)).collect();
     let mut next_req = gaps.sample(&mut rng);
-    let mut result = FleetResult::empty(&scenario.name, &setup.name);
+    let mut result = FleetResult::empty(&scenario.name, setup);
     let mut away = vec![false; n as usize];
     let mut next_sample = 5_000.0;
     let brownout = scenario.fault == Fault::Brownout;
@@ -489,18 +608,18 @@ fn simulate(
             next_hb[hb.0] = t + (scenario.heartbeat_ms + jitter.sample(&mut rng)).max(1.0);
         } else if t == next_req {
             next_req = t + gaps.sample(&mut rng);
-            let routable: Vec<u32> = (0..n).filter(|&h| !judge.routed_away(h)).collect();
-            // With every host routed away, the client still has to send
-            // somewhere: to all (Envoy's panic routing).
-            let pool: Vec<u32> = if routable.is_empty() { (0..n).collect() } else { routable };
-            let h = pool[rng.random_range(0..pool.len())];
-            let (outcome, latency) = answer(scenario, h, t, &mut rng, &healthy_latency);
-            result.requests += 1;
-            if h == scenario.bad_host && t >= scenario.fault_at_ms && !brownout {
-                result.reached_bad_host(outcome, latency);
+            let mut draws = Draws { scenario, t, rng: &mut rng, healthy_latency: &healthy_latency, answered: None };
+            let routed = judge.route(now, &mut draws);
+            match (routed, draws.answered) {
+                (Some(h), Some((asked, outcome, latency))) if h == asked => {
+                    result.requests += 1;
+                    if h == scenario.bad_host && t >= scenario.fault_at_ms && !brownout {
+                        result.reached_bad_host(outcome, latency);
+                    }
+                    log(t, h, FleetEventKind::Request { outcome, latency });
+                }
+                _ => result.refused += 1,
             }
-            judge.record(h, outcome, latency, now);
-            log(t, h, FleetEventKind::Request { outcome, latency });
         } else if t == next_sample {
             next_sample += 5_000.0;
             result.to_bad_host_over_time.push((t, result.requests_to_bad_host));
