@@ -15,6 +15,7 @@ use vigil_lab::millis::quoted;
 use vigil_lab::report::document::Document;
 use vigil_lab::report::svg::{Chart, Series, Style};
 use vigil_lab::report::table::{Table, format_table};
+use vigil_tower::fleet::STACKS;
 
 use crate::error::UsageError;
 use crate::input::{read_text, shown};
@@ -29,7 +30,9 @@ pub(crate) struct FleetArgs {
     /// lines of `hb`, `req` and `bad` events).
     sources: Vec<String>,
     /// Setups to compare: none, phi, phi-tight, outliers, outliers-eager,
-    /// composed (repeatable; default all).
+    /// composed (repeatable; default all of these); or a real tower stack
+    /// run under the same closed loop: p2c, p2c-accrual, consecutive-eject,
+    /// vigil-tower, or `tower` for the four (built-in scenarios only).
     #[arg(long = "setup", value_name = "NAME")]
     setups: Vec<String>,
     /// Seed of every random choice (printed on stderr; replay a run with it).
@@ -57,6 +60,12 @@ enum Source {
     Trace(String, FleetTrace),
 }
 
+/// A setup to run: one of vigil's judges, or a real tower stack.
+enum Choice {
+    Judge(Box<Setup>),
+    Tower(String),
+}
+
 #[derive(Serialize)]
 struct FleetJson<'a> {
     seed: u64,
@@ -81,17 +90,28 @@ fn ms(x: Option<f64>) -> String {
 /// Runs `vigil lab fleet`.
 pub(crate) fn run_cmd(a: &FleetArgs, out: &mut dyn Write) -> Result<()> {
     let report_dir = a.report.as_deref().map(|d| OutputDir::prepare(d, "--report")).transpose()?;
-    let setups: Vec<Setup> = if a.setups.is_empty() {
-        SETUPS.iter().map(|s| Setup::builtin(s).expect("built in")).collect()
+    let setups: Vec<Choice> = if a.setups.is_empty() {
+        SETUPS.iter().map(|s| Choice::Judge(Box::new(Setup::builtin(s).expect("built in")))).collect()
     } else {
-        a.setups
-            .iter()
-            .map(|s| {
-                Setup::builtin(s).ok_or_else(|| {
-                    UsageError(format!("--setup: {} is not a setup ({})", quoted(s), SETUPS.join(", "))).into()
-                })
-            })
-            .collect::<Result<_>>()?
+        let mut chosen = Vec::new();
+        for s in &a.setups {
+            if let Some(setup) = Setup::builtin(s) {
+                chosen.push(Choice::Judge(Box::new(setup)));
+            } else if STACKS.contains(&s.as_str()) {
+                chosen.push(Choice::Tower(s.clone()));
+            } else if s == "tower" {
+                chosen.extend(STACKS.iter().map(|t| Choice::Tower((*t).to_owned())));
+            } else {
+                return Err(UsageError(format!(
+                    "--setup: {} is not a setup ({}; tower stacks: {}, or tower for all four)",
+                    quoted(s),
+                    SETUPS.join(", "),
+                    STACKS.join(", ")
+                ))
+                .into());
+            }
+        }
+        chosen
     };
     let names: Vec<String> = if a.sources.is_empty() { vec!["all".into()] } else { a.sources.clone() };
     let mut sources = Vec::new();
@@ -125,14 +145,29 @@ pub(crate) fn run_cmd(a: &FleetArgs, out: &mut dyn Write) -> Result<()> {
         say!("trace: {}", path.display());
     }
     say!("seed {}", a.seed);
+    if let (Some(Source::Trace(name, _)), Some(Choice::Tower(t))) =
+        (sources.iter().find(|s| matches!(s, Source::Trace(..))), setups.iter().find(|c| matches!(c, Choice::Tower(_))))
+    {
+        return Err(UsageError(format!(
+            "--setup {t}: a tower stack routes its own requests, in the closed loop of a built-in scenario; {name} is a recorded trace, whose requests went where they went"
+        ))
+        .into());
+    }
     let mut results = Vec::new();
     for source in &sources {
         for setup in &setups {
-            let r = match source {
-                Source::Scenario(s) => run(s, setup, a.seed),
-                Source::Trace(name, t) => replay(t, name, setup),
-            }
-            .map_err(|e| UsageError(format!("setup {}: {e}", setup.name)))?;
+            let r = match (source, setup) {
+                (Source::Scenario(s), Choice::Judge(setup)) => {
+                    run(s, setup, a.seed).map_err(|e| UsageError(format!("setup {}: {e}", setup.name)))?
+                }
+                (Source::Trace(name, t), Choice::Judge(setup)) => {
+                    replay(t, name, setup).map_err(|e| UsageError(format!("setup {}: {e}", setup.name)))?
+                }
+                (Source::Scenario(s), Choice::Tower(stack)) => {
+                    vigil_tower::fleet::run(s, stack, a.seed).map_err(|e| UsageError(format!("setup {stack}: {e}")))?
+                }
+                (Source::Trace(..), Choice::Tower(_)) => unreachable!("refused above"),
+            };
             results.push(r);
         }
     }

@@ -800,10 +800,38 @@ fn fleet_shows_what_each_signal_misses_and_the_composition_catches() {
             vec!["lab", "fleet", "gray", "crash", "--write-trace", "/tmp/x.csv"],
             "--write-trace: give exactly one built-in scenario",
         ),
+        (
+            vec!["lab", "fleet", trace.to_str().unwrap(), "--setup", "p2c"],
+            "--setup p2c: a tower stack routes its own requests",
+        ),
     ] {
         let o = vigil(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The real tower stacks run under the same closed loop, from the command:
+/// on a low-traffic crash, only the one that hears heartbeats spares every
+/// request.
+#[test]
+fn fleet_runs_the_tower_stacks_beside_the_built_in_setups() {
+    let o = vigil(&["lab", "fleet", "low-traffic-crash", "--setup", "composed", "--setup", "tower", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    let results = v["results"].as_array().unwrap();
+    let setups: Vec<&str> = results.iter().map(|r| r["setup"].as_str().unwrap()).collect();
+    assert_eq!(setups, ["composed", "p2c", "p2c-accrual", "consecutive-eject", "vigil-tower"]);
+    let to_bad =
+        |setup: &str| results.iter().find(|r| r["setup"] == setup).unwrap()["requests_to_bad_host"].as_u64().unwrap();
+    assert_eq!(to_bad("vigil-tower"), 0);
+    assert_eq!(to_bad("composed"), 0);
+    // One request every 5 s: a counter of failures in a row needs several.
+    for stack in ["p2c", "p2c-accrual", "consecutive-eject"] {
+        assert!(to_bad(stack) >= 5, "{stack}: {}", to_bad(stack));
+    }
+    let o = vigil(&["lab", "fleet", "crash", "--setup", "envoy"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("tower stacks: p2c, p2c-accrual, consecutive-eject, vigil-tower"), "{}", stderr(&o));
 }

@@ -12,7 +12,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use tower::discover::ServiceList;
 use tower::{Layer, Service, ServiceExt};
 use vigil_net::{Cluster, Config, DEFAULT_CLUSTER};
-use vigil_tower::{AllOut, ClusterHealth, HealthLayer, LocalHealth, OutlierConfig, Outcome, Source, balance_seeded};
+use vigil_tower::{AllOut, ClusterHealth, HealthLayer, LocalHealth, Outcome, OutlierConfig, Source, balance_seeded};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
@@ -107,11 +107,9 @@ fn balancer(c: &mut Criterion) {
     for (label, out) in [("all in rotation", 0usize), ("100 ejected", 100)] {
         g.bench_function(label, |b| {
             let mut balancer = rt.block_on(async {
-                let health = LocalHealth::outliers(OutlierConfig {
-                    max_ejection_percent: 20,
-                    ..OutlierConfig::vigil()
-                })
-                .unwrap();
+                let health =
+                    LocalHealth::outliers(OutlierConfig { max_ejection_percent: 20, ..OutlierConfig::vigil() })
+                        .unwrap();
                 let layer = HealthLayer::new(health.clone()).all_out(AllOut::Panic { below: 0.5 });
                 let endpoints: Vec<_> = (0..1000).map(|i| layer.endpoint(&format!("e{i}")).layer(ok())).collect();
                 for i in 0..out {

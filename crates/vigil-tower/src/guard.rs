@@ -156,7 +156,7 @@ where
 
 /// SplitMix64: a small, seeded generator for the balancer's choices.
 #[derive(Debug, Clone)]
-struct SplitMix(u64);
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl tower::util::rng::Rng for SplitMix {
     fn next_u64(&mut self) -> u64 {

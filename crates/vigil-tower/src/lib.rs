@@ -5,7 +5,7 @@
 //! classifies every response ([`classify`]: HTTP `5xx`, gRPC `UNAVAILABLE`
 //! and `DEADLINE_EXCEEDED`, connect failures and timeouts), measures its
 //! latency, and records both into a [`Source`]: a [`LocalHealth`] of this
-//! process's own, or the embedded vigil member's view ([`ClusterHealth`]),
+//! process's own, or the embedded vigil member's view (`ClusterHealth`, feature `cluster`),
 //! where φ is judged from the endpoints' own heartbeats. The source's
 //! routing policy (say `route=2,ejection`: out when ejected by outlier
 //! detection, or when φ reaches 2) gates the endpoint's `poll_ready`:
@@ -19,10 +19,12 @@
 //!   PeakEWMA with φ, behind a [`Guard`] that applies the rule for too few
 //!   endpoints in rotation ([`AllOut`]: Envoy's panic threshold, or fail
 //!   fast).
-//! - [`MemberDiscover`] (feature `cluster`, on by default): the endpoints
+//! - `MemberDiscover` (feature `cluster`, on by default): the endpoints
 //!   of a service from vigil membership, by tag (`service=billing`).
-//! - [`grpc::channel`] (feature `tonic`): a balanced channel for tonic's
+//! - `grpc::channel` (feature `tonic`): a balanced channel for tonic's
 //!   generated clients, wired to the two above.
+//! - `fleet` (feature `lab`): this crate's stack and tower's own under the
+//!   fleet lab's closed loop, on virtual time.
 //!
 //! # Examples
 //!
@@ -62,6 +64,8 @@ pub mod classify;
 mod cluster;
 #[cfg(feature = "cluster")]
 pub mod discover;
+#[cfg(feature = "lab")]
+pub mod fleet;
 #[cfg(feature = "tonic")]
 pub mod grpc;
 mod guard;

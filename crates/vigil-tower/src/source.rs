@@ -1,7 +1,7 @@
 //! Where the layer takes its verdicts from and gives its outcomes to: a
 //! [`Source`]. Two are provided: [`LocalHealth`](crate::LocalHealth), a
 //! [`Health`](vigil_detector::health::Health) owned by this process, and
-//! [`ClusterHealth`](crate::ClusterHealth) (feature `cluster`), the health
+//! `ClusterHealth` (feature `cluster`), the health
 //! view of an embedded vigil member, whose φ comes from heartbeats.
 //!
 //! A source knows the endpoints the layer routes to (each service the
@@ -124,6 +124,8 @@ struct Entry {
     key: Arc<str>,
     refs: usize,
     out: Option<Signal>,
+    /// Read only by the cluster's source, which keeps it.
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
     level: Option<f64>,
 }
 
@@ -158,6 +160,7 @@ impl Board {
         self.endpoints.get(endpoint).map(|e| e.key.clone())
     }
 
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
     pub(crate) fn keys(&self) -> impl Iterator<Item = &Arc<str>> {
         self.endpoints.keys()
     }
@@ -182,6 +185,7 @@ impl Board {
         self.changes.push_back(RouteChange { endpoint: e.key.clone(), out, at });
     }
 
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
     pub(crate) fn set_level(&mut self, endpoint: &str, level: Option<f64>) {
         if let Some(e) = self.endpoints.get_mut(endpoint) {
             e.level = level;
@@ -195,6 +199,7 @@ impl Board {
         }
     }
 
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
     pub(crate) fn level(&self, endpoint: &str) -> Option<f64> {
         self.endpoints.get(endpoint).and_then(|e| e.level)
     }
