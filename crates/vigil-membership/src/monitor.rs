@@ -164,7 +164,8 @@ impl Monitor {
     /// decides: the next ones take their place, borrowed, so that every
     /// member keeps observers on this node's side of a partition), if the
     /// ring's `version` changed since the last call. Returns whether a
-    /// member was newly borrowed (to be subscribed to at once). New ones
+    /// member newly needs a subscription (to be sent at once): one newly
+    /// borrowed, or an application watch that fell off the ring. New ones
     /// start their first-heartbeat clock at `now`,
     /// former ones are dropped (unless the application watches them), and a
     /// member with a new generation starts afresh.
@@ -195,8 +196,12 @@ impl Monitor {
         // In name order: what follows (a dropped watch) must not depend
         // on the map's order, or a seeded run would not replay.
         former.sort();
+        // An application watch that falls off the ring stays, and is fed
+        // only once it is subscribed to.
+        let mut fell_off = false;
         for name in former {
             if !ring.contains(&name) {
+                fell_off |= self.watched.get(&name).is_some_and(|w| w.by_app);
                 self.set_on_ring(&name, false, now);
             }
         }
@@ -222,7 +227,7 @@ impl Monitor {
         for (name, generation) in stale {
             self.add(name, generation, now, false);
         }
-        newly_borrowed
+        newly_borrowed || fell_off
     }
 
     /// Members watched for the application only (not on the ring), or

@@ -1058,17 +1058,18 @@ impl Node {
 
     /// The watch list follows the ring; while a downing strategy decides,
     /// past the members this node suspects (their places go to the next
-    /// ones, subscribed to at once).
+    /// ones, subscribed to at once). An application watch the ring no
+    /// longer covers is subscribed to at once too: its member stopped
+    /// heartbeating this node when the ring moved.
     fn sync_monitor(&mut self, now: Instant) {
-        if !self.decides() {
-            self.monitor.sync(&self.members, &self.me.name, now, self.members.ring_version(), |_| false);
-            return;
-        }
-        let version = self.members.ring_version().wrapping_add(self.suspicions.version());
-        let suspicions = &self.suspicions;
-        if self.monitor.sync(&self.members, &self.me.name, now, version, |n| suspicions.get(n).is_some())
-            && self.status == Status::Alive
-        {
+        let subscribe = if self.decides() {
+            let version = self.members.ring_version().wrapping_add(self.suspicions.version());
+            let suspicions = &self.suspicions;
+            self.monitor.sync(&self.members, &self.me.name, now, version, |n| suspicions.get(n).is_some())
+        } else {
+            self.monitor.sync(&self.members, &self.me.name, now, self.members.ring_version(), |_| false)
+        };
+        if subscribe && self.status == Status::Alive {
             self.timers.set(Timer::Subscribe, Some(now));
         }
     }

@@ -307,6 +307,43 @@ fn a_watch_off_the_ring_subscribes_to_the_members_heartbeats() {
     assert!((38..=42).contains(&sent), "{sent} heartbeats in 21 s after the unwatch");
 }
 
+/// A watch that starts on the ring and falls off it as members join: the
+/// member stops heartbeating this node for the ring, so this node must ask
+/// for its heartbeats at once, or its φ climbs on a live member.
+#[test]
+fn a_watch_the_ring_moves_away_from_is_subscribed_to() {
+    let config = Config::lan(CLUSTER);
+    let mut c = Cluster::new(3, config.clone());
+    let now = c.run_until(Instant::from_secs(3));
+    for name in ["n1", "n2"] {
+        c.nodes[0].watch(now, name);
+        assert!(c.nodes[0].watch_report(name, now).unwrap().on_ring, "{name}: three members, two observers each");
+    }
+    // Six newcomers join through n0; the ring moves.
+    for i in 3..9 {
+        let mut node = Node::new(NodeId::new(&format!("late{i}"), 1), addr(i), config.clone(), i as u64, now).unwrap();
+        node.join(now, &[addr(0)]);
+        c.push(node);
+    }
+    let now = c.run_until(now + Duration::from_secs(5));
+    let off: Vec<&str> =
+        ["n1", "n2"].into_iter().filter(|n| !c.nodes[0].watch_report(n, now).unwrap().on_ring).collect();
+    assert!(!off.is_empty(), "with nine members, n0 observes n1 or n2 no longer");
+    // Thirty seconds on, each is still fed: its level stays low.
+    for _ in 0..30 {
+        let now = c.run_until(c.now() + Duration::from_secs(1));
+        for name in ["n1", "n2"] {
+            let report = c.nodes[0].watch_report(name, now).unwrap();
+            assert!(
+                report.level < 1.0,
+                "{name} (off the ring: {}): level {} at {now:?}",
+                off.contains(&name),
+                report.level
+            );
+        }
+    }
+}
+
 #[test]
 fn graded_policies_on_a_watched_member_fire_in_order_and_recover() {
     // Seed 004's task queue: stop assigning at φ 2, reassign at 5, remove
