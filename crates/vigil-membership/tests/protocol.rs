@@ -321,7 +321,7 @@ fn a_watch_the_ring_moves_away_from_is_subscribed_to() {
     }
     // Six newcomers join through n0; the ring moves.
     for i in 3..9 {
-        let mut node = Node::new(NodeId::new(&format!("late{i}"), 1), addr(i), config.clone(), i as u64, now).unwrap();
+        let mut node = Node::new(NodeId::new(format!("late{i}"), 1), addr(i), config.clone(), i as u64, now).unwrap();
         node.join(now, &[addr(0)]);
         c.push(node);
     }

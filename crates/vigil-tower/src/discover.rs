@@ -12,15 +12,14 @@
 //! and `scheme` (`http`, the default, or `https`; a member with another is
 //! skipped).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::str::FromStr;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll, Waker};
 
-use tokio::sync::mpsc;
 use tower::discover::Change;
 use vigil_net::{Cluster, Event, Status, Tags};
 
@@ -143,11 +142,27 @@ impl Member {
 /// given (typically a client to [`Member::uri`], wrapped by
 /// [`HealthLayer::endpoint`](crate::HealthLayer::endpoint)).
 ///
-/// Made inside a tokio runtime: a task follows the member's events. The
-/// stream ends when the member stops.
+/// Changes not yet taken are kept one per member, the latest winning, so
+/// however long the balancer goes without reading them (or however fast
+/// tags flip), what waits is bounded by the number of members. Events the
+/// member's stream skipped (a reader fallen behind) are made up for by
+/// reading its whole view again.
+///
+/// Made inside a tokio runtime: a task follows the member's events, until
+/// the member stops or the stream is dropped. The stream ends when the
+/// member stops.
 pub struct MemberDiscover<S> {
-    rx: mpsc::UnboundedReceiver<Change<Arc<str>, Member>>,
+    shared: Arc<Mutex<Pending>>,
     make: Box<dyn FnMut(&Member) -> S + Send>,
+}
+
+/// Changes waiting for the balancer: per member, the latest (an endpoint
+/// to insert, or `None` to remove).
+#[derive(Debug, Default)]
+struct Pending {
+    changes: BTreeMap<Arc<str>, Option<Member>>,
+    waker: Option<Waker>,
+    ended: bool,
 }
 
 impl<S> fmt::Debug for MemberDiscover<S> {
@@ -160,10 +175,19 @@ impl<S> MemberDiscover<S> {
     /// The members of `cluster` that `selector` matches, each made into a
     /// service by `make`.
     pub fn new(cluster: Arc<Cluster>, selector: Selector, make: impl FnMut(&Member) -> S + Send + 'static) -> Self {
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(follow(cluster, selector, tx));
-        MemberDiscover { rx, make: Box::new(make) }
+        let shared = Arc::new(Mutex::new(Pending::default()));
+        tokio::spawn(follow(cluster, selector, Arc::downgrade(&shared)));
+        MemberDiscover { shared, make: Box::new(make) }
     }
+
+    /// Changes waiting to be taken (at most one per member).
+    pub fn waiting(&self) -> usize {
+        lock(&self.shared).changes.len()
+    }
+}
+
+fn lock(m: &Mutex<Pending>) -> std::sync::MutexGuard<'_, Pending> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl<S> futures_core::Stream for MemberDiscover<S> {
@@ -171,75 +195,133 @@ impl<S> futures_core::Stream for MemberDiscover<S> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        this.rx.poll_recv(cx).map(|c| {
-            c.map(|change| {
-                Ok(match change {
-                    Change::Insert(k, m) => Change::Insert(k, (this.make)(&m)),
-                    Change::Remove(k) => Change::Remove(k),
-                })
+        let next = {
+            let mut p = lock(&this.shared);
+            match p.changes.pop_first() {
+                Some(change) => Some(change),
+                None if p.ended => return Poll::Ready(None),
+                None => {
+                    p.waker = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
+            }
+        };
+        Poll::Ready(next.map(|(name, member)| {
+            Ok(match member {
+                Some(m) => Change::Insert(name, (this.make)(&m)),
+                None => Change::Remove(name),
             })
-        })
+        }))
     }
 }
 
 impl<S> Unpin for MemberDiscover<S> {}
 
-/// Turns the member's view and events into insertions and removals. The
-/// events are read from before the view is, so that nothing falls between.
-async fn follow(cluster: Arc<Cluster>, selector: Selector, tx: mpsc::UnboundedSender<Change<Arc<str>, Member>>) {
-    let mut events = cluster.events();
-    let mut inserted: HashMap<Arc<str>, Member> = HashMap::new();
-    // name → gossip address, for tags that arrive after the member.
-    let mut gossip: HashMap<String, SocketAddr> = HashMap::new();
-    let Ok(members) = cluster.members().await else { return };
-    let send = |inserted: &mut HashMap<Arc<str>, Member>, name: &str, member: Option<Member>| -> bool {
-        let change = match member {
+/// What the follower believes the balancer should hold, and what it passes
+/// on when that changes.
+struct View {
+    selector: Selector,
+    inserted: HashMap<Arc<str>, Member>,
+    /// name → gossip address, for tags that arrive after the member.
+    gossip: HashMap<String, SocketAddr>,
+    shared: Weak<Mutex<Pending>>,
+}
+
+impl View {
+    /// Sets what `name` should be; `false` once the stream is gone.
+    fn set(&mut self, name: &str, member: Option<Member>) -> bool {
+        let Some(shared) = self.shared.upgrade() else { return false };
+        let (key, change) = match member {
             Some(m) => {
-                if inserted.get(name) == Some(&m) {
+                if self.inserted.get(name) == Some(&m) {
                     return true;
                 }
-                inserted.insert(m.name.clone(), m.clone());
-                Change::Insert(m.name.clone(), m)
+                self.inserted.insert(m.name.clone(), m.clone());
+                (m.name.clone(), Some(m))
             }
-            None => match inserted.remove_entry(name) {
-                Some((k, _)) => Change::Remove(k),
+            None => match self.inserted.remove_entry(name) {
+                Some((k, _)) => (k, None),
                 None => return true,
             },
         };
-        tx.send(change).is_ok()
-    };
-    for m in members {
-        gossip.insert(m.id.name.clone(), m.addr);
-        if matches!(m.status, Status::Alive | Status::Suspect) && selector.matches(&m.tags) {
-            let member = Member::from_tags(&m.id.name, m.addr, &m.tags);
-            if !send(&mut inserted, &m.id.name, member) {
-                return;
+        let mut p = lock(&shared);
+        p.changes.insert(key, change);
+        if let Some(w) = p.waker.take() {
+            w.wake();
+        }
+        true
+    }
+
+    /// The endpoint `name` at `addr` with `tags` is, if it matches.
+    fn endpoint(&self, name: &str, addr: SocketAddr, tags: &Tags) -> Option<Member> {
+        self.selector.matches(tags).then(|| Member::from_tags(name, addr, tags)).flatten()
+    }
+
+    /// Takes the member's whole view again: every live member that matches
+    /// is inserted, every other removed.
+    async fn resync(&mut self, cluster: &Cluster) -> bool {
+        let Ok(members) = cluster.members().await else { return false };
+        let mut live = HashMap::new();
+        for m in members {
+            self.gossip.insert(m.id.name.clone(), m.addr);
+            if matches!(m.status, Status::Alive | Status::Suspect) {
+                live.insert(m.id.name.clone(), self.endpoint(&m.id.name, m.addr, &m.tags));
             }
         }
-    }
-    while let Some(e) = events.next().await {
-        let ok = match e.event {
-            Event::Up { id, addr, tags } => {
-                gossip.insert(id.name.clone(), addr);
-                let member = selector.matches(&tags).then(|| Member::from_tags(&id.name, addr, &tags)).flatten();
-                send(&mut inserted, &id.name, member)
+        let gone: Vec<Arc<str>> = self.inserted.keys().filter(|k| !live.contains_key(&***k)).cloned().collect();
+        for name in gone {
+            if !self.set(&name, None) {
+                return false;
             }
-            Event::TagsUpdated { id, tags } => match gossip.get(&id.name) {
+        }
+        for (name, member) in live {
+            if !self.set(&name, member) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Turns the member's view and events into insertions and removals. The
+/// events are read from before the view is, so that nothing falls between.
+async fn follow(cluster: Arc<Cluster>, selector: Selector, shared: Weak<Mutex<Pending>>) {
+    let mut events = cluster.events();
+    let mut view = View { selector, inserted: HashMap::new(), gossip: HashMap::new(), shared };
+    let mut missed = 0;
+    let mut going = view.resync(&cluster).await;
+    while going {
+        let Some(e) = events.next().await else { break };
+        going = match e.event {
+            Event::Up { id, addr, tags } => {
+                view.gossip.insert(id.name.clone(), addr);
+                let member = view.endpoint(&id.name, addr, &tags);
+                view.set(&id.name, member)
+            }
+            Event::TagsUpdated { id, tags } => match view.gossip.get(&id.name) {
                 Some(&addr) => {
-                    let member = selector.matches(&tags).then(|| Member::from_tags(&id.name, addr, &tags)).flatten();
-                    send(&mut inserted, &id.name, member)
+                    let member = view.endpoint(&id.name, addr, &tags);
+                    view.set(&id.name, member)
                 }
                 None => true,
             },
-            Event::Dead { id, .. } | Event::Left { id } => send(&mut inserted, &id.name, None),
+            Event::Dead { id, .. } | Event::Left { id } => view.set(&id.name, None),
             Event::Reaped { id, .. } => {
-                gossip.remove(&id.name);
-                send(&mut inserted, &id.name, None)
+                view.gossip.remove(&id.name);
+                view.set(&id.name, None)
             }
-            _ => true,
+            _ => view.shared.strong_count() > 0,
         };
-        if !ok {
-            return;
+        if going && events.missed() > missed {
+            missed = events.missed();
+            going = view.resync(&cluster).await;
+        }
+    }
+    if let Some(shared) = view.shared.upgrade() {
+        let mut p = lock(&shared);
+        p.ended = true;
+        if let Some(w) = p.waker.take() {
+            w.wake();
         }
     }
 }

@@ -439,13 +439,24 @@ async fn grpc_calls_through_the_balanced_channel_avoid_a_failing_and_a_killed_se
     let killed_at = start.elapsed();
     peers[2].kill().await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let mut failed = 0;
-    for _ in 0..60 {
+    // Until the failing server is ejected (p2c sends it fewer requests as
+    // its failures weigh on its load, so how many calls that takes
+    // varies), then as many again.
+    let ejected = |h: &ClusterHealth| h.changes().iter().any(|c| &*c.endpoint == "g-1" && c.out.is_some());
+    let (mut failed, mut calls) = (0, 0);
+    while !ejected(&health) && calls < 1000 {
+        failed += usize::from(call(&mut tally).await.1);
+        calls += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for _ in 0..calls.max(60) {
         failed += usize::from(call(&mut tally).await.1);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let changes = health.changes();
-    eprintln!("gRPC: {tally:?} (answers, failures) after g-1 failed and g-2 was killed; changes: {changes:?}");
+    eprintln!(
+        "gRPC: {tally:?} (answers, failures) after g-1 failed and g-2 was killed; g-1 ejected after {calls} calls; changes: {changes:?}"
+    );
     let out = |name: &str| changes.iter().find(|c| &*c.endpoint == name && c.out.is_some()).cloned();
     let g1 = out("g-1").expect("the failing server was ejected");
     assert!(matches!(g1.out, Some(Signal::Ejected { .. })), "{g1:?}");
