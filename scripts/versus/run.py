@@ -5,7 +5,7 @@ The same scenarios at the same N, one process per member for each (a
 `vigil agent`; `mlpeer`, memberlist 0.2.2's DefaultLANConfig, the Go
 program beside this script; or `serf agent`, Debian's Serf 0.9.4 with its
 LAN profile, which is memberlist's DefaultLANConfig under Serf's own
-gossip), encrypted on every side (vigil's XChaCha20-Poly1305 seal,
+gossip), encrypted on every side (vigil's AES-256-GCM seal (envelope 3),
 memberlist's and Serf's AES-256-GCM), on 127.0.0.1 or, with
 --netns, one network namespace per member on a bridge (10.78.0.0/16, the
 bridge in a namespace of its own, nothing changed in the host's). Faults

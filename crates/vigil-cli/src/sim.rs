@@ -179,7 +179,7 @@ struct RunArgs {
     /// `BASE_MS,JITTER_MS@SECS+DURATION`.
     #[arg(long, value_name = "BASE,JITTER@SECS+DUR", allow_hyphen_values = true)]
     degrade: Vec<String>,
-    /// Seal every packet (XChaCha20-Poly1305, replay window): plaintext,
+    /// Seal every packet (AES-256-GCM, replay window): plaintext,
     /// staged or sealed (default plaintext).
     #[arg(long, value_enum)]
     sealing: Option<SealingArg>,

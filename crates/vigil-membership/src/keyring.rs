@@ -196,7 +196,11 @@ mod base64 {
 #[derive(Clone)]
 pub(crate) struct Entry {
     pub(crate) id: KeyId,
+    /// Seals and opens envelope version 2.
     pub(crate) cipher: XChaCha20Poly1305,
+    /// Seals and opens envelope version 3, under a key derived from this
+    /// one ([`AES_KEY_NONCE`]), so that no key is used raw by two ciphers.
+    pub(crate) aes: ring::aead::LessSafeKey,
     /// Packets sealed with it.
     pub(crate) sealed: u64,
     /// Packets it opened.
@@ -285,13 +289,24 @@ pub struct Keyring {
 /// never zero, and every packet nonce's are, so no packet ever uses it.
 const ID_NONCE: [u8; 24] = *b"vigil key id, not a pkt.";
 
+/// The nonce whose XChaCha20 key stream under a key is the AES-256 key of
+/// envelope version 3: a pseudorandom function of the key, and, like
+/// [`ID_NONCE`], never a packet's nonce.
+const AES_KEY_NONCE: [u8; 24] = *b"vigil aes key, not pkt.!";
+
 fn entry(key: &[u8; KEY_LEN]) -> Entry {
-    // `new_from_slice` cannot fail for a slice of the key's length.
     let cipher = XChaCha20Poly1305::new(&(*key).into());
     let nonce = XNonce::from(ID_NONCE);
     let tag = cipher.encrypt_inout_detached(&nonce, b"vigil key id", (&mut [][..]).into());
     let id = tag.map_or(0, |t| u32::from_be_bytes([t[0], t[1], t[2], t[3]]));
-    Entry { id: KeyId(id), cipher, sealed: 0, opened: 0 }
+    let mut aes_key = [0u8; KEY_LEN];
+    // Encrypting zeros yields the key stream; the tag is not needed. It
+    // fails only for messages beyond 256 GiB.
+    let _ = cipher.encrypt_inout_detached(&XNonce::from(AES_KEY_NONCE), b"", (&mut aes_key[..]).into());
+    // A 32-byte key is always a valid AES-256 key.
+    let aes = ring::aead::UnboundKey::new(&ring::aead::AES_256_GCM, &aes_key).expect("a 32-byte AES-256 key");
+    let aes = ring::aead::LessSafeKey::new(aes);
+    Entry { id: KeyId(id), cipher, aes, sealed: 0, opened: 0 }
 }
 
 /// The id `key` has in any keyring.

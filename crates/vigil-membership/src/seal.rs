@@ -13,14 +13,25 @@
 //! | session | 8 | the sender's session: random, drawn when its seal is made (so once per process start, hence per generation) |
 //! | counter | 8 | the sender's packet counter in the session, from 1 |
 //! | time | 4 | when it was sealed, in seconds since the Unix epoch on the sender's clock (0 if the sender was never told the time) |
-//! | ciphertext | n | the plaintext packet, XChaCha20-encrypted |
-//! | tag | 16 | Poly1305 |
+//! | ciphertext | n | the plaintext packet, encrypted |
+//! | tag | 16 | |
 //!
-//! The nonce is the session and the counter (and eight zero bytes): unique
-//! per key as long as sessions are, which 64 random bits make all but
-//! certain. The associated data is the cluster id and the header, so a
+//! The version names the cipher ([`Envelope`]): 3, AES-256-GCM, the
+//! default; 2, XChaCha20-Poly1305, what earlier builds send. Every build
+//! opens both. Version 3 runs at the processor's AES and carry-less
+//! multiplication instructions, found at run time, so it costs what the
+//! cipher costs for every user of this crate (the crate's README has the
+//! candidates measured side by side).
+//!
+//! The nonce is the session and the counter: for version 3, the session
+//! and the counter's low 32 bits (the counter never passes 2³² − 1: the
+//! session moves on first, to a value derived from the last); for version
+//! 2, the session, the counter and eight zero bytes. Unique per key as long
+//! as sessions are, which 64 random bits make all but certain. Version 3
+//! uses a key derived from the ring's key, so no key is used raw by two
+//! ciphers. The associated data is the cluster id and the header, so a
 //! packet of another cluster, or one whose header was altered, does not
-//! open. [`OVERHEAD`] is 43 bytes.
+//! open. [`OVERHEAD`] is 43 bytes either way.
 //!
 //! # Freshness
 //!
@@ -45,6 +56,10 @@
 //! key (it now opens sealed packets), go staged (everyone already opens
 //! what it sends), go sealed (no one sends plaintext any more). No step
 //! ever sends a packet its receiver cannot open.
+//!
+//! The cipher changes the same way ([`Seal::set_envelope`]): every node
+//! first runs a build that opens version 3 while still sending version 2,
+//! then each moves to version 3 in turn.
 //!
 //! ```
 //! use vigil_membership::keyring::Keyring;
@@ -74,8 +89,8 @@ use crate::wire;
 
 /// The first bytes of a sealed packet.
 pub const MAGIC: [u8; 2] = *b"VS";
-/// The envelope's version.
-pub const VERSION: u8 = 2;
+/// The envelope's version this build sends by default ([`Envelope::Aes256Gcm`]).
+pub const VERSION: u8 = 3;
 /// Bytes before the ciphertext.
 pub const HEADER_LEN: usize = 2 + 1 + 4 + 8 + 8 + 4;
 /// Bytes of the authentication tag.
@@ -86,6 +101,87 @@ pub const OVERHEAD: usize = HEADER_LEN + TAG_LEN;
 /// Sessions whose replay windows a seal keeps (a cluster's members and some
 /// restarts).
 const SESSIONS: usize = 2 * crate::message::MAX_MEMBERS;
+
+/// The cipher a seal sends with, named by the envelope's version. Both
+/// are opened whatever a seal sends.
+///
+/// ```
+/// use vigil_membership::seal::Envelope;
+///
+/// assert_eq!(Envelope::default(), Envelope::Aes256Gcm);
+/// assert_eq!(Envelope::Aes256Gcm.version(), 3);
+/// assert_eq!("2".parse::<Envelope>(), Ok(Envelope::XChaCha20Poly1305));
+/// assert_eq!(Envelope::XChaCha20Poly1305.to_string(), "2 (xchacha20-poly1305)");
+/// assert!("4".parse::<Envelope>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Envelope {
+    /// Version 2: XChaCha20-Poly1305, what builds before version 3 send
+    /// and open. Send it while a cluster still runs such builds.
+    XChaCha20Poly1305,
+    /// Version 3: AES-256-GCM.
+    #[default]
+    Aes256Gcm,
+}
+
+impl Envelope {
+    /// The version byte.
+    pub fn version(self) -> u8 {
+        match self {
+            Envelope::XChaCha20Poly1305 => 2,
+            Envelope::Aes256Gcm => 3,
+        }
+    }
+
+    /// The envelope of version `v`, if this build has it.
+    pub fn from_version(v: u8) -> Option<Envelope> {
+        match v {
+            2 => Some(Envelope::XChaCha20Poly1305),
+            3 => Some(Envelope::Aes256Gcm),
+            _ => None,
+        }
+    }
+
+    /// The cipher's name.
+    pub fn cipher(self) -> &'static str {
+        match self {
+            Envelope::XChaCha20Poly1305 => "xchacha20-poly1305",
+            Envelope::Aes256Gcm => "aes-256-gcm",
+        }
+    }
+}
+
+impl fmt::Display for Envelope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.version(), self.cipher())
+    }
+}
+
+/// Text that names no envelope: the versions are 2 and 3.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadEnvelope(pub String);
+
+impl fmt::Display for BadEnvelope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "'{}' is not an envelope version: 3 (aes-256-gcm) or 2 (xchacha20-poly1305)", self.0.escape_debug())
+    }
+}
+
+impl std::error::Error for BadEnvelope {}
+
+impl std::str::FromStr for Envelope {
+    type Err = BadEnvelope;
+
+    /// `3` or `aes-256-gcm`; `2` or `xchacha20-poly1305`.
+    fn from_str(text: &str) -> Result<Envelope, BadEnvelope> {
+        match text.trim() {
+            "3" | "aes-256-gcm" => Ok(Envelope::Aes256Gcm),
+            "2" | "xchacha20-poly1305" => Ok(Envelope::XChaCha20Poly1305),
+            _ => Err(BadEnvelope(text.to_owned())),
+        }
+    }
+}
 
 /// What is sent and what is accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,7 +283,7 @@ impl fmt::Display for OpenError {
             OpenError::NotVigil => f.write_str("not a vigil packet"),
             OpenError::Truncated => write!(f, "shorter than the {OVERHEAD}-byte envelope"),
             OpenError::Oversized => f.write_str("longer than this node accepts"),
-            OpenError::Version(v) => write!(f, "envelope version {v} (this build reads {VERSION})"),
+            OpenError::Version(v) => write!(f, "envelope version {v} (this build reads 2 and 3)"),
             OpenError::UnknownKey(id) => write!(f, "sealed with key {id}, which this node does not hold"),
             OpenError::Forged => f.write_str("did not authenticate (altered, forged, or of another cluster)"),
             OpenError::Replayed => f.write_str("a replay of a packet already received"),
@@ -209,6 +305,9 @@ pub struct SealStats {
     pub sealed: u64,
     /// Sealed packets opened.
     pub opened: u64,
+    /// Of them, in envelope version 2: while this grows, some member
+    /// still sends it (see [`Envelope`]).
+    pub opened_v2: u64,
     /// Plaintext packets sent (plaintext mode).
     pub plaintext_sent: u64,
     /// Plaintext packets accepted (plaintext and staged modes).
@@ -227,6 +326,7 @@ pub struct Seal {
     keyring: Option<Keyring>,
     session: u64,
     counter: u64,
+    envelope: Envelope,
     guard: ReplayGuard,
     stats: SealStats,
     /// The time, in seconds since the Unix epoch, as last told.
@@ -253,6 +353,7 @@ impl Seal {
             keyring,
             session,
             counter: 0,
+            envelope: Envelope::default(),
             guard: ReplayGuard::new(SESSIONS),
             stats: SealStats::default(),
             now: 0,
@@ -302,6 +403,7 @@ impl Seal {
             keyring: None,
             session: 0,
             counter: 0,
+            envelope: Envelope::default(),
             guard: ReplayGuard::new(1),
             stats: SealStats::default(),
             now: 0,
@@ -312,6 +414,23 @@ impl Seal {
     /// The mode.
     pub fn mode(&self) -> SealMode {
         self.mode
+    }
+
+    /// Seals with `envelope` from the next packet on (opening takes both,
+    /// whatever this says). See [Modes](self#modes) for the rollout.
+    pub fn set_envelope(&mut self, envelope: Envelope) {
+        self.envelope = envelope;
+    }
+
+    /// [`Seal::set_envelope`], for a seal being made.
+    pub fn with_envelope(mut self, envelope: Envelope) -> Seal {
+        self.envelope = envelope;
+        self
+    }
+
+    /// The envelope this seal sends.
+    pub fn envelope(&self) -> Envelope {
+        self.envelope
     }
 
     /// Starts a new session (a process restart, or the first sealed packet
@@ -362,33 +481,74 @@ impl Seal {
     /// The packet to send for `plaintext`: sealed with the primary key, or
     /// the plaintext itself in [`SealMode::Plaintext`].
     pub fn seal(&mut self, plaintext: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(plaintext.len() + OVERHEAD);
+        self.seal_into(plaintext, &mut out);
+        out
+    }
+
+    /// [`Seal::seal`] into `out` (cleared first), which allocates nothing
+    /// once `out` holds `plaintext.len() + OVERHEAD` bytes: a sender that
+    /// keeps its buffer seals without allocating.
+    ///
+    /// ```
+    /// use vigil_membership::keyring::Keyring;
+    /// use vigil_membership::seal::{OVERHEAD, Seal, SealMode};
+    ///
+    /// let mut a = Seal::new(1, SealMode::Sealed, Some(Keyring::new([7; 32])), 1)?;
+    /// let mut buf = Vec::with_capacity(1400 + OVERHEAD);
+    /// a.seal_into(b"VG\x02 a ping", &mut buf);
+    /// assert_eq!(buf.len(), b"VG\x02 a ping".len() + OVERHEAD);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn seal_into(&mut self, plaintext: &[u8], out: &mut Vec<u8>) {
+        out.clear();
         let keyring = match (&mut self.keyring, self.mode) {
             (Some(k), SealMode::Staged | SealMode::Sealed) => k,
             _ => {
                 self.stats.plaintext_sent += 1;
-                return plaintext.to_vec();
+                out.extend_from_slice(plaintext);
+                return;
             }
         };
+        if self.envelope == Envelope::Aes256Gcm && self.counter >= V3_COUNTERS {
+            // Version 3's nonce holds 32 bits of the counter: a new session
+            // before it would repeat.
+            self.session = next_session(self.session);
+            self.counter = 0;
+        }
         self.counter += 1;
         let entry = &mut keyring.keys[keyring.primary];
-        let mut out = Vec::with_capacity(plaintext.len() + OVERHEAD);
+        out.reserve(plaintext.len() + OVERHEAD);
         out.extend_from_slice(&MAGIC);
-        out.push(VERSION);
+        out.push(self.envelope.version());
         out.extend_from_slice(&entry.id.0.to_be_bytes());
         out.extend_from_slice(&self.session.to_be_bytes());
         out.extend_from_slice(&self.counter.to_be_bytes());
         out.extend_from_slice(&u32::try_from(self.now).unwrap_or(u32::MAX).to_be_bytes());
-        let aad = associated_data(self.cluster, &out);
+        let aad = associated_data(self.cluster, &out[..HEADER_LEN]);
         out.extend_from_slice(plaintext);
-        let nonce = nonce(self.session, self.counter);
-        // XChaCha20-Poly1305 refuses only messages beyond 256 GiB.
-        match entry.cipher.encrypt_inout_detached(&nonce, &aad, (&mut out[HEADER_LEN..]).into()) {
-            Ok(tag) => out.extend_from_slice(&tag),
-            Err(_) => return Vec::new(),
+        let body = &mut out[HEADER_LEN..];
+        // Both ciphers refuse only messages beyond 64 GiB.
+        let mut tag = [0u8; TAG_LEN];
+        let sealed = match self.envelope {
+            Envelope::Aes256Gcm => {
+                let nonce = gcm_nonce(self.session, self.counter);
+                let t = entry.aes.seal_in_place_separate_tag(nonce, ring::aead::Aad::from(&aad), body);
+                t.map(|t| tag.copy_from_slice(t.as_ref())).is_ok()
+            }
+            Envelope::XChaCha20Poly1305 => {
+                let nonce = xnonce(self.session, self.counter);
+                let t = entry.cipher.encrypt_inout_detached(&nonce, &aad, body.into());
+                t.map(|t| tag.copy_from_slice(&t)).is_ok()
+            }
+        };
+        if !sealed {
+            out.clear();
+            return;
         }
+        out.extend_from_slice(&tag);
         entry.sealed += 1;
         self.stats.sealed += 1;
-        out
     }
 
     /// The plaintext packet inside `packet`, if it opens: authentic, of
@@ -402,7 +562,10 @@ impl Seal {
         let r = self.try_open(packet, max);
         match &r {
             Ok(Cow::Borrowed(_)) => self.stats.plaintext_accepted += 1,
-            Ok(Cow::Owned(_)) => self.stats.opened += 1,
+            Ok(Cow::Owned(_)) => {
+                self.stats.opened += 1;
+                self.stats.opened_v2 += u64::from(packet[2] == Envelope::XChaCha20Poly1305.version());
+            }
             Err(e) => self.stats.rejected[e.index()] += 1,
         }
         r
@@ -428,14 +591,18 @@ impl Seal {
         if packet.len() - OVERHEAD > max {
             return Err(OpenError::Oversized);
         }
-        if packet[2] != VERSION {
+        let Some(envelope) = Envelope::from_version(packet[2]) else {
             return Err(OpenError::Version(packet[2]));
-        }
+        };
         let u32_at = |i: usize| u32::from_be_bytes([packet[i], packet[i + 1], packet[i + 2], packet[i + 3]]);
         let u64_at = |i: usize| (u64::from(u32_at(i)) << 32) | u64::from(u32_at(i + 4));
         let id = KeyId(u32_at(3));
         let (session, counter, sealed_at) = (u64_at(7), u64_at(15), u64::from(u32_at(23)));
         let entry = keyring.find(id).ok_or(OpenError::UnknownKey(id))?;
+        if envelope == Envelope::Aes256Gcm && counter > V3_COUNTERS {
+            // Never sealed so: its nonce would repeat a lower counter's.
+            return Err(OpenError::Forged);
+        }
         if let Some((window, started)) = self.freshness {
             let before_start = sealed_at < started;
             let off = sealed_at.abs_diff(self.now) > window;
@@ -452,12 +619,22 @@ impl Seal {
         }
         let aad = associated_data(self.cluster, &packet[..HEADER_LEN]);
         let (body, tag) = packet[HEADER_LEN..].split_at(packet.len() - OVERHEAD);
-        let tag = Tag::try_from(tag).map_err(|_| OpenError::Truncated)?;
         let mut plain = body.to_vec();
-        entry
-            .cipher
-            .decrypt_inout_detached(&nonce(session, counter), &aad, (&mut plain[..]).into(), &tag)
-            .map_err(|_| OpenError::Forged)?;
+        let opened = match envelope {
+            Envelope::Aes256Gcm => {
+                let tag = ring::aead::Tag::try_from(tag).map_err(|_| OpenError::Truncated)?;
+                let aad = ring::aead::Aad::from(&aad);
+                entry.aes.open_in_place_separate_tag(gcm_nonce(session, counter), aad, tag, &mut plain, 0..).is_ok()
+            }
+            Envelope::XChaCha20Poly1305 => {
+                let tag = Tag::try_from(tag).map_err(|_| OpenError::Truncated)?;
+                let nonce = xnonce(session, counter);
+                entry.cipher.decrypt_inout_detached(&nonce, &aad, (&mut plain[..]).into(), &tag).is_ok()
+            }
+        };
+        if !opened {
+            return Err(OpenError::Forged);
+        }
         entry.opened += 1;
         self.guard.accept(session, counter);
         Ok(Cow::Owned(plain))
@@ -469,17 +646,40 @@ impl Seal {
     }
 }
 
-fn nonce(session: u64, counter: u64) -> XNonce {
+/// The counters a version-3 session seals (its nonce holds 32 bits).
+const V3_COUNTERS: u64 = u32::MAX as u64;
+
+/// The session after `session`, when version 3's counters run out: a
+/// bijective mix, so as unlikely as a fresh draw to meet another node's.
+fn next_session(session: u64) -> u64 {
+    let mut z = session.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Version 2's nonce: the session, the counter, eight zero bytes.
+fn xnonce(session: u64, counter: u64) -> XNonce {
     let mut n = [0u8; 24];
     n[..8].copy_from_slice(&session.to_be_bytes());
     n[8..16].copy_from_slice(&counter.to_be_bytes());
     XNonce::from(n)
 }
 
-fn associated_data(cluster: u64, header: &[u8]) -> Vec<u8> {
-    let mut aad = Vec::with_capacity(8 + HEADER_LEN);
-    aad.extend_from_slice(&cluster.to_be_bytes());
-    aad.extend_from_slice(header);
+/// Version 3's nonce: the session and the counter's low 32 bits, unique
+/// per key as the module documentation says.
+fn gcm_nonce(session: u64, counter: u64) -> ring::aead::Nonce {
+    let mut n = [0u8; 12];
+    n[..8].copy_from_slice(&session.to_be_bytes());
+    n[8..].copy_from_slice(&(counter as u32).to_be_bytes());
+    ring::aead::Nonce::assume_unique_for_key(n)
+}
+
+/// The cluster id and the header, on the stack.
+fn associated_data(cluster: u64, header: &[u8]) -> [u8; 8 + HEADER_LEN] {
+    let mut aad = [0u8; 8 + HEADER_LEN];
+    aad[..8].copy_from_slice(&cluster.to_be_bytes());
+    aad[8..].copy_from_slice(&header[..HEADER_LEN]);
     aad
 }
 
@@ -508,6 +708,76 @@ mod tests {
         assert_eq!((a.stats().sealed, b.stats().opened), (100, 100));
         assert_eq!(a.keyring().unwrap().list()[0].sealed, 100);
         assert_eq!(b.keyring().unwrap().list()[0].opened, 100);
+    }
+
+    #[test]
+    fn both_envelopes_open_whatever_a_node_sends() {
+        let (mut a, mut b) = pair(SealMode::Sealed);
+        assert_eq!(a.envelope(), Envelope::Aes256Gcm, "version 3 by default");
+        let v3 = a.seal(PLAIN);
+        assert_eq!(v3[2], 3);
+        a.set_envelope(Envelope::XChaCha20Poly1305);
+        let v2 = a.seal(PLAIN);
+        assert_eq!((v2[2], v2.len()), (2, v3.len()), "the same header and overhead");
+        assert_eq!(&*b.open(&v3, 1400).unwrap(), PLAIN);
+        assert_eq!(&*b.open(&v2, 1400).unwrap(), PLAIN);
+        let mut old = b.clone().with_envelope(Envelope::XChaCha20Poly1305);
+        a.set_envelope(Envelope::Aes256Gcm);
+        assert_eq!(&*old.open(&a.seal(PLAIN), 1400).unwrap(), PLAIN, "a node sending 2 opens 3");
+        // A packet relabelled with the other version does not open: the
+        // version is in the associated data, and the ciphers differ.
+        let mut relabelled = a.seal(PLAIN);
+        relabelled[2] = 2;
+        assert_eq!(b.open(&relabelled, 1400).unwrap_err(), OpenError::Forged);
+        // The ring's key is not version 3's key: sealing with it raw does
+        // not make a packet that opens.
+        let raw = ring::aead::UnboundKey::new(&ring::aead::AES_256_GCM, &[3; 32]).unwrap();
+        let raw = ring::aead::LessSafeKey::new(raw);
+        let mut forged = a.seal(PLAIN);
+        let (session, counter) = (u64::from_be_bytes(forged[7..15].try_into().unwrap()), 1_000);
+        forged[15..23].copy_from_slice(&u64::to_be_bytes(counter));
+        let aad = associated_data(1, &forged[..HEADER_LEN]);
+        forged.truncate(HEADER_LEN);
+        forged.extend_from_slice(PLAIN);
+        let nonce = gcm_nonce(session, counter);
+        let tag = raw.seal_in_place_separate_tag(nonce, ring::aead::Aad::from(&aad), &mut forged[HEADER_LEN..]);
+        forged.extend_from_slice(tag.unwrap().as_ref());
+        assert_eq!(b.open(&forged, 1400).unwrap_err(), OpenError::Forged);
+    }
+
+    #[test]
+    fn a_version_3_session_moves_on_before_its_counter_wraps() {
+        let (mut a, mut b) = pair(SealMode::Sealed);
+        a.counter = V3_COUNTERS - 1;
+        let last = a.seal(PLAIN);
+        let next = a.seal(PLAIN);
+        let field = |p: &[u8], at: usize| u64::from_be_bytes(p[at..at + 8].try_into().unwrap());
+        assert_eq!((field(&last, 7), field(&last, 15)), (11, V3_COUNTERS));
+        assert_eq!((field(&next, 7), field(&next, 15)), (next_session(11), 1), "a new session, from 1");
+        assert_ne!(next_session(11), 11);
+        assert!(b.open(&last, 1400).is_ok() && b.open(&next, 1400).is_ok());
+        // A counter past 32 bits is never sealed: refused before the cipher.
+        let mut past = last.clone();
+        past[15..23].copy_from_slice(&(V3_COUNTERS + 2).to_be_bytes());
+        assert_eq!(b.open(&past, 1400).unwrap_err(), OpenError::Forged);
+        // Version 2 keeps its 64-bit counters.
+        a.set_envelope(Envelope::XChaCha20Poly1305);
+        a.counter = V3_COUNTERS + 5;
+        let v2 = a.seal(PLAIN);
+        assert_eq!(field(&v2, 15), V3_COUNTERS + 6);
+        assert!(b.open(&v2, 1400).is_ok());
+    }
+
+    #[test]
+    fn sealing_into_a_kept_buffer_does_not_grow_it() {
+        let (mut a, mut b) = pair(SealMode::Sealed);
+        let mut buf = Vec::with_capacity(PLAIN.len() + OVERHEAD);
+        let ptr = buf.as_ptr();
+        for _ in 0..10 {
+            a.seal_into(PLAIN, &mut buf);
+            assert_eq!((buf.as_ptr(), buf.capacity()), (ptr, PLAIN.len() + OVERHEAD), "no reallocation");
+            assert_eq!(&*b.open(&buf, 1400).unwrap(), PLAIN);
+        }
     }
 
     #[test]

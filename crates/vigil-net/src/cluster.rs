@@ -523,7 +523,9 @@ impl Builder {
         let seal = match (self.keyring, self.mode) {
             (None, SealMode::Plaintext) => Seal::plaintext(self.config.cluster),
             (keyring, mode) => {
-                let seal = Seal::new(self.config.cluster, mode, keyring, rand::random()).map_err(StartError::Seal)?;
+                let seal = Seal::new(self.config.cluster, mode, keyring, rand::random())
+                    .map_err(StartError::Seal)?
+                    .with_envelope(self.net.envelope);
                 match self.net.freshness {
                     Some(window) => seal.with_freshness(window, started),
                     None => seal,
@@ -1415,6 +1417,33 @@ impl Cluster {
     /// [`Stopped`] once the member has stopped.
     pub async fn keys(&self) -> Result<Vec<KeyInfo>, Stopped> {
         self.ask(Command::Keys).await
+    }
+
+    /// Seals what this member sends in `envelope` from now on; it opens
+    /// both versions whatever it sends. Moving a running cluster from
+    /// version 2 to version 3 is this, member by member, once every member
+    /// runs a build that opens version 3 (see
+    /// [`NetConfig::envelope`](crate::NetConfig::envelope)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vigil_net::{Cluster, Envelope, Keyring, SealMode};
+    ///
+    /// let a = Cluster::builder("a").bind("127.0.0.1:0".parse()?).keys(Keyring::new([1; 32]), SealMode::Sealed).start().await?;
+    /// assert_eq!(a.set_envelope(Envelope::XChaCha20Poly1305).await?, Envelope::Aes256Gcm, "the one before");
+    /// assert_eq!(a.set_envelope(Envelope::Aes256Gcm).await?, Envelope::XChaCha20Poly1305);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Stopped`] once the member has stopped.
+    pub async fn set_envelope(&self, envelope: crate::Envelope) -> Result<crate::Envelope, Stopped> {
+        self.ask(|tx| Command::SetEnvelope(envelope, tx)).await
     }
 
     /// Installs a key: it opens packets from now on. Installing a key the

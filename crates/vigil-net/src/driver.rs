@@ -28,7 +28,7 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, mpsc, oneshot};
 use vigil_detector::Instant;
 use vigil_membership::keyring::{KeyId, KeyInfo};
-use vigil_membership::seal::{self, OVERHEAD, Seal, SealMode};
+use vigil_membership::seal::{self, Envelope, OVERHEAD, Seal, SealMode};
 use vigil_membership::wire::{MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
 use vigil_membership::{HealthPolicy, MemberView, Node, Tags, WatchReport};
 
@@ -57,6 +57,7 @@ pub(crate) enum Command {
     Snapshot(oneshot::Sender<Snapshot>),
     Arrivals(String, Option<Instant>, oneshot::Sender<Option<Recorded>>),
     Keys(oneshot::Sender<Vec<KeyInfo>>),
+    SetEnvelope(Envelope, oneshot::Sender<Envelope>),
     InstallKey([u8; 32], oneshot::Sender<Result<KeyId, KeyError>>),
     UseKey(KeyId, oneshot::Sender<Result<(), KeyError>>),
     RemoveKey(KeyId, oneshot::Sender<Result<(), KeyError>>),
@@ -137,6 +138,8 @@ struct Shared {
 pub(crate) struct Driver {
     node: Node,
     seal: Seal,
+    /// Where datagrams are sealed, kept so that sealing allocates nothing.
+    sealed: Vec<u8>,
     clock: Clock,
     udp: Arc<UdpSocket>,
     tcp: Option<TcpListener>,
@@ -201,6 +204,7 @@ impl Driver {
         Driver {
             node,
             seal,
+            sealed: Vec::with_capacity(vigil_membership::wire::MAX_DATAGRAM + OVERHEAD),
             clock,
             udp: Arc::new(udp),
             tcp: Some(tcp),
@@ -681,6 +685,11 @@ impl Driver {
             Command::Keys(tx) => {
                 let _ = tx.send(self.seal.keyring().map(|k| k.list()).unwrap_or_default());
             }
+            Command::SetEnvelope(envelope, tx) => {
+                let before = self.seal.envelope();
+                self.seal.set_envelope(envelope);
+                let _ = tx.send(before);
+            }
             Command::InstallKey(key, tx) => {
                 let r = self.seal.keyring_mut().ok_or(KeyError::NoKeyring).and_then(|k| Ok(k.install(key)?));
                 let _ = tx.send(r);
@@ -764,11 +773,15 @@ impl Driver {
                     tokio::spawn(send_frame(t.to, framed, conn, errors.clone()));
                 }
             } else {
-                let sealed = self.seal.seal(&t.bytes);
-                match self.udp.send_to(&sealed, t.to).await {
+                let mut sealed = std::mem::take(&mut self.sealed);
+                self.seal.seal_into(&t.bytes, &mut sealed);
+                let sent = self.udp.send_to(&sealed, t.to).await;
+                let len = sealed.len();
+                self.sealed = sealed;
+                match sent {
                     Ok(_) => {
                         self.stats.datagrams_sent += 1;
-                        self.stats.datagram_bytes_sent += sealed.len() as u64;
+                        self.stats.datagram_bytes_sent += len as u64;
                     }
                     Err(_) => {
                         tracing::debug!(to = %t.to, "datagram send failed: counted as a failed probe");

@@ -96,7 +96,7 @@ pub use vigil_detector::outlier::{HostReport, Outcome};
 pub use vigil_membership::downing;
 pub use vigil_membership::gray;
 pub use vigil_membership::keyring::{Key, KeyId, KeyInfo, Keyring, KeyringError};
-pub use vigil_membership::seal::{SealError, SealMode, SealStats};
+pub use vigil_membership::seal::{Envelope, SealError, SealMode, SealStats};
 pub use vigil_membership::{
     Arrivals, Config, ConfigError, Event, ForceLeaveError, HealthPolicy, MemberView, NodeId, NodeView, PolicyOutlook,
     PolicyState, Signal, Stats, Status, Tags, TagsError, Verdict, WatchReport,

@@ -49,6 +49,14 @@ pub struct NetConfig {
     /// from its clock, are refused, so captured packets cannot be replayed
     /// to a member that restarted. `None` turns it off. Default 60 s.
     pub freshness: Option<Duration>,
+    /// The envelope sealed packets are sent in
+    /// ([`Envelope`](vigil_membership::seal::Envelope)): version 3,
+    /// AES-256-GCM, by default. Members open both versions; a cluster whose
+    /// members run a build older than version 3 sends version 2 until
+    /// every member runs this one, then moves each member to version 3
+    /// ([`Cluster::set_envelope`](crate::Cluster::set_envelope), or this,
+    /// at its next start).
+    pub envelope: vigil_membership::seal::Envelope,
     /// The UDP socket's receive and send buffers, bytes (default: the
     /// system's).
     pub socket_buffers: Option<(usize, usize)>,
@@ -66,6 +74,7 @@ impl Default for NetConfig {
             header_timeout: Duration::from_secs(2),
             frame_budget: 64 * 1024 * 1024,
             freshness: Some(Duration::from_secs(60)),
+            envelope: vigil_membership::seal::Envelope::default(),
             socket_buffers: None,
             leave_wait: Duration::from_millis(500),
         }
