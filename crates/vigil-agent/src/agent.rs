@@ -115,6 +115,9 @@ async fn start(config: &AgentConfig) -> Result<(Cluster, vigil_net::Events), Age
     }
     if let Some(ring) = &config.keyring {
         builder = builder.keys(ring.clone(), config.seal_mode);
+        let mut net = vigil_net::NetConfig::default();
+        net.envelope = config.envelope;
+        builder = builder.net(net);
     }
     if let Some((dir, _)) = &config.data_dir {
         builder = builder.data_dir(dir);

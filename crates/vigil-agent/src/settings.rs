@@ -133,6 +133,32 @@ pub enum Sealing {
     Sealed,
 }
 
+/// The cipher sealed packets are sent with, as typed (both are opened).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum SealCipher {
+    /// Envelope version 3, the default.
+    #[cfg_attr(feature = "clap", value(name = "aes-256-gcm"))]
+    #[serde(rename = "aes-256-gcm")]
+    Aes256Gcm,
+    /// Envelope version 2, what agents before version 3 send: keep it
+    /// while such agents are still in the cluster.
+    #[cfg_attr(feature = "clap", value(name = "xchacha20-poly1305"))]
+    #[serde(rename = "xchacha20-poly1305")]
+    XChaCha20Poly1305,
+}
+
+impl SealCipher {
+    /// The envelope it names.
+    pub fn envelope(self) -> vigil_membership::seal::Envelope {
+        match self {
+            SealCipher::Aes256Gcm => vigil_membership::seal::Envelope::Aes256Gcm,
+            SealCipher::XChaCha20Poly1305 => vigil_membership::seal::Envelope::XChaCha20Poly1305,
+        }
+    }
+}
+
 /// The agent's flags, as typed: every one optional (the file or the
 /// default applies), lists empty when not given. With the `clap` feature,
 /// `vigil agent` takes them as they are.
@@ -172,6 +198,12 @@ pub struct Flags {
     /// `plaintext` is what `--plaintext` says.
     #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub seal_mode: Option<Sealing>,
+    /// The cipher sealed packets are sent with: `aes-256-gcm` (envelope 3,
+    /// the default) or `xchacha20-poly1305` (envelope 2, what agents
+    /// before version 3 send). Both are opened either way: upgrade every
+    /// agent with `xchacha20-poly1305`, then move each to `aes-256-gcm`.
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    pub seal_cipher: Option<SealCipher>,
     /// Run without keys on an address other hosts can reach: nothing is
     /// encrypted or authenticated, so anyone who can reach the port can read
     /// the membership, join, and send rumours (refuted, and bounded per
@@ -325,6 +357,8 @@ pub struct FileSettings {
     pub key_file: Option<PathBuf>,
     /// `seal_mode`.
     pub seal_mode: Option<Sealing>,
+    /// `seal_cipher`.
+    pub seal_cipher: Option<SealCipher>,
     /// `preset`.
     pub preset: Option<Preset>,
     /// `detector`.
@@ -410,6 +444,7 @@ impl FileSettings {
             join,
             key_file,
             seal_mode,
+            seal_cipher,
             preset,
             cluster,
             data_dir,
@@ -609,6 +644,8 @@ pub struct AgentConfig {
     pub keyring: Option<Keyring>,
     /// How packets are sealed.
     pub seal_mode: SealMode,
+    /// The envelope sealed packets are sent in.
+    pub envelope: vigil_membership::seal::Envelope,
     /// Where the generation is recorded, and where that was given.
     pub data_dir: Option<(PathBuf, Origin)>,
     /// The protocol's configuration: the preset, the settings that adjust
@@ -894,6 +931,7 @@ impl Flags {
             let from = origin(a.seal_mode.is_some(), "seal_mode", "--seal-mode", path);
             return Err(SettingsError::new(from, Problem::NoKeys));
         }
+        let envelope = a.seal_cipher.or(file.seal_cipher).map(SealCipher::envelope).unwrap_or_default();
         let data_dir = match (&a.data_dir, &file.data_dir) {
             (Some(d), _) => Some((d.clone(), Origin::Flag("--data-dir"))),
             (None, Some(d)) => Some((d.clone(), origin(false, "data_dir", "--data-dir", path))),
@@ -1027,6 +1065,7 @@ impl Flags {
             seeds,
             keyring,
             seal_mode,
+            envelope,
             data_dir,
             protocol,
             tags,
@@ -1125,6 +1164,11 @@ mod tests {
         let mut f = flags("x");
         f.seal_mode = Some(Sealing::Sealed);
         assert_eq!(error(f), "--seal-mode: sealing needs keys (--key-file)");
+        use vigil_membership::seal::Envelope;
+        assert_eq!(flags("x").resolve().unwrap().envelope, Envelope::Aes256Gcm, "envelope 3 by default");
+        let mut f = flags("x");
+        f.seal_cipher = Some(SealCipher::XChaCha20Poly1305);
+        assert_eq!(f.resolve().unwrap().envelope, Envelope::XChaCha20Poly1305);
         let mut f = flags("x");
         f.policies = (0..17).map(|i| format!("p{i}=2")).collect();
         assert_eq!(error(f), "--policy: 17 is out of range (at most 16 policies)");
