@@ -335,8 +335,11 @@ async fn a_gray_peer_is_ejected_by_its_outcomes_and_kept_by_phi_alone() {
     assert!(out - gray_at < Duration::from_secs(5), "ejected {:?} after", out - gray_at);
     assert_eq!(after_out[1], 0, "no request reaches it once ejected");
     assert!(phi_only.out_at("peer-1").is_none(), "its heartbeats are fine: φ keeps it");
-    // Its fair share is a fifth; PeakEWMA does not shun a fast 503.
-    assert!(phi_late[1] * 10 >= phi_late[0], "φ alone keeps sending it requests: {phi_late:?}");
+    // Not a fifth: p2c always picks the cheaper of two, and a cost weighted
+    // by φ and peak-sensitive to one slow answer (decaying over 10 s) can
+    // leave it the dearest for seconds (4 % of requests on a loaded CI
+    // machine). That it still gets any shows it was never taken out.
+    assert!(phi_late[1] >= 1, "φ alone keeps sending it requests: {phi_late:?}");
     assert_eq!(composed.false_removals(&["peer-1"]), vec![]);
     assert_eq!(phi_only.false_removals(&[]), vec![]);
 }
