@@ -37,7 +37,9 @@ from the repository root:
 
 Rapid's experiments (USENIX ATC 2018) are two more scenarios, with vigil
 also run with a downing strategy (`vigil+STRATEGY` is `vigil agent
---downing STRATEGY`):
+--downing STRATEGY`; `vigil/TRANSPORT`, e.g. `vigil/udp-only`, is `vigil
+agent --transport TRANSPORT`, and the two combine as
+`vigil/udp-only+keep-majority`):
 
     scripts/versus/run.py --nodes 50 --scenarios lossy80,flipflop \
         --impls vigil,vigil+keep-majority,memberlist --fault-secs 240
@@ -159,6 +161,9 @@ def start(impl, n, topo, bins):
             if "+" in impl:
                 # vigil+keep-majority: a downing strategy decides.
                 argv += ["--downing", impl.split("+", 1)[1]]
+            if "/" in impl:
+                # vigil/udp-only: another transport.
+                argv += ["--transport", impl.split("/", 1)[1].split("+", 1)[0]]
             if i:
                 argv += ["--join", f"{seed_ip}:{seed_port}"]
         elif impl == "serf":
@@ -438,9 +443,17 @@ def run(impl, scenario, args, bins, topo):
             victim.signal(signal.SIGCONT)
             time.sleep(20)
         else:
+            # What each side sends while the fault lasts (counted before
+            # any drop: what was offered, not what arrived).
+            k0, t0 = topo.counters(impl), time.time()
             topo.fault(impl, scenario, n - 1, 0)
             time.sleep(args.fault_secs)
+            k1, t1 = topo.counters(impl), time.time()
             topo.clear()
+            traffic = {
+                "packets": sum(k1[p][0] - k0[p][0] for p in ("udp", "tcp")) / n / (t1 - t0),
+                "bytes": sum(k1[p][1] - k0[p][1] for p in ("udp", "tcp")) / n / (t1 - t0),
+            }
             time.sleep(10)
         # What the others said after the mark.
         detect, false_deaths, accusations = [], 0, 0
@@ -461,6 +474,7 @@ def run(impl, scenario, args, bins, topo):
                 if e.get("event") == "suspected" and e.get("by") == m.name and not (scenario == "crash" and e.get("member") == victim.name)
             )
         return {
+            **(traffic if scenario not in ("crash", "pause") else {}),
             "detect": sorted(detect),
             "undetected": len(others) - len(detect) if scenario == "crash" else 0,
             "false_deaths": false_deaths,
@@ -616,6 +630,9 @@ def main():
                         acc["detect"] = sorted(acc["detect"] + r["detect"])
                         for k in ("undetected", "false_deaths", "accusations"):
                             acc[k] += r[k]
+                        for k in ("packets", "bytes"):
+                            if k in r:
+                                acc[k] = (acc[k] * rep + r[k]) / (rep + 1)
                     if r.get("detect"):
                         results[(scenario, impl)]["crash_medians"].append(statistics.median(r["detect"]))
     finally:
@@ -624,6 +641,7 @@ def main():
         "crash": "crash (kill -9)",
         "pause": "3 s pause (SIGSTOP)",
         "loss10": f"10 % loss, UDP and TCP, {args.fault_secs:.0f} s",
+        "loss20": f"20 % loss, UDP and TCP, {args.fault_secs:.0f} s",
         "loss40": f"40 % loss, UDP and TCP, {args.fault_secs:.0f} s",
         "oneway": f"one-way UDP block, {args.fault_secs:.0f} s",
     }
@@ -650,10 +668,17 @@ def main():
             )
         print()
     if faults:
-        print("| scenario | implementation | crash → dead at the survivors: first / median / last | accusations | false deaths |")
-        print("|---|---|---|---|---|")
+        print(
+            "| scenario | implementation | crash → dead at the survivors: first / median / last | accusations | false deaths "
+            "| packets / member·s during the fault | bytes / member·s |"
+        )
+        print("|---|---|---|---|---|---|---|")
     for (scenario, impl), r in faults:
-        print(f"| {names.get(scenario, scenario)} | {impl} | {fmt_detect(r) if scenario == 'crash' else '—'} | {r['accusations']} | {r['false_deaths']} |")
+        traffic = f"{r['packets']:.2f} | {r['bytes']:.0f}" if "packets" in r else "— | —"
+        print(
+            f"| {names.get(scenario, scenario)} | {impl} | {fmt_detect(r) if scenario == 'crash' else '—'} | "
+            f"{r['accusations']} | {r['false_deaths']} | {traffic} |"
+        )
     if not any(k[0] == "steady" for k in results):
         return
     print(f"\nSteady state per member, {args.steady:.0f} s measured from {args.settle:.0f} s after convergence:\n")

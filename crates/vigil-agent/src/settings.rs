@@ -133,6 +133,29 @@ pub enum Sealing {
     Sealed,
 }
 
+/// What the protocol's messages travel on, as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// Datagrams, and a stream ping beside a probe's indirect requests (the
+    /// default).
+    #[default]
+    Udp,
+    /// Datagrams only: no stream pings.
+    UdpOnly,
+    /// Streams only, for networks that block UDP.
+    Stream,
+}
+
+impl Transport {
+    /// Sets the protocol's `stream_ping` and `stream_only` to match.
+    pub fn apply(self, protocol: &mut Config) {
+        protocol.stream_ping = self != Transport::UdpOnly;
+        protocol.stream_only = self == Transport::Stream;
+    }
+}
+
 /// The cipher sealed packets are sent with, as typed (both are opened).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -204,6 +227,13 @@ pub struct Flags {
     /// agent with `xchacha20-poly1305`, then move each to `aes-256-gcm`.
     #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub seal_cipher: Option<SealCipher>,
+    /// What messages travel on: `udp` (default: datagrams, and a TCP ping
+    /// beside a probe's indirect requests, whose retransmissions get
+    /// through loss), `udp-only` (no TCP pings) or `stream` (TCP only, a
+    /// connection per message, for networks that block UDP). Members with
+    /// different transports interoperate.
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    pub transport: Option<Transport>,
     /// Run without keys on an address other hosts can reach: nothing is
     /// encrypted or authenticated, so anyone who can reach the port can read
     /// the membership, join, and send rumours (refuted, and bounded per
@@ -359,6 +389,8 @@ pub struct FileSettings {
     pub seal_mode: Option<Sealing>,
     /// `seal_cipher`.
     pub seal_cipher: Option<SealCipher>,
+    /// `transport`.
+    pub transport: Option<Transport>,
     /// `preset`.
     pub preset: Option<Preset>,
     /// `detector`.
@@ -445,6 +477,7 @@ impl FileSettings {
             key_file,
             seal_mode,
             seal_cipher,
+            transport,
             preset,
             cluster,
             data_dir,
@@ -953,6 +986,7 @@ impl Flags {
             }
             protocol.validate().map_err(protocol_error(from))?;
         }
+        a.transport.or(file.transport).unwrap_or_default().apply(&mut protocol);
         if let Some(budget) = a.datagram_budget.or(file.datagram_budget) {
             protocol.datagram_budget = budget;
             let from = origin(a.datagram_budget.is_some(), "datagram_budget", "--datagram-budget", path);
@@ -1169,6 +1203,16 @@ mod tests {
         let mut f = flags("x");
         f.seal_cipher = Some(SealCipher::XChaCha20Poly1305);
         assert_eq!(f.resolve().unwrap().envelope, Envelope::XChaCha20Poly1305);
+        let p = flags("x").resolve().unwrap().protocol;
+        assert_eq!((p.stream_ping, p.stream_only), (true, false), "udp with stream pings by default");
+        for (t, expected) in
+            [(Transport::UdpOnly, (false, false)), (Transport::Stream, (true, true)), (Transport::Udp, (true, false))]
+        {
+            let mut f = flags("x");
+            f.transport = Some(t);
+            let p = f.resolve().unwrap().protocol;
+            assert_eq!((p.stream_ping, p.stream_only), expected, "{t:?}");
+        }
         let mut f = flags("x");
         f.policies = (0..17).map(|i| format!("p{i}=2")).collect();
         assert_eq!(error(f), "--policy: 17 is out of range (at most 16 policies)");

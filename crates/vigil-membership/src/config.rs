@@ -76,6 +76,19 @@ pub struct Config {
     pub probe_timeout: Duration,
     /// Members asked to probe indirectly. LAN 3 (memberlist).
     pub indirect_checks: usize,
+    /// When a probe goes indirect, also ping the target over a stream (TCP,
+    /// in `vigil-net`) beside the indirect requests: a stream's
+    /// retransmissions get through loss that drops the datagrams of all of
+    /// them, and its answer settles the probe as a direct ack does. It
+    /// costs one connection per probe that went indirect, none in a
+    /// healthy cluster. LAN on (memberlist's TCP ping, `DisableTcpPings`
+    /// off).
+    pub stream_ping: bool,
+    /// Send every message as a stream message, none as a datagram: for
+    /// networks that block UDP. Every node accepts any message on a
+    /// stream, so a cluster can mix both. Each message is a connection of
+    /// its own: more packets and CPU than datagrams. Default off.
+    pub stream_only: bool,
     /// φ mode: the accusers' suspicion timeout before any confirmation, and
     /// how long a member that only heard of a suspicion waits for their
     /// verdict (or a refutation) before probing the suspect itself. LAN 10 s.
@@ -251,6 +264,8 @@ impl Config {
             probe_interval: Duration::from_secs(1),
             probe_timeout: Duration::from_millis(500),
             indirect_checks: 3,
+            stream_ping: true,
+            stream_only: false,
             suspicion_max: Duration::from_secs(10),
             suspicion_min: Duration::from_millis(2500),
             suspicion_mult: 4,

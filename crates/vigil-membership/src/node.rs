@@ -767,7 +767,9 @@ impl Node {
             }
         };
         let kind = packet.message.kind();
-        if kind.is_stream() != stream {
+        // Any message may come on a stream (a stream ping, a stream-only
+        // member); a push-pull never comes as a datagram.
+        if kind.is_stream() && !stream {
             self.stats.rejected_transport += 1;
             return Err(Rejected::WrongTransport { kind });
         }
@@ -782,7 +784,7 @@ impl Node {
         self.stats.received[kind] += 1;
         self.stats.bytes_received += bytes.len() as u64;
         self.stats.bytes_received_by_kind[kind] += bytes.len() as u64;
-        self.receive(now, from, packet);
+        self.receive(now, from, packet, stream);
         self.settle(now);
         Ok(())
     }
@@ -798,7 +800,7 @@ impl Node {
         known || self.seeds.contains(&from)
     }
 
-    fn receive(&mut self, now: Instant, from: SocketAddr, packet: Packet) {
+    fn receive(&mut self, now: Instant, from: SocketAddr, packet: Packet, stream: bool) {
         if self.rejoining {
             if !self.seeds.contains(&from) {
                 self.stats.ignored_while_downed += 1;
@@ -836,8 +838,10 @@ impl Node {
             }
             Message::Heartbeat => {}
             Message::Ping { seq, target } => {
+                // A ping that came on a stream is answered on one: a stream
+                // ping's answer goes back on its connection.
                 if target == self.me {
-                    self.send(from, Message::Ack { seq });
+                    self.send_by(from, Message::Ack { seq }, None, stream);
                 }
             }
             // A stranger does not get this node to ping anyone for it.
@@ -854,6 +858,9 @@ impl Node {
             Message::Ack { seq } => match self.probes.answer(seq) {
                 Some(Answered::Relay(r)) => self.send(r.requester, Message::Ack { seq: r.seq }),
                 Some(Answered::Probe(p)) => {
+                    if stream {
+                        self.stats.stream_acks += 1;
+                    }
                     self.health.lower();
                     let indirect = packet.from != p.target;
                     if p.purpose == Purpose::Introduce {
@@ -1116,11 +1123,19 @@ impl Node {
 
     /// Builds and queues a packet; a datagram is filled with rumours.
     fn send(&mut self, to: SocketAddr, message: Message) {
-        self.send_with(to, message, None);
+        self.send_by(to, message, None, false);
     }
 
     /// As [`Node::send`], with `first` piggybacked before any queued rumour.
     fn send_with(&mut self, to: SocketAddr, message: Message, first: Option<Update>) {
+        self.send_by(to, message, first, false);
+    }
+
+    /// As [`Node::send_with`], as a stream message if `by_stream` (or if
+    /// the message only travels on streams, or this node sends nothing
+    /// else). A stream message carries rumours only in stream-only mode,
+    /// where it stands for a datagram.
+    fn send_by(&mut self, to: SocketAddr, message: Message, first: Option<Update>, by_stream: bool) {
         // Downed and not yet back: it speaks to the surviving side only.
         if self.rejoining && !self.seeds.contains(&to) {
             return;
@@ -1130,7 +1145,7 @@ impl Node {
             return;
         }
         let kind: MessageKind = message.kind();
-        let stream = kind.is_stream();
+        let stream = kind.is_stream() || by_stream || self.config.stream_only;
         let mut packet = Packet {
             cluster: self.config.cluster,
             from: self.me.clone(),
@@ -1138,9 +1153,9 @@ impl Node {
             message,
             updates: Vec::new(),
         };
-        let max = if stream { MAX_STREAM } else { self.config.datagram_budget };
+        let max = if kind.is_stream() { MAX_STREAM } else { self.config.datagram_budget };
         packet.updates.extend(first);
-        if !stream {
+        if !kind.is_stream() && (!by_stream || self.config.stream_only) {
             let room = max.saturating_sub(wire::encoded_len(&packet));
             self.broadcasts.fill(room, &mut packet.updates);
         }

@@ -21,8 +21,8 @@ pub enum Rejected {
     },
     /// A packet claiming to come from this node's own name.
     FromSelf,
-    /// A message on the wrong transport: a push-pull in a datagram, or a
-    /// datagram message on a stream.
+    /// A message on the wrong transport: a push-pull in a datagram (any
+    /// message may come on a stream).
     WrongTransport {
         /// The message's kind.
         kind: MessageKind,

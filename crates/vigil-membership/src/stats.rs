@@ -75,6 +75,12 @@ pub struct Stats {
     pub probes: u64,
     /// Indirect probe requests sent.
     pub indirect_probes: u64,
+    /// Stream pings sent beside indirect requests
+    /// ([`Config::stream_ping`](crate::Config::stream_ping)).
+    pub stream_pings: u64,
+    /// Probes answered by an ack that came on a stream: a stream ping's
+    /// (or any, in stream-only mode).
+    pub stream_acks: u64,
     /// Indirect probe requests this node could not relay (too many in
     /// flight).
     pub relays_refused: u64,

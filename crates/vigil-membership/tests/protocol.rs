@@ -227,15 +227,79 @@ fn input_is_size_checked_before_decoding_and_transports_are_not_mixed() {
         c.nodes[0].handle_datagram(now, addr(1), &pp),
         Err(Rejected::WrongTransport { kind: MessageKind::PushPull })
     );
+    // Any message may come on a stream: a stream ping, a stream-only member.
     let hb = packet(1, Message::Heartbeat, vec![]);
-    assert_eq!(
-        c.nodes[0].handle_stream(now, addr(1), &hb),
-        Err(Rejected::WrongTransport { kind: MessageKind::Heartbeat })
-    );
+    c.nodes[0].handle_stream(now, addr(1), &hb).unwrap();
     c.nodes[0].handle_stream(now, addr(1), &pp).unwrap();
     let s = c.nodes[0].stats();
-    assert_eq!((s.rejected_malformed, s.rejected_transport), (2, 2));
-    assert_eq!((s.received[MessageKind::PushPull], s.received.total()), (1, 1));
+    assert_eq!((s.rejected_malformed, s.rejected_transport), (2, 1));
+    assert_eq!((s.received[MessageKind::PushPull], s.received.total()), (1, 2));
+}
+
+/// Suspicions raised anywhere in the cluster (taken from the queues).
+fn suspicions(c: &mut Cluster) -> usize {
+    (0..c.nodes.len()).flat_map(|i| c.events(i)).filter(|e| matches!(e, Event::Suspected { .. })).count()
+}
+
+#[test]
+fn a_member_whose_datagrams_are_all_lost_is_answered_on_a_stream_and_not_accused() {
+    // Every datagram to or from n4 is lost; streams get through (their
+    // retransmissions beat the loss). With stream pings, the probes of n4
+    // (classic rounds; φ mode's probes of a silent member) are answered on
+    // a stream and nobody is accused; without, n4 is.
+    for config in [Config::classic_lan(CLUSTER), Config::lan(CLUSTER)] {
+        for stream_ping in [true, false] {
+            let mode = config.mode;
+            let mut config = config.clone();
+            config.stream_ping = stream_ping;
+            let mut c = Cluster::new(5, config);
+            c.run_for(Duration::from_secs(5));
+            c.clear_events();
+            c.drop_when(|from, to, t| !t.stream && (from == 4 || to == 4));
+            c.run_for(Duration::from_secs(30));
+            let raised = suspicions(&mut c);
+            let answered: u64 = c.nodes.iter().map(|n| n.stats().stream_acks).sum();
+            let pings: u64 = c.nodes.iter().map(|n| n.stats().stream_pings).sum();
+            if stream_ping {
+                assert_eq!(raised, 0, "{mode:?}: nobody is accused");
+                // Classic: each of the five probes n4 or is probed by it
+                // about once per 5 s round, 30 s: dozens; φ mode: n4's two
+                // observers, and n4 of its two watched, every probe interval
+                // or more (the recheck grows).
+                assert!(answered >= 8 && pings >= answered, "{mode:?}: {answered} answered of {pings}");
+            } else {
+                assert!(raised > 0, "{mode:?}: without stream pings n4 is accused");
+                assert_eq!((answered, pings), (0, 0));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stream_only_cluster_runs_without_datagrams_and_finds_a_crash() {
+    let mut config = Config::lan(CLUSTER);
+    config.stream_only = true;
+    let mut c = Cluster::new(5, config);
+    c.drop_when(|_, _, t| !t.stream);
+    c.run_for(Duration::from_secs(20));
+    assert_eq!(suspicions(&mut c), 0, "heartbeats and gossip on streams keep everyone alive");
+    let hb: u64 = c.nodes.iter().map(|n| n.stats().sent[MessageKind::Heartbeat]).sum();
+    // Two observers each, every 1.05 s, for 20 s.
+    assert!(hb >= 5 * 2 * 17, "{hb} heartbeats sent");
+    assert_eq!(c.dropped, 0, "nothing was sent as a datagram");
+    let crashed_at = c.now();
+    c.crash(3);
+    let mut dead_at = None;
+    while c.now() < crashed_at + Duration::from_secs(30) && dead_at.is_none() {
+        c.run_for(Duration::from_millis(100));
+        if (0..5).filter(|&i| i != 3).all(|i| status(&c.nodes[i], "n3") == Status::Dead) {
+            dead_at = Some(c.now());
+        }
+    }
+    let took = dead_at.expect("n3 declared dead everywhere") - crashed_at;
+    // As with datagrams: φ's silence (about 2 s), a probe (0.5 s), the
+    // suspicion (at most 10 s).
+    assert!(took < Duration::from_secs(13), "dead everywhere after {took:?}");
 }
 
 #[test]
@@ -602,7 +666,10 @@ proptest! {
                 prop_assert!(t.bytes.len() <= max);
                 let p = wire::decode(&t.bytes, max).unwrap();
                 prop_assert_eq!(p.message.kind(), t.kind);
-                prop_assert_eq!(t.kind.is_stream(), t.stream);
+                // A push-pull always on a stream; a datagram's message on
+                // one only as a stream ping or its answer.
+                prop_assert!(t.stream || !t.kind.is_stream());
+                prop_assert!(!t.stream || t.kind.is_stream() || matches!(t.kind, MessageKind::Ping | MessageKind::Ack));
             }
             while node.poll_event().is_some() {}
         }

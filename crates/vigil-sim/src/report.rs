@@ -30,7 +30,8 @@ pub struct Totals {
     pub messages: u64,
     /// Bytes sent.
     pub bytes: u64,
-    /// Datagrams sent (stream messages are push-pull exchanges).
+    /// Datagrams sent (stream messages are push-pull exchanges and stream
+    /// pings with their answers).
     pub datagrams: u64,
     /// Bytes of those datagrams.
     pub datagram_bytes: u64,

@@ -372,3 +372,57 @@ fn the_fast_preset_is_about_twice_as_fast_for_about_twice_the_messages() {
         assert_eq!(r.false_deaths, 0);
     }
 }
+
+/// Accusations, false deaths, and messages and bytes per member-second of a
+/// run of `config` under `loss` on every link for `secs` s at N = `n`.
+fn under_loss(n: usize, config: &Config, loss: f64, secs_: u64, seed: u64) -> (u64, u64, f64, f64) {
+    let mut s = Scenario::new("loss", n);
+    s.seed = seed;
+    s.duration = secs(secs_ + 15);
+    s.check_liveness = false;
+    s.faults.push(Timed::new(secs(15), Fault::Loss { p: loss }).lasting(secs(secs_)));
+    let r = Sim::with_config(&s, config.clone()).unwrap().run(&mut |_| {});
+    let per = (n as f64) * (secs_ + 15) as f64;
+    (r.totals.accusations, r.false_deaths, r.totals.messages as f64 / per, r.totals.bytes as f64 / per)
+}
+
+/// A stream ping beside the indirect requests (memberlist's TCP ping) gets
+/// through loss that drops their datagrams: at N = 20 and 10 % or 20 %
+/// loss on every link for two minutes, both modes raise a fraction of the
+/// accusations for no more messages. At 40 % it is printed, not asserted:
+/// φ mode then probes more (members a stream ping answered for stay alive
+/// and are probed again), and raises more accusations than without.
+#[test]
+fn stream_pings_cut_accusations_under_loss() {
+    for (name, base) in [("classic", Config::classic_lan(CLUSTER)), ("phi", Config::lan(CLUSTER))] {
+        for loss in [0.1, 0.2, 0.4] {
+            let mut row = Vec::new();
+            for stream_ping in [false, true] {
+                let mut c = base.clone();
+                c.stream_ping = stream_ping;
+                let (mut acc, mut deaths, mut msgs, mut bytes) = (0, 0, 0.0, 0.0);
+                for seed in 1..=3 {
+                    let (a, d, m, b) = under_loss(20, &c, loss, 120, seed);
+                    acc += a;
+                    deaths += d;
+                    msgs += m / 3.0;
+                    bytes += b / 3.0;
+                }
+                row.push((acc, deaths, msgs, bytes));
+            }
+            let [(a0, d0, m0, b0), (a1, d1, m1, b1)] = [row[0], row[1]];
+            println!(
+                "{name}, {:.0} % loss: accusations {a0} → {a1}, false deaths {d0} → {d1}, \
+                 messages / member·s {m0:.2} → {m1:.2}, bytes / member·s {b0:.0} → {b1:.0}",
+                loss * 100.0
+            );
+            if loss <= 0.2 {
+                // Three seeds each: the runs are deterministic, and the gap
+                // measured is 6 to 60 times; a third leaves room for a
+                // change of the protocol's draws.
+                assert!(a1 * 3 <= a0, "{name}, {loss}: {a0} accusations without, {a1} with stream pings");
+                assert!(m1 <= m0 * 1.1, "{name}, {loss}: no more messages ({m0:.2} → {m1:.2})");
+            }
+        }
+    }
+}

@@ -53,6 +53,12 @@ impl Node {
                 probe.expected_nacks += 1;
             }
         }
+        // The target once more, on a stream: its retransmissions get through
+        // loss that drops every datagram above.
+        if self.config.stream_ping && !self.config.stream_only {
+            self.stats.stream_pings += 1;
+            self.send_by(probe.addr, Message::Ping { seq, target: probe.target.clone() }, None, true);
+        }
     }
 
     pub(super) fn settle_probes(&mut self, now: Instant) {
