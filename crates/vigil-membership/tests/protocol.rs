@@ -829,6 +829,29 @@ fn tags_reach_a_late_joiner_within_the_datagram_budget() {
     }
 }
 
+/// A newcomer that joins with tags through one member: every member learns
+/// the tags within seconds from gossip, long before the next push-pull
+/// (30 s). The seed first learns of it from its join's packet; the alive
+/// rumour it passes on carries the tags the join announced (before, it
+/// went out without them and stood for the member at that incarnation).
+#[test]
+fn a_tagged_joiner_s_tags_reach_every_member_by_gossip() {
+    let n = 6;
+    let config = Config::lan(CLUSTER);
+    let mut c = Cluster::new(n, config.clone());
+    let now = c.run_for(Duration::from_secs(3));
+    let mut late = Node::new(NodeId::new("late", 1), addr(n), config, 99, now).unwrap();
+    let tags = vigil_membership::Tags::new([("service", "billing")]).unwrap();
+    late.set_tags(now, tags.clone());
+    late.join(now, &[addr(0)]);
+    c.push(late);
+    c.run_for(Duration::from_secs(5));
+    for (i, node) in c.nodes.iter().enumerate().take(n) {
+        let m = node.member("late").unwrap_or_else(|| panic!("n{i} knows the newcomer"));
+        assert_eq!(m.tags, tags, "n{i}");
+    }
+}
+
 /// A join that nobody answers is asked again after 1 s, 2 s, 4 s… (at most
 /// 30 s apart) until a member is known; then the retries stop.
 #[test]

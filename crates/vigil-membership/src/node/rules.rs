@@ -37,10 +37,13 @@ impl Node {
                 Message::PushPull { members, .. } => members.iter().find(own),
                 _ => None,
             };
-            let addr = packet.updates.iter().find(own).or(pushed).map_or(source, |u| u.addr);
-            // The packet says nothing of the sender's tags.
-            let alive =
-                Update { id: id.clone(), addr, incarnation, status: Status::Alive, from: id.clone(), tags: None };
+            let announced = packet.updates.iter().find(own).or(pushed);
+            let addr = announced.map_or(source, |u| u.addr);
+            // The sender's tags, if it announces itself in this packet (a
+            // join's push-pull does): a rumour without them would go out
+            // first and stand for the member's alive at this incarnation.
+            let tags = announced.filter(|u| u.incarnation == incarnation).and_then(|u| u.tags.clone());
+            let alive = Update { id: id.clone(), addr, incarnation, status: Status::Alive, from: id.clone(), tags };
             if vouched || !unknown {
                 self.apply(now, alive, None);
             } else {
@@ -182,9 +185,11 @@ impl Node {
         // Tags travel with the incarnation they were set at, whatever the
         // rumour's status says about the member.
         let old_tags = m.tags().cloned();
+        let mut tags_learned = false;
         if let Some(tags) = u.tags.as_ref().filter(|_| m.generation == u.id.generation)
             && self.members.set_tags(&u.id.name, u.incarnation, tags)
         {
+            tags_learned = true;
             self.emit(Event::TagsUpdated { id: u.id.clone(), tags: tags.clone() });
             self.gray_changed(&u.id, old_tags.as_ref(), tags);
         }
@@ -196,6 +201,12 @@ impl Node {
             && !(u.status == Status::Suspect && u.incarnation == m.incarnation)
         {
             self.stats.stale_updates += 1;
+            // Nothing new but its tags: those are passed on, so members that
+            // heard of it without them learn them too.
+            if tags_learned && u.status == Status::Alive && m.status == Status::Alive && u.incarnation == m.incarnation
+            {
+                self.broadcast(Update { from: u.id.clone(), ..u });
+            }
             return;
         }
         // Older generations lose to newer ones, whatever they say.
