@@ -23,7 +23,7 @@ use crate::pipeline::Pipeline;
 use crate::record::Sink;
 use crate::recorder::Recorder;
 use crate::service_manager::{Notifier, READY_AT_LATEST};
-use crate::settings::{AgentConfig, FileSettings, Http, Origin, SettingsError};
+use crate::settings::{AgentConfig, FileSettings, Http, Origin, SettingsError, StreamCompression};
 
 /// Why the agent could not run. Nothing is left running.
 #[derive(Debug)]
@@ -113,12 +113,13 @@ async fn start(config: &AgentConfig) -> Result<(Cluster, vigil_net::Events), Age
     if let Some(addr) = config.advertise {
         builder = builder.advertise(addr);
     }
+    let mut net = vigil_net::NetConfig::default();
+    net.compress_streams = config.stream_compression == StreamCompression::Lz4;
     if let Some(ring) = &config.keyring {
         builder = builder.keys(ring.clone(), config.seal_mode);
-        let mut net = vigil_net::NetConfig::default();
         net.envelope = config.envelope;
-        builder = builder.net(net);
     }
+    builder = builder.net(net);
     if let Some((dir, _)) = &config.data_dir {
         builder = builder.data_dir(dir);
     }

@@ -156,6 +156,18 @@ impl Transport {
     }
 }
 
+/// Whether stream messages (push-pull views) are compressed, as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum StreamCompression {
+    /// LZ4 (the default).
+    #[default]
+    Lz4,
+    /// Sent bare: while agents of a build before compression still run.
+    Off,
+}
+
 /// The cipher sealed packets are sent with, as typed (both are opened).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -234,6 +246,12 @@ pub struct Flags {
     /// different transports interoperate.
     #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub transport: Option<Transport>,
+    /// Push-pull views of 256 bytes or more are sent `lz4`-compressed (the
+    /// default) or bare (`off`). Every agent takes both; agents of a build
+    /// before compression take only bare ones, so upgrade them all with
+    /// `off`, then turn it on.
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    pub stream_compression: Option<StreamCompression>,
     /// Run without keys on an address other hosts can reach: nothing is
     /// encrypted or authenticated, so anyone who can reach the port can read
     /// the membership, join, and send rumours (refuted, and bounded per
@@ -391,6 +409,8 @@ pub struct FileSettings {
     pub seal_cipher: Option<SealCipher>,
     /// `transport`.
     pub transport: Option<Transport>,
+    /// `stream_compression`.
+    pub stream_compression: Option<StreamCompression>,
     /// `preset`.
     pub preset: Option<Preset>,
     /// `detector`.
@@ -478,6 +498,7 @@ impl FileSettings {
             seal_mode,
             seal_cipher,
             transport,
+            stream_compression,
             preset,
             cluster,
             data_dir,
@@ -679,6 +700,8 @@ pub struct AgentConfig {
     pub seal_mode: SealMode,
     /// The envelope sealed packets are sent in.
     pub envelope: vigil_membership::seal::Envelope,
+    /// Whether push-pull views are compressed.
+    pub stream_compression: StreamCompression,
     /// Where the generation is recorded, and where that was given.
     pub data_dir: Option<(PathBuf, Origin)>,
     /// The protocol's configuration: the preset, the settings that adjust
@@ -1100,6 +1123,7 @@ impl Flags {
             keyring,
             seal_mode,
             envelope,
+            stream_compression: a.stream_compression.or(file.stream_compression).unwrap_or_default(),
             data_dir,
             protocol,
             tags,
@@ -1203,6 +1227,10 @@ mod tests {
         let mut f = flags("x");
         f.seal_cipher = Some(SealCipher::XChaCha20Poly1305);
         assert_eq!(f.resolve().unwrap().envelope, Envelope::XChaCha20Poly1305);
+        assert_eq!(flags("x").resolve().unwrap().stream_compression, StreamCompression::Lz4);
+        let mut f = flags("x");
+        f.stream_compression = Some(StreamCompression::Off);
+        assert_eq!(f.resolve().unwrap().stream_compression, StreamCompression::Off);
         let p = flags("x").resolve().unwrap().protocol;
         assert_eq!((p.stream_ping, p.stream_only), (true, false), "udp with stream pings by default");
         for (t, expected) in

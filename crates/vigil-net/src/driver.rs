@@ -507,11 +507,17 @@ impl Driver {
         let sealed = body.starts_with(&seal::MAGIC);
         match self.seal.open(body, MAX_STREAM) {
             Ok(plain) if Control::is_control(&plain) => return self.control(&plain, from, sealed),
-            Ok(plain) => {
-                if let Err(e) = self.node.handle_stream(self.clock.now(), from, &plain) {
+            Ok(plain) => match crate::compress::decompress(&plain, MAX_STREAM) {
+                Ok(packet) => {
+                    if let Err(e) = self.node.handle_stream(self.clock.now(), from, &packet) {
+                        tracing::debug!(%from, "stream message dropped: {e}");
+                    }
+                }
+                Err(e) => {
+                    self.stats.frames_undecompressed += 1;
                     tracing::debug!(%from, "stream message dropped: {e}");
                 }
-            }
+            },
             Err(e) => tracing::debug!(%from, "stream message refused: {e}"),
         }
         None
@@ -735,7 +741,16 @@ impl Driver {
     /// A stream message as a frame: its header and body, each sealed as a
     /// datagram is (or bare in plaintext).
     fn frame_of(&mut self, packet: &[u8]) -> Option<Vec<u8>> {
-        let body = self.seal.seal(packet);
+        let body = if self.net.compress_streams {
+            let sent = crate::compress::compress(packet);
+            if sent.len() < packet.len() {
+                self.stats.frames_compressed += 1;
+                self.stats.frame_bytes_saved += (packet.len() - sent.len()) as u64;
+            }
+            self.seal.seal(&sent)
+        } else {
+            self.seal.seal(packet)
+        };
         let header = Header { body_len: body.len(), from: self.advertise }.encode()?;
         let header = self.seal.seal(&header);
         frame::frame(&header, &body)

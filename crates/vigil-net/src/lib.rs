@@ -71,6 +71,7 @@
 
 pub mod clock;
 mod cluster;
+pub mod compress;
 pub mod control;
 pub mod dns;
 mod driver;

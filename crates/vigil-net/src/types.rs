@@ -57,6 +57,12 @@ pub struct NetConfig {
     /// ([`Cluster::set_envelope`](crate::Cluster::set_envelope), or this,
     /// at its next start).
     pub envelope: vigil_membership::seal::Envelope,
+    /// Compress stream messages of 256 bytes or more (push-pull views) with
+    /// LZ4 before they are sealed ([`compress`](crate::compress)). Every
+    /// member decompresses; members of a build before compression do not,
+    /// so a cluster that still runs one turns this off until every member
+    /// runs this build. Default on.
+    pub compress_streams: bool,
     /// The UDP socket's receive and send buffers, bytes (default: the
     /// system's).
     pub socket_buffers: Option<(usize, usize)>,
@@ -75,6 +81,7 @@ impl Default for NetConfig {
             frame_budget: 64 * 1024 * 1024,
             freshness: Some(Duration::from_secs(60)),
             envelope: vigil_membership::seal::Envelope::default(),
+            compress_streams: true,
             socket_buffers: None,
             leave_wait: Duration::from_millis(500),
         }
@@ -111,6 +118,14 @@ pub struct NetStats {
     pub frames_sent: u64,
     /// Stream frames received.
     pub frames_received: u64,
+    /// Stream messages sent compressed, and the bytes compression saved
+    /// them ([`NetConfig::compress_streams`]).
+    pub frames_compressed: u64,
+    /// Bytes compression saved the frames sent.
+    pub frame_bytes_saved: u64,
+    /// Stream messages received compressed that did not decompress (cut
+    /// short, over the stream limit, or corrupt): dropped.
+    pub frames_undecompressed: u64,
     /// Sends that failed (datagrams and frames).
     pub send_errors: u64,
     /// Inbound connections closed because `max_connections` were open.
