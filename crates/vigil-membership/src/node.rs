@@ -1146,6 +1146,9 @@ impl Node {
         }
         let kind: MessageKind = message.kind();
         let stream = kind.is_stream() || by_stream || self.config.stream_only;
+        // A stream ping is itself only; a datagram, or a stream standing
+        // for one in stream-only mode, carries rumours.
+        let stream_ping = by_stream && !self.config.stream_only;
         let mut packet = Packet {
             cluster: self.config.cluster,
             from: self.me.clone(),
@@ -1155,7 +1158,7 @@ impl Node {
         };
         let max = if kind.is_stream() { MAX_STREAM } else { self.config.datagram_budget };
         packet.updates.extend(first);
-        if !kind.is_stream() && (!by_stream || self.config.stream_only) {
+        if !kind.is_stream() && !stream_ping {
             let room = max.saturating_sub(wire::encoded_len(&packet));
             self.broadcasts.fill(room, &mut packet.updates);
         }

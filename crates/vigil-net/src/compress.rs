@@ -41,6 +41,12 @@ pub const MAGIC: [u8; 3] = *b"VG\0";
 /// for its seven bytes of framing.
 pub const MIN_LEN: usize = 256;
 
+/// The most an LZ4 block can expand: each byte of a match's length
+/// extension stands for at most 255 bytes of output. A message that claims
+/// more than this many times its block is refused before anything is
+/// allocated for it.
+const MAX_RATIO: usize = 255;
+
 /// Why a compressed message was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -54,7 +60,8 @@ pub enum CompressError {
         /// The receiver's limit.
         max: usize,
     },
-    /// The block is not LZ4, or does not decompress to the length it says.
+    /// The block is not LZ4, does not decompress to the length it says, or
+    /// is too short to decompress to it at all.
     Corrupt,
 }
 
@@ -119,6 +126,11 @@ pub fn decompress(body: &[u8], max: usize) -> Result<Cow<'_, [u8]>, CompressErro
     if len > max {
         return Err(CompressError::TooLarge { len, max });
     }
+    // A short block claiming a large view is refused before the view's
+    // bytes are allocated and zeroed (megabytes per frame, otherwise).
+    if len > block.len().saturating_mul(MAX_RATIO).saturating_add(16) {
+        return Err(CompressError::Corrupt);
+    }
     let mut out = vec![0u8; len];
     match lz4_flex::block::decompress_into(block, &mut out) {
         Ok(n) if n == len => Ok(Cow::Owned(out)),
@@ -150,6 +162,12 @@ mod tests {
         assert_eq!(decompress(&lie, 1 << 20), Err(CompressError::Corrupt));
         lie[3..7].copy_from_slice(&(packet.len() as u32 - 1).to_be_bytes());
         assert_eq!(decompress(&lie, 1 << 20), Err(CompressError::Corrupt));
+        // A short block that claims a view within the limit, but more than
+        // any block of its length can hold.
+        assert_eq!(decompress(b"VG\0\x01\x00\x00\x00tiny", 64 << 20), Err(CompressError::Corrupt));
+        // The most compressible input there is still comes back whole.
+        let zeros = vec![0u8; 1 << 20];
+        assert_eq!(decompress(&compress(&zeros), zeros.len()).unwrap(), zeros);
         // Noise that does not compress is sent as it is.
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let noise: Vec<u8> = (0..1000)

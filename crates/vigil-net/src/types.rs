@@ -118,8 +118,7 @@ pub struct NetStats {
     pub frames_sent: u64,
     /// Stream frames received.
     pub frames_received: u64,
-    /// Stream messages sent compressed, and the bytes compression saved
-    /// them ([`NetConfig::compress_streams`]).
+    /// Stream messages sent compressed ([`NetConfig::compress_streams`]).
     pub frames_compressed: u64,
     /// Bytes compression saved the frames sent.
     pub frame_bytes_saved: u64,
