@@ -229,6 +229,7 @@ pub struct Metrics {
     events: Counter,
     events_dropped: Family<SinkLabel, Counter>,
     introductions: Family<OutcomeLabel, Counter>,
+    view_digests: Family<OutcomeLabel, Counter>,
     strangers: Counter,
     reconnects: Counter,
     catch_ups: Counter,
@@ -289,6 +290,7 @@ impl Metrics {
             events: Counter::default(),
             events_dropped: Family::default(),
             introductions: Family::default(),
+            view_digests: Family::default(),
             strangers: Counter::default(),
             reconnects: Counter::default(),
             catch_ups: Counter::default(),
@@ -413,6 +415,11 @@ impl Metrics {
             m.introductions.clone(),
         );
         r.register(
+            "view_digests",
+            "Digests of views that start push-pulls, by outcome: sent; received and matched (nothing exchanged); received and differed (views exchanged)",
+            m.view_digests.clone(),
+        );
+        r.register(
             "stranger_packets",
             "Packets whose source is not the known address of the member they claim to come from",
             m.strangers.clone(),
@@ -518,6 +525,11 @@ impl Metrics {
             ("refused", node.introductions_refused),
         ] {
             advance(&self.introductions.get_or_create(&OutcomeLabel { outcome }), n);
+        }
+        for (outcome, n) in
+            [("sent", node.digests_sent), ("matched", node.digests_matched), ("differed", node.digests_differed)]
+        {
+            advance(&self.view_digests.get_or_create(&OutcomeLabel { outcome }), n);
         }
         advance(&self.strangers, node.from_strangers);
         advance(&self.suspicions_raised, node.suspicions_started);

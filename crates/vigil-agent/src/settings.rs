@@ -156,6 +156,26 @@ impl Transport {
     }
 }
 
+/// How a periodic push-pull starts, as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum PushPull {
+    /// With the digest of the view; views are exchanged only when the
+    /// digests differ (the default, but for the `classic` preset).
+    Digest,
+    /// With the whole view, as memberlist does and as builds before the
+    /// digest expect.
+    Full,
+}
+
+impl PushPull {
+    /// Sets the protocol's `push_pull_digest` to match.
+    pub fn apply(self, protocol: &mut Config) {
+        protocol.push_pull_digest = self == PushPull::Digest;
+    }
+}
+
 /// Whether stream messages (push-pull views) are compressed, as typed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -252,6 +272,13 @@ pub struct Flags {
     /// `off`, then turn it on.
     #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub stream_compression: Option<StreamCompression>,
+    /// How each periodic push-pull starts: `digest` (the default but for
+    /// `--preset classic`: the digest of the view, and the views only when
+    /// the digests differ) or `full` (the whole view, as memberlist does).
+    /// Agents of a build before the digest drop it, so run `full` until
+    /// they are all upgraded.
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    pub push_pull: Option<PushPull>,
     /// Run without keys on an address other hosts can reach: nothing is
     /// encrypted or authenticated, so anyone who can reach the port can read
     /// the membership, join, and send rumours (refuted, and bounded per
@@ -411,6 +438,8 @@ pub struct FileSettings {
     pub transport: Option<Transport>,
     /// `stream_compression`.
     pub stream_compression: Option<StreamCompression>,
+    /// `push_pull`.
+    pub push_pull: Option<PushPull>,
     /// `preset`.
     pub preset: Option<Preset>,
     /// `detector`.
@@ -499,6 +528,7 @@ impl FileSettings {
             seal_cipher,
             transport,
             stream_compression,
+            push_pull,
             preset,
             cluster,
             data_dir,
@@ -1010,6 +1040,9 @@ impl Flags {
             protocol.validate().map_err(protocol_error(from))?;
         }
         a.transport.or(file.transport).unwrap_or_default().apply(&mut protocol);
+        if let Some(p) = a.push_pull.or(file.push_pull) {
+            p.apply(&mut protocol);
+        }
         if let Some(budget) = a.datagram_budget.or(file.datagram_budget) {
             protocol.datagram_budget = budget;
             let from = origin(a.datagram_budget.is_some(), "datagram_budget", "--datagram-budget", path);
@@ -1240,6 +1273,15 @@ mod tests {
             f.transport = Some(t);
             let p = f.resolve().unwrap().protocol;
             assert_eq!((p.stream_ping, p.stream_only), expected, "{t:?}");
+        }
+        assert!(flags("x").resolve().unwrap().protocol.push_pull_digest, "digests by default");
+        let mut f = flags("x");
+        f.preset = Some(Preset::Classic);
+        assert!(!f.resolve().unwrap().protocol.push_pull_digest, "whole views for the classic preset");
+        for (p, digest) in [(PushPull::Full, false), (PushPull::Digest, true)] {
+            let mut f = flags("x");
+            f.push_pull = Some(p);
+            assert_eq!(f.resolve().unwrap().protocol.push_pull_digest, digest, "{p:?}");
         }
         let mut f = flags("x");
         f.policies = (0..17).map(|i| format!("p{i}=2")).collect();

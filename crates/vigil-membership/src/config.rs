@@ -123,6 +123,16 @@ pub struct Config {
     /// ([`Stats::push_pulls_brought_forward`](crate::Stats::push_pulls_brought_forward)).
     /// LAN 30 s.
     pub push_pull_interval: Duration,
+    /// Start each periodic push-pull with the digest of this node's view
+    /// ([`Message::Digest`](crate::Message::Digest)): the views themselves
+    /// are exchanged only when the receiver's digest differs, so a steady
+    /// cluster's anti-entropy costs one small stream message per period.
+    /// Push-pulls brought forward to catch up start with a digest too;
+    /// joins and reconnection attempts still send whole views. Builds before the digest drop it (their exchanges with this
+    /// node then happen only when they start them), so turn it off while
+    /// such members run. LAN on; [`Config::classic_lan`] off (memberlist
+    /// exchanges whole views).
+    pub push_pull_digest: bool,
     /// How long dead members still receive gossip (so a member declared
     /// dead by mistake hears of it and refutes). LAN 30 s.
     pub dead_retention: Duration,
@@ -275,6 +285,7 @@ impl Config {
             gossip_nodes: 3,
             retransmit_mult: 4,
             push_pull_interval: Duration::from_secs(30),
+            push_pull_digest: true,
             dead_retention: Duration::from_secs(30),
             reconnect_interval: Duration::from_secs(10),
             reconnect_timeout: DAY,
@@ -332,7 +343,7 @@ impl Config {
     /// SWIM as memberlist runs it on a LAN: classic mode with memberlist's
     /// LAN constants.
     pub fn classic_lan(cluster: u64) -> Config {
-        Config { mode: Mode::Classic, ..Config::lan(cluster) }
+        Config { mode: Mode::Classic, push_pull_digest: false, ..Config::lan(cluster) }
     }
 
     /// The LAN preset's φ timing for another heartbeat interval: the

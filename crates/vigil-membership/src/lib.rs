@@ -54,6 +54,7 @@
 mod arrivals;
 mod broadcast;
 pub mod config;
+mod digest;
 pub mod downing;
 mod event;
 pub mod gray;

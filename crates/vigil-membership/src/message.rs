@@ -135,6 +135,16 @@ pub enum Message {
         /// Every member the sender knows, itself included.
         members: Vec<Update>,
     },
+    /// Anti-entropy, first step: the digest of the sender's view
+    /// ([`Config::push_pull_digest`](crate::Config::push_pull_digest)). A
+    /// receiver whose own view has another digest answers with a
+    /// [`Message::PushPull`] asking for the sender's view; one with the
+    /// same digest does nothing. Carried as a stream message, as push-pulls
+    /// are, so that it gets through loss.
+    Digest {
+        /// The digest of every member the sender knows, itself included.
+        view: u64,
+    },
 }
 
 impl Message {
@@ -149,6 +159,7 @@ impl Message {
             Message::Gossip => MessageKind::Gossip,
             Message::PushPull { .. } => MessageKind::PushPull,
             Message::Subscribe { .. } => MessageKind::Subscribe,
+            Message::Digest { .. } => MessageKind::Digest,
         }
     }
 }
@@ -174,11 +185,13 @@ pub enum MessageKind {
     PushPull,
     /// [`Message::Subscribe`].
     Subscribe,
+    /// [`Message::Digest`].
+    Digest,
 }
 
 impl MessageKind {
     /// Every kind, in wire order.
-    pub const ALL: [MessageKind; 8] = [
+    pub const ALL: [MessageKind; 9] = [
         MessageKind::Heartbeat,
         MessageKind::Ping,
         MessageKind::PingReq,
@@ -187,13 +200,14 @@ impl MessageKind {
         MessageKind::Gossip,
         MessageKind::PushPull,
         MessageKind::Subscribe,
+        MessageKind::Digest,
     ];
 
     /// The number of kinds.
     pub const COUNT: usize = MessageKind::ALL.len();
 
     /// A short name: `heartbeat`, `ping`, `ping-req`, `ack`, `nack`,
-    /// `gossip`, `push-pull`, `subscribe`.
+    /// `gossip`, `push-pull`, `subscribe`, `digest`.
     pub fn name(self) -> &'static str {
         match self {
             MessageKind::Heartbeat => "heartbeat",
@@ -204,6 +218,7 @@ impl MessageKind {
             MessageKind::Gossip => "gossip",
             MessageKind::PushPull => "push-pull",
             MessageKind::Subscribe => "subscribe",
+            MessageKind::Digest => "digest",
         }
     }
 
@@ -218,13 +233,14 @@ impl MessageKind {
             MessageKind::Gossip => 5,
             MessageKind::PushPull => 6,
             MessageKind::Subscribe => 7,
+            MessageKind::Digest => 8,
         }
     }
 
     /// Whether messages of this kind travel as stream messages (reliable,
     /// possibly larger than a datagram) rather than as datagrams.
     pub fn is_stream(self) -> bool {
-        matches!(self, MessageKind::PushPull)
+        matches!(self, MessageKind::PushPull | MessageKind::Digest)
     }
 }
 

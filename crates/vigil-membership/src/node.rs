@@ -37,6 +37,7 @@ use vigil_detector::Instant;
 use crate::arrivals::Arrivals;
 use crate::broadcast::Broadcasts;
 use crate::config::{Config, ConfigError, Mode};
+use crate::digest;
 use crate::event::{Event, Signal};
 use crate::health::LocalHealth;
 use crate::introductions::{Candidate, Introductions, Refusal};
@@ -916,6 +917,7 @@ impl Node {
                     self.send(from, Message::PushPull { reply: ask_back, members: view });
                 }
             }
+            Message::Digest { view } => self.compare_digest(from, view),
         }
     }
 

@@ -155,6 +155,14 @@ pub struct Stats {
     /// Push-pulls brought forward because proposals were refused, so that
     /// what they named is learned from a known member's view.
     pub push_pulls_brought_forward: u64,
+    /// Periodic push-pulls started with a digest of the view
+    /// ([`Config::push_pull_digest`](crate::Config::push_pull_digest)).
+    pub digests_sent: u64,
+    /// Digests received that matched this node's view: nothing exchanged.
+    pub digests_matched: u64,
+    /// Digests received that did not: this node sent its view and asked
+    /// for the sender's.
+    pub digests_differed: u64,
     /// A stranger's word that a live member was dead or had left, taken as
     /// a suspicion only.
     pub stranger_verdicts_softened: u64,

@@ -35,6 +35,7 @@
 //! | 6 | [`Message::Gossip`] | empty (the updates are the point) |
 //! | 7 | [`Message::PushPull`] | reply (bool) · member count (u16, at most [`MAX_MEMBERS`]) · members (updates) |
 //! | 8 | [`Message::Subscribe`] | lease in ms (varint, u32) |
+//! | 9 | [`Message::Digest`] | view digest (u64, big-endian) |
 //!
 //! A push-pull carries its members in its body and may still carry
 //! piggybacked updates after it, like every other message.
@@ -86,6 +87,13 @@
 //! this layout takes a new [`VERSION`]; a receiver rejects versions other than
 //! its own with [`WireError::UnsupportedVersion`]. Version 1 used fixed-width
 //! integers and always wrote an update's `from`; version 2 is this one.
+//!
+//! A new message kind is not a new layout: it is added within a version,
+//! and a build that does not know it rejects that packet alone
+//! ([`WireError::UnknownMessage`]) and goes on understanding the rest. Kind 9
+//! ([`Message::Digest`]) was added so; a sender that must reach builds
+//! before it turns [`Config::push_pull_digest`](crate::Config::push_pull_digest)
+//! off until they are gone.
 //!
 //! # Example
 //!
@@ -179,6 +187,7 @@ fn kind_byte(kind: MessageKind) -> u8 {
         MessageKind::Gossip => 6,
         MessageKind::PushPull => 7,
         MessageKind::Subscribe => 8,
+        MessageKind::Digest => 9,
     }
 }
 
@@ -498,6 +507,7 @@ fn body_len(message: &Message) -> usize {
         Message::Ack { seq } | Message::Nack { seq } => varint_len(u64::from(*seq)),
         Message::Subscribe { lease_ms } => varint_len(u64::from(*lease_ms)),
         Message::PushPull { reply: _, members } => 1 + 2 + members.iter().map(update_len).sum::<usize>(),
+        Message::Digest { view: _ } => 8,
     }
 }
 
@@ -542,6 +552,7 @@ fn write_packet(packet: &Packet, out: &mut Vec<u8>) -> Result<(), WireError> {
                 write_update(member, out)?;
             }
         }
+        Message::Digest { view } => out.extend_from_slice(&view.to_be_bytes()),
     }
     let n = u8::try_from(packet.updates.len()).map_err(|_| WireError::TooManyUpdates { n: packet.updates.len() })?;
     out.push(n);
@@ -835,6 +846,7 @@ impl<'a> Reader<'a> {
                 let members = self.updates(count, "members")?;
                 Message::PushPull { reply, members }
             }
+            MessageKind::Digest => Message::Digest { view: self.array("view digest").map(u64::from_be_bytes)? },
         })
     }
 }

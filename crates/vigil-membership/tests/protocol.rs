@@ -227,12 +227,17 @@ fn input_is_size_checked_before_decoding_and_transports_are_not_mixed() {
         c.nodes[0].handle_datagram(now, addr(1), &pp),
         Err(Rejected::WrongTransport { kind: MessageKind::PushPull })
     );
+    let digest = packet(1, Message::Digest { view: 1 }, vec![]);
+    assert_eq!(
+        c.nodes[0].handle_datagram(now, addr(1), &digest),
+        Err(Rejected::WrongTransport { kind: MessageKind::Digest })
+    );
     // Any message may come on a stream: a stream ping, a stream-only member.
     let hb = packet(1, Message::Heartbeat, vec![]);
     c.nodes[0].handle_stream(now, addr(1), &hb).unwrap();
     c.nodes[0].handle_stream(now, addr(1), &pp).unwrap();
     let s = c.nodes[0].stats();
-    assert_eq!((s.rejected_malformed, s.rejected_transport), (2, 1));
+    assert_eq!((s.rejected_malformed, s.rejected_transport), (2, 2));
     assert_eq!((s.received[MessageKind::PushPull], s.received.total()), (1, 2));
 }
 
@@ -1104,4 +1109,82 @@ fn shared_verdicts_down_a_member_only_when_a_policy_says_so() {
         .collect();
     assert!(downed.iter().any(|(i, n)| *i == 4 && n == "n4"), "n4 downs itself: {downed:?}");
     assert!(downed.iter().all(|(_, n)| n == "n4"), "nobody else: {downed:?}");
+}
+
+/// Anti-entropy by digest: in a steady cluster each periodic exchange is one
+/// small stream message that matches the receiver's view; a difference that
+/// gossip did not spread is found by a digest and repaired by the exchange
+/// it starts, as soon as whole views would have repaired it.
+#[test]
+fn a_digest_stands_for_a_matching_view_and_starts_an_exchange_when_views_differ() {
+    use vigil_membership::Tags;
+    let n = 8;
+    let mut spread = Vec::new();
+    for digest in [true, false] {
+        let mut config = Config::lan(CLUSTER);
+        config.push_pull_digest = digest;
+        let mut c = Cluster::new(n, config);
+        c.run_for(Duration::from_secs(10));
+        let stream_bytes = |c: &Cluster| -> u64 {
+            c.nodes
+                .iter()
+                .map(|n| {
+                    n.stats().bytes_sent_by_kind[MessageKind::PushPull]
+                        + n.stats().bytes_sent_by_kind[MessageKind::Digest]
+                })
+                .sum()
+        };
+        let before = stream_bytes(&c);
+        // 120 s: four periods of 30 s, so about 32 periodic exchanges.
+        c.run_for(Duration::from_secs(120));
+        let steady = stream_bytes(&c) - before;
+        let sent: u64 = c.nodes.iter().map(|n| n.stats().digests_sent).sum();
+        let matched: u64 = c.nodes.iter().map(|n| n.stats().digests_matched).sum();
+        let differed: u64 = c.nodes.iter().map(|n| n.stats().digests_differed).sum();
+        println!(
+            "digest {digest}: {steady} stream bytes in 120 s; digests {sent} sent, {matched} matched, {differed} differed"
+        );
+        if digest {
+            // Staggered 30 s timers: each node's first exchange came within
+            // its first 30 s, so 4 or 5 per node by now.
+            assert!(sent >= 4 * n as u64, "{sent} digests");
+            assert_eq!((matched, differed), (sent, 0), "steady views are equal");
+            // A digest packet is about 18 bytes; a view of 8 about 120.
+            assert!(steady <= 30 * sent, "{steady} bytes for {sent} digests");
+        } else {
+            assert_eq!(sent, 0);
+            // About 32 exchanges, each two views.
+            assert!(steady >= 32 * 2 * 100, "{steady} bytes of whole views");
+        }
+        // n0's new tags reach nobody by gossip: every datagram n0 sends
+        // with a rumour is lost, until the rumour's retransmissions run out.
+        let now = c.now();
+        c.drop_when(|from, _, t| {
+            from == 0
+                && !t.stream
+                && wire::decode(&t.bytes, wire::MAX_DATAGRAM_ACCEPTED).is_ok_and(|p| !p.updates.is_empty())
+        });
+        let tags = Tags::new([("role", "db")]).unwrap();
+        c.nodes[0].set_tags(now, tags.clone());
+        let mut all_at = None;
+        while c.now() < now + Duration::from_secs(120) && all_at.is_none() {
+            c.run_for(Duration::from_millis(500));
+            if (1..n).all(|i| c.nodes[i].member("n0").is_some_and(|m| m.tags == tags)) {
+                all_at = Some(c.now());
+            }
+        }
+        let took = all_at.expect("the tags reached everyone by anti-entropy") - now;
+        println!("digest {digest}: tags everywhere after {took:?}");
+        // One push-pull period (30 s) for n0's next exchange, or another's
+        // with n0, then a gossip round or two.
+        assert!(took <= Duration::from_secs(40), "{took:?}");
+        if digest {
+            let differed: u64 = c.nodes.iter().map(|n| n.stats().digests_differed).sum();
+            assert!(differed >= 1, "the difference was found by a digest");
+        }
+        assert_eq!(suspicions(&mut c), 0, "lost rumours are no accusation");
+        spread.push(took);
+    }
+    // A digest round costs one more message, not another period.
+    assert!(spread[0] <= spread[1] + Duration::from_secs(5), "{spread:?}");
 }

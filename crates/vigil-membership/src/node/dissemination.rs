@@ -38,7 +38,28 @@ impl Node {
         let target = self.members.pick(&mut self.rng, 1, |m| m.status == Status::Alive).pop();
         if let Some(addr) = target.and_then(|name| self.members.get(&name).map(|m| m.addr)) {
             let members = self.view();
-            self.send(addr, Message::PushPull { reply: true, members });
+            if self.config.push_pull_digest {
+                self.stats.digests_sent += 1;
+                self.send(addr, Message::Digest { view: digest::of(&members) });
+            } else {
+                self.send(addr, Message::PushPull { reply: true, members });
+            }
+        }
+    }
+
+    /// A member sent the digest of its view: if this node's view has
+    /// another, the two exchange views (this node sends its own and asks
+    /// for the sender's), as a push-pull would have; if not, there is
+    /// nothing to exchange. Anyone may ask, as anyone may push-pull: a
+    /// stream's sender is who it connected from, and the answer goes to
+    /// the address its packet gives.
+    pub(super) fn compare_digest(&mut self, from: SocketAddr, theirs: u64) {
+        let view = self.view();
+        if digest::of(&view) == theirs {
+            self.stats.digests_matched += 1;
+        } else {
+            self.stats.digests_differed += 1;
+            self.send(from, Message::PushPull { reply: true, members: view });
         }
     }
 

@@ -123,6 +123,7 @@ fn message() -> impl Strategy<Value = Message> {
         seq().prop_map(|seq| Message::Nack { seq }),
         Just(Message::Gossip),
         any::<u32>().prop_map(|lease_ms| Message::Subscribe { lease_ms }),
+        any::<u64>().prop_map(|view| Message::Digest { view }),
         (any::<bool>(), prop::collection::vec(any_update(), 0..24))
             .prop_map(|(reply, members)| Message::PushPull { reply, members }),
     ]
@@ -312,6 +313,8 @@ fn every_message_kind_round_trips_at_the_extremes() {
         Message::Subscribe { lease_ms: 0 },
         Message::PushPull { reply: true, members: Vec::new() },
         Message::PushPull { reply: false, members },
+        Message::Digest { view: 0 },
+        Message::Digest { view: u64::MAX },
     ] {
         let p = Packet { cluster: u64::MAX, from: long.clone(), incarnation: u64::MAX, message, updates: Vec::new() };
         let bytes = encode(&p, MAX_STREAM).unwrap();
@@ -493,7 +496,7 @@ fn another_version_is_rejected_before_the_rest_is_read() {
 
 #[test]
 fn unknown_message_kinds_are_rejected() {
-    for kind in [0, 9, 255] {
+    for kind in [0, 10, 255] {
         let mut bytes = valid_ack();
         bytes[3] = kind;
         assert_eq!(decode(&bytes, MAX_DATAGRAM), Err(WireError::UnknownMessage(kind)));
