@@ -32,15 +32,35 @@ impl Node {
         self.send(addr, Message::Ping { seq, target: target.clone() });
         let mut probe =
             Probe { target, addr, purpose, level, stage: Stage::Direct, started: now, expected_nacks: 0, nacks: 0 };
-        if purpose != Purpose::Classic {
-            self.send_indirect(seq, &mut probe);
-            probe.stage = Stage::Indirect;
+        let timeout = self.health.scale(self.config.probe_timeout);
+        if purpose == Purpose::Classic {
+            self.probes.insert(seq, probe, now.saturating_add(timeout));
+        } else {
+            // The silence has lasted: the indirect requests go at once; the
+            // stream ping, dearer, only if the direct ping is not answered
+            // within half the timeout (a lost heartbeat is usually answered
+            // at once, and costs no connection).
+            self.send_ping_reqs(seq, &mut probe);
+            self.probes.insert(seq, probe, now.saturating_add(timeout / 2));
         }
-        let deadline = now.saturating_add(self.health.scale(self.config.probe_timeout));
-        self.probes.insert(seq, probe, deadline);
     }
 
-    pub(super) fn send_indirect(&mut self, seq: u32, probe: &mut Probe) {
+    /// The indirect stage: the requests to others (unless they went out
+    /// with the direct ping) and the stream ping.
+    fn send_indirect(&mut self, seq: u32, probe: &mut Probe) {
+        if probe.purpose == Purpose::Classic {
+            self.send_ping_reqs(seq, probe);
+        }
+        // The target once more, on a stream: its retransmissions get
+        // through loss that drops every datagram of the probe.
+        if self.config.stream_ping && !self.config.stream_only {
+            self.stats.stream_pings += 1;
+            self.send_by(probe.addr, Message::Ping { seq, target: probe.target.clone() }, None, true);
+        }
+        probe.stage = Stage::Indirect;
+    }
+
+    fn send_ping_reqs(&mut self, seq: u32, probe: &mut Probe) {
         let target = probe.target.name.clone();
         let helpers = self
             .members
@@ -53,12 +73,6 @@ impl Node {
                 probe.expected_nacks += 1;
             }
         }
-        // The target once more, on a stream: its retransmissions get through
-        // loss that drops every datagram above.
-        if self.config.stream_ping && !self.config.stream_only {
-            self.stats.stream_pings += 1;
-            self.send_by(probe.addr, Message::Ping { seq, target: probe.target.clone() }, None, true);
-        }
     }
 
     pub(super) fn settle_probes(&mut self, now: Instant) {
@@ -70,12 +84,17 @@ impl Node {
                     }
                 }
                 Answered::Probe(mut probe) if probe.stage == Stage::Direct => {
-                    // Classic: indirect probes until the end of the period.
                     self.send_indirect(seq, &mut probe);
-                    probe.stage = Stage::Indirect;
-                    let period = self.health.scale(self.config.probe_interval);
-                    let rest = period.saturating_sub(self.health.scale(self.config.probe_timeout));
-                    self.probes.insert(seq, probe, now.saturating_add(rest.max(self.config.probe_timeout)));
+                    let timeout = self.health.scale(self.config.probe_timeout);
+                    let deadline = if probe.purpose == Purpose::Classic {
+                        // Indirect probes until the end of the period.
+                        let period = self.health.scale(self.config.probe_interval);
+                        now.saturating_add(period.saturating_sub(timeout).max(self.config.probe_timeout))
+                    } else {
+                        // The rest of the probe's timeout.
+                        probe.started.saturating_add(timeout).max(now)
+                    };
+                    self.probes.insert(seq, probe, deadline);
                 }
                 Answered::Probe(probe) => self.probe_failed(now, probe),
             }
