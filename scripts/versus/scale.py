@@ -12,7 +12,9 @@ through the first. It reports:
   distinct cluster sizes each member saw on the way (its view's size after
   each change; events stamped within the same millisecond are one change);
 - the steady state once every view is complete (after --settle seconds):
-  packets, bytes (UDP + TCP), CPU and resident memory per member over
+  packets, bytes (UDP + TCP), CPU and memory (resident; proportional, the
+  program's shared pages divided among its processes; anonymous) per
+  member over
   --steady seconds, by the same nftables counters and /proc readings as
   run.py's;
 - a crash (kill -9 of the last member): when each survivor declared it
@@ -94,6 +96,19 @@ class Proc:
 
     cpu_ticks = versus.Member.cpu_ticks
     rss_kb = versus.Member.rss_kb
+
+    def smaps_kb(self):
+        """(proportional set size, anonymous) in kB: what the member costs
+        beside others running the same program (resident memory counts the
+        program's shared pages in full for each)."""
+        pss = anon = 0
+        with open(f"/proc/{self.proc.pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+                elif line.startswith("Anonymous:"):
+                    anon = int(line.split()[1])
+        return pss, anon
 
     def signal(self, sig):
         os.kill(self.proc.pid, sig)
@@ -229,6 +244,9 @@ def one(impl, n, args, bins):
         versus.log(f"{impl}: every view complete {r['from_first']:.0f} s after the first start")
         steady_args = argparse.Namespace(settle=args.settle, steady=args.steady)
         r["steady"] = versus.steady_state(members, n, topo, impl, steady_args)
+        mem = [m.smaps_kb() for m in members]
+        r["pss_mb"] = statistics.mean(p for p, _ in mem) / 1024
+        r["anon_mb"] = statistics.mean(a for _, a in mem) / 1024
         versus.log(f"{impl}: steady {r['steady']}")
         victim, others = members[-1], members[:-1]
         mark = time.time()
@@ -311,7 +329,7 @@ def main():
     print(
         "| N | implementation | every view complete: after the first start (after the last) | distinct sizes per member: "
         "fewest / median / most | packets / member·s (UDP + TCP) | bytes / member·s (UDP + TCP) | CPU (cores) / member "
-        "| resident memory | crash → dead: first / median / last | false deaths | accusations |"
+        "| resident memory (proportional; anonymous) | crash → dead: first / median / last | false deaths | accusations |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
@@ -327,7 +345,7 @@ def main():
         print(
             f"| {r['n']} | {r['impl']} | {r['from_first']:.0f} s ({r['from_last']:.0f} s) | {sizes_txt} | "
             f"{m['packets']:.2f} ({m['udp_packets']:.2f} + {m['tcp_packets']:.2f}) | "
-            f"{m['bytes']:.0f} ({m['udp_bytes']:.0f} + {m['tcp_bytes']:.0f}) | {m['cpu']:.4f} | {m['rss_mb']:.1f} MB | "
+            f"{m['bytes']:.0f} ({m['udp_bytes']:.0f} + {m['tcp_bytes']:.0f}) | {m['cpu']:.4f} | {m['rss_mb']:.1f} MB ({r['pss_mb']:.1f}; {r['anon_mb']:.1f}) | "
             f"{fmt_detect(r)} | {r['false_deaths']} | {r['accusations']} |"
         )
     missed = sum(r.get("missed", 0) for r in results)
