@@ -141,7 +141,7 @@ def read(path):
         return "?"
 
 
-def limits(n):
+def limits(n, impls):
     """The host's limits at this scale: raises what this script may (its own
     open files: a pipe per member), refuses to start what memory cannot
     hold, and returns what it found as lines for the report."""
@@ -167,11 +167,12 @@ def limits(n):
         for line in f:
             if line.startswith("MemAvailable:"):
                 avail = int(line.split()[1]) * 1024
-    # Resident memory per member measured at N = 100: vigil 10.4 MB,
-    # memberlist 12.8 MB; twice that is asked for, one implementation at a
-    # time.
-    need_mem = n * 26 * MB
-    lines.append(f"memory available {avail / MB / 1024:.1f} GiB, asked for {need_mem / MB / 1024:.1f} GiB ({n} × 26 MB)")
+    # Resident memory per member measured at N = 200 (scale.py): vigil
+    # 10.7 MB, memberlist 13.0 MB; half as much again is asked for, one
+    # implementation at a time.
+    per = max({"vigil": 16, "memberlist": 20}[i] for i in impls)
+    need_mem = n * per * MB
+    lines.append(f"memory available {avail / MB / 1024:.1f} GiB, asked for {need_mem / MB / 1024:.1f} GiB ({n} × {per} MB)")
     if avail and avail < need_mem:
         sys.exit(f"N = {n} needs about {need_mem / MB / 1024:.1f} GiB and {avail / MB / 1024:.1f} GiB is available")
     return lines
@@ -318,12 +319,15 @@ def main():
     bins = versus.build(tmp, cargo=not args.no_build)
     results, host = [], {}
     for n in sizes:
-        host[n] = limits(n)
+        host[n] = limits(n, impls)
         for impl in impls:
             if impl == "memberlist" and n > args.memberlist_max:
                 continue
             versus.log(f"== {impl}, N = {n}")
-            results.append(one(impl, n, args, bins))
+            r = one(impl, n, args, bins)
+            # Everything, as it comes: a run stopped halfway keeps what it measured.
+            versus.log(f"{impl}, N = {n}: {r}")
+            results.append(r)
     print(f"One process per member on 127.0.0.1, encrypted on every side; started every {args.pace} s, each joining")
     print(f"through the first; steady state {args.steady:.0f} s from {args.settle:.0f} s after every view was complete.\n")
     print(
