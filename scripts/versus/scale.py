@@ -42,7 +42,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -62,18 +61,13 @@ class Ports(versus.Loopback):
         return base, base + self.n - 1
 
 
-class Proc:
-    """One member: its process, and its event lines kept raw (parsed later,
-    so that reading keeps up with a thousand writers)."""
+class Proc(versus.Member):
+    """One member, as run.py's, but with its event lines kept raw (parsed
+    later, so that reading keeps up with a thousand writers)."""
 
     def __init__(self, impl, name, argv):
-        self.impl, self.name = impl, name
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.raw = []
-        self.lock = threading.Lock()
-        self.parsed = 0
-        self.events = []
-        threading.Thread(target=self._read, daemon=True).start()
+        self.raw, self.parsed = [], 0
+        super().__init__(impl, name, argv)
 
     def _read(self):
         for line in self.proc.stdout:
@@ -94,9 +88,6 @@ class Proc:
             self.events.append(v)
         return self.events
 
-    cpu_ticks = versus.Member.cpu_ticks
-    rss_kb = versus.Member.rss_kb
-
     def smaps_kb(self):
         """(proportional set size, anonymous) in kB: what the member costs
         beside others running the same program (resident memory counts the
@@ -109,14 +100,6 @@ class Proc:
                 elif line.startswith("Anonymous:"):
                     anon = int(line.split()[1])
         return pss, anon
-
-    def signal(self, sig):
-        os.kill(self.proc.pid, sig)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
 
 
 def argv_of(impl, i, topo, bins):

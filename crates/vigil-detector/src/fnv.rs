@@ -59,3 +59,20 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     h.write(bytes);
     h.finish()
 }
+
+/// SplitMix64's finalizer: a bijection of 64-bit values in which every
+/// input bit reaches every output bit. For deriving well-spread numbers
+/// from seeds and indexes, and for hashes that are added together.
+///
+/// ```
+/// use vigil_detector::fnv::mix;
+///
+/// assert_eq!(mix(0), 0);
+/// assert_ne!(mix(1), mix(2));
+/// ```
+#[inline]
+pub fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}

@@ -10,82 +10,40 @@
 //! push-pull would have made.
 //!
 //! The digest covers what anti-entropy passes on about each member: name,
-//! generation, address, incarnation, status and tags. It leaves out who
-//! raised a suspicion (members may have heard of one from different
-//! accusers) and anything local (when a status changed). Each entry is
-//! hashed on its own and the hashes are added, so the order of the view
-//! does not matter and no sorting is needed.
+//! generation, address, incarnation, status and tags, as the wire encodes
+//! them (canonical, so two different entries never share bytes). It
+//! leaves out who raised a suspicion (members may have heard of one from
+//! different accusers) and anything local (when a status changed). Each
+//! entry is hashed on its own (FNV-1a, then mixed so that sums of nearby
+//! values do not cancel) and the hashes are added, so the order of the
+//! view does not matter and no sorting is needed.
 //!
 //! It is not a cryptographic hash: two different views could share a
 //! digest, which costs one skipped exchange, no more. Members that can
 //! forge packets can do more harm by lying in a full view.
 
-use std::net::SocketAddr;
+use vigil_detector::fnv::{fnv1a, mix};
 
-use vigil_detector::fnv::Fnv1a;
-
-use crate::message::{Status, Update};
+use crate::message::Update;
+use crate::wire;
 
 /// The digest of `view`, in any order.
 pub(crate) fn of(view: &[Update]) -> u64 {
-    view.iter().fold(0u64, |sum, u| sum.wrapping_add(entry(u)))
-}
-
-/// One member's part: its fields hashed with FNV-1a, then mixed so that
-/// sums of nearby values do not cancel.
-fn entry(u: &Update) -> u64 {
-    let mut h = Fnv1a::new();
-    // Lengths are written before variable parts, so that no two different
-    // entries feed the same bytes.
-    h.write(&(u.id.name.len() as u64).to_le_bytes());
-    h.write(u.id.name.as_bytes());
-    h.write(&u.id.generation.to_le_bytes());
-    match u.addr {
-        SocketAddr::V4(a) => {
-            h.write(&[4]);
-            h.write(&a.ip().octets());
-        }
-        SocketAddr::V6(a) => {
-            h.write(&[6]);
-            h.write(&a.ip().octets());
-        }
-    }
-    h.write(&u.addr.port().to_le_bytes());
-    h.write(&u.incarnation.to_le_bytes());
-    h.write(&[match u.status {
-        Status::Alive => 1,
-        Status::Suspect => 2,
-        Status::Dead => 3,
-        Status::Left => 4,
-    }]);
-    match &u.tags {
-        None => h.write(&[0]),
-        Some(tags) => {
-            h.write(&[1]);
-            h.write(&(tags.len() as u64).to_le_bytes());
-            for (k, v) in tags.iter() {
-                h.write(&(k.len() as u64).to_le_bytes());
-                h.write(k.as_bytes());
-                h.write(&(v.len() as u64).to_le_bytes());
-                h.write(v.as_bytes());
-            }
-        }
-    }
-    mix(h.finish())
-}
-
-/// A 64-bit finalizer (SplitMix64's): every input bit reaches every
-/// output bit.
-fn mix(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
+    let mut bytes = Vec::new();
+    view.iter().fold(0u64, |sum, u| {
+        bytes.clear();
+        // A member of a view was decoded, or is this node, so it encodes;
+        // if it did not, the bytes written so far stand for it (the digest
+        // stays a function of the view).
+        let _ = wire::write_entry(u, &mut bytes);
+        sum.wrapping_add(mix(fnv1a(&bytes)))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::NodeId;
+    use crate::message::{NodeId, Status};
     use crate::tags::Tags;
 
     fn member(name: &str, incarnation: u64) -> Update {

@@ -596,6 +596,17 @@ fn write_addr(addr: &SocketAddr, out: &mut Vec<u8>) {
 }
 
 fn write_update(update: &Update, out: &mut Vec<u8>) -> Result<(), WireError> {
+    write_rumour(update, update.from != update.id, out)
+}
+
+/// `update`'s bytes with its `from` left out, as if the member itself said
+/// it: what a view's digest hashes (`digest.rs`), so that the digest covers
+/// exactly what a view carries about each member, but its accuser.
+pub(crate) fn write_entry(update: &Update, out: &mut Vec<u8>) -> Result<(), WireError> {
+    write_rumour(update, false, out)
+}
+
+fn write_rumour(update: &Update, with_from: bool, out: &mut Vec<u8>) -> Result<(), WireError> {
     write_node(&update.id, out)?;
     write_addr(&update.addr, out);
     write_varint(update.incarnation, out);
@@ -606,7 +617,7 @@ fn write_update(update: &Update, out: &mut Vec<u8>) -> Result<(), WireError> {
         Status::Left => STATUS_LEFT,
     };
     let tags = if update.tags.is_some() { TAGS_FOLLOW } else { 0 };
-    if update.from == update.id {
+    if !with_from {
         out.push(status | tags);
     } else {
         out.push(status | tags | FROM_FOLLOWS);

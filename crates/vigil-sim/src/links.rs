@@ -15,10 +15,8 @@ use crate::scenario::Network;
 /// A uniform number in [0, 1) fixed for the directed link `a → b` and the
 /// seed (SplitMix64 of the three).
 fn link_uniform(seed: u64, a: usize, b: usize) -> f64 {
-    let mut z = seed ^ (a as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (b as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^= z >> 31;
+    let z = seed ^ (a as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (b as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    let z = vigil_detector::fnv::mix(z);
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 

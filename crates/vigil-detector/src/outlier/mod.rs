@@ -236,10 +236,7 @@ pub const MAX_EVENTS: usize = 65_536;
 /// splitmix64: the detector's own small generator, seeded from the config.
 fn next_random(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    crate::fnv::mix(*state)
 }
 
 impl<K: Hash + Eq + Clone> Outliers<K> {
