@@ -133,6 +133,17 @@ pub struct Config {
     /// such members run. LAN on; [`Config::classic_lan`] off (memberlist
     /// exchanges whole views).
     pub push_pull_digest: bool,
+    /// The most bytes of members one push-pull carries: a larger view goes
+    /// out as several push-pulls (pages), each merged on arrival, only the
+    /// first asking for the answer, so no view needs one frame of its own
+    /// size and a receiver holds one page at a time. A member of a build
+    /// before pages takes each page as a push-pull of its own, which is
+    /// what it is. At least 1 KiB (a page holds at least one member of the
+    /// largest kind); at most [`MAX_STREAM`](crate::wire::MAX_STREAM). LAN
+    /// 60 KiB (about 2,000 members without tags), so that a page with its
+    /// seal and frame header stays under 64 KiB; [`Config::classic_lan`]
+    /// one page always (memberlist sends its state as one message).
+    pub view_page: usize,
     /// How long dead members still receive gossip (so a member declared
     /// dead by mistake hears of it and refutes). LAN 30 s.
     pub dead_retention: Duration,
@@ -286,6 +297,7 @@ impl Config {
             retransmit_mult: 4,
             push_pull_interval: Duration::from_secs(30),
             push_pull_digest: true,
+            view_page: 60 * 1024,
             dead_retention: Duration::from_secs(30),
             reconnect_interval: Duration::from_secs(10),
             reconnect_timeout: DAY,
@@ -343,7 +355,12 @@ impl Config {
     /// SWIM as memberlist runs it on a LAN: classic mode with memberlist's
     /// LAN constants.
     pub fn classic_lan(cluster: u64) -> Config {
-        Config { mode: Mode::Classic, push_pull_digest: false, ..Config::lan(cluster) }
+        Config {
+            mode: Mode::Classic,
+            push_pull_digest: false,
+            view_page: crate::wire::MAX_STREAM,
+            ..Config::lan(cluster)
+        }
     }
 
     /// The LAN preset's φ timing for another heartbeat interval: the
@@ -431,6 +448,7 @@ impl Config {
             ("max_tombstones", self.max_tombstones, 0, crate::message::MAX_MEMBERS, "0 to 65535"),
             ("datagram_budget", self.datagram_budget, 1024, crate::wire::MAX_DATAGRAM_ACCEPTED, "1024 to 65000"),
             ("recorded_arrivals", self.recorded_arrivals, 0, MAX_RECORDED_ARRIVALS, "0 to 1000000"),
+            ("view_page", self.view_page, 1024, crate::wire::MAX_STREAM, "1024 to 48234496"),
         ] {
             if !(lo..=hi).contains(&v) {
                 return Err(ConfigError::out_of_range(field, v.to_string(), allowed));

@@ -576,8 +576,7 @@ impl Node {
 
     fn ask_seeds(&mut self, seeds: &[SocketAddr]) {
         for &to in seeds {
-            let members = self.view();
-            self.send(to, Message::PushPull { reply: true, members });
+            self.send_view(to, true);
         }
     }
 
@@ -912,9 +911,8 @@ impl Node {
                     self.catch_up_soon(now);
                 }
                 if reply {
-                    let view = self.view();
-                    let ask_back = short && view.len() > 2;
-                    self.send(from, Message::PushPull { reply: ask_back, members: view });
+                    let ask_back = short && self.members.len() > 1;
+                    self.send_view(from, ask_back);
                 }
             }
             Message::Digest { view } => self.compare_digest(from, view),

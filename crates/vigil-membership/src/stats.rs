@@ -163,6 +163,8 @@ pub struct Stats {
     /// Digests received that did not: this node sent its view and asked
     /// for the sender's.
     pub digests_differed: u64,
+    /// Views sent in more than one push-pull ([`Config::view_page`](crate::Config::view_page)).
+    pub views_paged: u64,
     /// A stranger's word that a live member was dead or had left, taken as
     /// a suspicion only.
     pub stranger_verdicts_softened: u64,

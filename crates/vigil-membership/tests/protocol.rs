@@ -156,6 +156,14 @@ fn the_presets_validate_and_bad_configs_are_named() {
     let mut c = Config::lan(1);
     c.observers = 0;
     assert_eq!(c.validate().unwrap_err().field(), "observers");
+    for page in [0, 1023, MAX_STREAM + 1] {
+        let mut c = Config::lan(1);
+        c.view_page = page;
+        let err = c.validate().unwrap_err();
+        assert_eq!(err.field(), "view_page");
+        assert!(err.to_string().contains(&page.to_string()), "the value is named: {err}");
+    }
+    assert_eq!(Config::classic_lan(1).view_page, MAX_STREAM, "memberlist sends its state as one message");
     let t0 = Instant::from_secs(1);
     let err = Node::new(id(0), addr(0), c, 1, t0).unwrap_err();
     assert_eq!(err.field(), "observers");
@@ -1187,4 +1195,67 @@ fn a_digest_stands_for_a_matching_view_and_starts_an_exchange_when_views_differ(
     }
     // A digest round costs one more message, not another period.
     assert!(spread[0] <= spread[1] + Duration::from_secs(5), "{spread:?}");
+}
+
+/// A view larger than [`Config::view_page`] goes out as several
+/// push-pulls, each full but for the last and none over the page; only the
+/// first asks for an answer. The receiver merges each as it comes, in any
+/// order, and answers once.
+#[test]
+fn a_view_larger_than_a_page_goes_out_in_pages_merged_as_they_come_and_answered_once() {
+    let mut config = Config::lan(CLUSTER);
+    config.view_page = 1024;
+    let now = Instant::from_secs(1);
+    let at = |i: u32| SocketAddr::from(([10, 1, (i >> 8) as u8, i as u8], 7946));
+    // The seed knows 300 members (about 21 bytes each on the wire).
+    let mut seed = Node::new(NodeId::new("seed", 1), at(0), config.clone(), 1, now).unwrap();
+    let known: Vec<(NodeId, SocketAddr)> = (1..=300).map(|i| (NodeId::new(format!("member-{i}"), 1), at(i))).collect();
+    seed.bootstrap(now, &known);
+    let mut joiner = Node::new(NodeId::new("joiner", 1), at(999), config, 2, now).unwrap();
+    joiner.join(now, &[at(0)]);
+    let asked: Vec<_> = std::iter::from_fn(|| joiner.poll_transmit()).collect();
+    assert_eq!(asked.len(), 1, "a one-member view is one page");
+    seed.handle_stream(now, at(999), &asked[0].bytes).unwrap();
+
+    let pages: Vec<_> = std::iter::from_fn(|| seed.poll_transmit())
+        .filter(|t| t.kind == MessageKind::PushPull && t.to == at(999))
+        .collect();
+    let decoded: Vec<(bool, Vec<Update>)> = pages
+        .iter()
+        .map(|t| match wire::decode(&t.bytes, MAX_STREAM).unwrap().message {
+            Message::PushPull { reply, members } => (reply, members),
+            other => panic!("not a push-pull: {other:?}"),
+        })
+        .collect();
+    let sizes: Vec<usize> = decoded.iter().map(|(_, m)| m.iter().map(wire::update_len).sum()).collect();
+    // The seed and its 300 members (the joiner, a stranger, is only
+    // proposed so far), of 19 to 23 bytes each: about 6,500 bytes, 7 pages.
+    assert_eq!(decoded.iter().map(|(_, m)| m.len()).sum::<usize>(), 301, "every member once");
+    assert_eq!(pages.len(), 7, "page sizes {sizes:?}");
+    assert!(sizes.iter().all(|&s| s <= 1024), "no page over the budget: {sizes:?}");
+    assert!(sizes[..6].iter().all(|&s| s > 1024 - wire::MAX_UPDATE_LEN), "pages are filled: {sizes:?}");
+    let asks: Vec<bool> = decoded.iter().map(|(r, _)| *r).collect();
+    assert_eq!(asks, [true, false, false, false, false, false, false], "the joiner's view is asked for once");
+    assert_eq!(decoded[0].1[0].id.name, "seed", "the sender first, so the first page introduces it");
+    assert_eq!(seed.stats().views_paged, 1);
+
+    // Delivered last page first: each merges as it comes (its sender, the
+    // seed, is known from the first one delivered).
+    let mut seen = std::collections::BTreeSet::from(["seed".to_owned()]);
+    for (k, t) in pages.iter().enumerate().rev() {
+        joiner.handle_stream(now, at(0), &t.bytes).unwrap();
+        seen.extend(decoded[k].1.iter().map(|u| u.id.name.clone()));
+        assert_eq!(joiner.members().count(), seen.len(), "after page {k}, what the pages so far hold");
+    }
+    assert_eq!(joiner.members().count(), 301, "the seed and its 300 members");
+    let answers: Vec<_> = std::iter::from_fn(|| joiner.poll_transmit())
+        .filter(|t| t.kind == MessageKind::PushPull && t.to == at(0))
+        .map(|t| match wire::decode(&t.bytes, MAX_STREAM).unwrap().message {
+            Message::PushPull { reply, members } => (reply, members.len()),
+            other => panic!("not a push-pull: {other:?}"),
+        })
+        .collect();
+    assert_eq!(answers.len(), 7, "one answer, in pages: {answers:?}");
+    assert!(answers.iter().all(|(reply, _)| !reply), "the answer asks for nothing");
+    assert_eq!(answers.iter().map(|(_, n)| n).sum::<usize>(), 302, "the joiner's view: itself and 301");
 }

@@ -3,7 +3,9 @@
 //! packets and events.
 //!
 //! Stream messages get tasks of their own: one per outbound frame (connect,
-//! write, then read the answer if one comes, each under a timeout), and one
+//! write, then read the answer if one comes, each under a timeout; the
+//! pages of a view to one member share one, a connection each, one after
+//! another, stopping at the first that fails), and one
 //! per inbound connection (read one frame, hand it to the driver, write back
 //! the answer the node gives, at most `max_connections` at once). An answer
 //! (a push-pull's reply) so travels on the connection that asked for it, as
@@ -30,7 +32,7 @@ use vigil_detector::Instant;
 use vigil_membership::keyring::{KeyId, KeyInfo};
 use vigil_membership::seal::{self, Envelope, OVERHEAD, Seal, SealMode};
 use vigil_membership::wire::{MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
-use vigil_membership::{HealthPolicy, MemberView, Node, Tags, WatchReport};
+use vigil_membership::{HealthPolicy, MemberView, MessageKind, Node, Tags, WatchReport};
 
 use crate::clock::Clock;
 use crate::control::{Control, KeyAnswer, KeyOp};
@@ -756,8 +758,22 @@ impl Driver {
         frame::frame(&header, &body)
     }
 
+    /// What a connection task needs.
+    fn conn(&self, inbound: &mpsc::Sender<Inbound>) -> Conn {
+        Conn {
+            net: self.net.clone(),
+            driver: inbound.clone(),
+            budget: self.budget.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Sends what the node queued and publishes its events.
     async fn flush(&mut self, errors: &mpsc::Sender<(SocketAddr, &'static str)>, inbound: &mpsc::Sender<Inbound>) {
+        // A view's pages to one member, in order: sent one connection after
+        // another, so that a large view never holds more than one of the
+        // receiver's connection slots.
+        let mut trains: Vec<(SocketAddr, Vec<Vec<u8>>)> = Vec::new();
         while let Some(t) = self.node.poll_transmit() {
             if !self.passes(t.to, Way::Out) {
                 // Cut off: a datagram is lost, a stream cannot connect.
@@ -779,13 +795,14 @@ impl Driver {
                     None => Some(framed),
                 };
                 if let Some(framed) = framed {
-                    let conn = Conn {
-                        net: self.net.clone(),
-                        driver: inbound.clone(),
-                        budget: self.budget.clone(),
-                        shared: self.shared.clone(),
-                    };
-                    tokio::spawn(send_frame(t.to, framed, conn, errors.clone()));
+                    if t.kind == MessageKind::PushPull {
+                        match trains.iter_mut().find(|(to, _)| *to == t.to) {
+                            Some((_, pages)) => pages.push(framed),
+                            None => trains.push((t.to, vec![framed])),
+                        }
+                    } else {
+                        tokio::spawn(send_frames(t.to, vec![framed], self.conn(inbound), errors.clone()));
+                    }
                 }
             } else {
                 let mut sealed = std::mem::take(&mut self.sealed);
@@ -805,6 +822,9 @@ impl Driver {
                     }
                 }
             }
+        }
+        for (to, pages) in trains {
+            tokio::spawn(send_frames(to, pages, self.conn(inbound), errors.clone()));
         }
         // Connections the node did not answer are closed.
         self.answers.clear();
@@ -891,9 +911,32 @@ impl Conn {
     }
 }
 
+/// Sends frames to `to` in order, each on a connection of its own once the
+/// one before is done (the peer answered or closed), and stops at the first
+/// that fails: a peer that refuses or stalls one page is not sent the rest.
+async fn send_frames(
+    to: SocketAddr,
+    frames: Vec<Vec<u8>>,
+    conn: Conn,
+    errors: mpsc::Sender<(SocketAddr, &'static str)>,
+) {
+    for frame in frames {
+        if !send_frame(to, frame, &conn, &errors).await {
+            break;
+        }
+    }
+}
+
 /// Sends one frame on a connection of its own, then reads the answer if
 /// the peer writes one back before closing; a failed send is reported.
-async fn send_frame(to: SocketAddr, frame: Vec<u8>, conn: Conn, errors: mpsc::Sender<(SocketAddr, &'static str)>) {
+/// Whether the peer took it: the frame was written and the peer answered
+/// or closed in time.
+async fn send_frame(
+    to: SocketAddr,
+    frame: Vec<u8>,
+    conn: &Conn,
+    errors: &mpsc::Sender<(SocketAddr, &'static str)>,
+) -> bool {
     let sent = async {
         let mut c = match tokio::time::timeout(conn.net.connect_timeout, TcpStream::connect(to)).await {
             Ok(Ok(c)) => c,
@@ -910,17 +953,26 @@ async fn send_frame(to: SocketAddr, frame: Vec<u8>, conn: Conn, errors: mpsc::Se
         Ok(c) => c,
         Err(why) => {
             let _ = errors.send((to, why)).await;
-            return;
+            return false;
         }
     };
     // The answer, if any: the peer closes without one otherwise. Its
     // sender is whoever listens at `to`.
+    let asked = tokio::time::Instant::now();
     let answer = async {
-        let (header, from) = conn.header(&mut c, to).await?;
-        conn.body(&mut c, header, from, None).await
+        let (header, from) = conn.header(&mut c, to).await.map_err(|why| (why, true))?;
+        conn.body(&mut c, header, from, None).await.map_err(|why| (why, false))
     };
-    if let Ok(Err(why)) = tokio::time::timeout(conn.net.io_timeout + conn.net.header_timeout, answer).await {
-        conn.count(why);
+    match tokio::time::timeout(conn.net.io_timeout + conn.net.header_timeout, answer).await {
+        Ok(Ok(())) => true,
+        Ok(Err((why, before_header))) => {
+            // Closed without an answer, before the header's time ran out:
+            // taken, with nothing to say.
+            let closed = before_header && matches!(why, Refused::Dropped) && asked.elapsed() < conn.net.header_timeout;
+            conn.count(why);
+            closed
+        }
+        Err(_) => false,
     }
 }
 

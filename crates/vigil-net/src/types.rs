@@ -41,7 +41,9 @@ pub struct NetConfig {
     /// Bytes of frame bodies in flight at once, over every connection (a
     /// body is read only once its header opened, and only if its length
     /// fits in what is left). At least 64 KiB; default 64 MiB, more than
-    /// the largest push-pull (a full view of 65,535 members, 46 MiB).
+    /// the largest push-pull a member may send (a page of a view is 60 KiB
+    /// by default, but a build before pages sends a view of 65,535
+    /// members, up to 46 MiB, in one).
     pub frame_budget: usize,
     /// The seal's freshness window
     /// ([`Seal::with_freshness`](vigil_membership::seal::Seal::with_freshness)):

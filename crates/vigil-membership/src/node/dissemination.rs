@@ -37,13 +37,38 @@ impl Node {
         self.pulled_at = Some(now);
         let target = self.members.pick(&mut self.rng, 1, |m| m.status == Status::Alive).pop();
         if let Some(addr) = target.and_then(|name| self.members.get(&name).map(|m| m.addr)) {
-            let members = self.view();
             if self.config.push_pull_digest {
                 self.stats.digests_sent += 1;
-                self.send(addr, Message::Digest { view: digest::of(&members) });
+                let view = digest::of(&self.view());
+                self.send(addr, Message::Digest { view });
             } else {
-                self.send(addr, Message::PushPull { reply: true, members });
+                self.send_view(addr, true);
             }
+        }
+    }
+
+    /// Sends this node's view to `to` in pages of at most
+    /// [`Config::view_page`] bytes of members, this node first; `ask`
+    /// asks for the receiver's view in return, on the first page only (a
+    /// page is merged as it comes, whatever came before it, so the
+    /// receiver answers once, having seen this node).
+    pub(super) fn send_view(&mut self, to: SocketAddr, ask: bool) {
+        let budget = self.config.view_page;
+        let mut page: Vec<Update> = Vec::new();
+        let (mut bytes, mut pages) = (0, 0u32);
+        for u in self.view() {
+            let len = wire::update_len(&u);
+            if !page.is_empty() && bytes + len > budget {
+                let members = std::mem::take(&mut page);
+                self.send(to, Message::PushPull { reply: ask && pages == 0, members });
+                (bytes, pages) = (0, pages + 1);
+            }
+            bytes += len;
+            page.push(u);
+        }
+        self.send(to, Message::PushPull { reply: ask && pages == 0, members: page });
+        if pages > 0 {
+            self.stats.views_paged += 1;
         }
     }
 
@@ -54,12 +79,11 @@ impl Node {
     /// stream's sender is who it connected from, and the answer goes to
     /// the address its packet gives.
     pub(super) fn compare_digest(&mut self, from: SocketAddr, theirs: u64) {
-        let view = self.view();
-        if digest::of(&view) == theirs {
+        if digest::of(&self.view()) == theirs {
             self.stats.digests_matched += 1;
         } else {
             self.stats.digests_differed += 1;
-            self.send(from, Message::PushPull { reply: true, members: view });
+            self.send_view(from, true);
         }
     }
 
