@@ -233,6 +233,7 @@ pub struct Metrics {
     strangers: Counter,
     reconnects: Counter,
     catch_ups: Counter,
+    views_paged: Counter,
     phi_at_verdict: Family<VerdictLabel, Histogram, HistogramMaker>,
     unreachable: Counter,
     decisions: Family<DecisionLabel, Counter>,
@@ -294,6 +295,7 @@ impl Metrics {
             strangers: Counter::default(),
             reconnects: Counter::default(),
             catch_ups: Counter::default(),
+            views_paged: Counter::default(),
             phi_at_verdict: Family::new_with_constructor(phi_histogram as HistogramMaker),
             unreachable: Counter::default(),
             decisions: Family::default(),
@@ -430,6 +432,11 @@ impl Metrics {
             "Push-pulls brought forward because this member learned its view lacked members",
             m.catch_ups.clone(),
         );
+        r.register(
+            "views_paged",
+            "Views sent as several push-pulls, being larger than a page (60 KiB by default)",
+            m.views_paged.clone(),
+        );
         m
     }
 
@@ -536,6 +543,7 @@ impl Metrics {
         advance(&self.deaths_declared, node.deaths_declared);
         advance(&self.reconnects, node.reconnects);
         advance(&self.catch_ups, node.push_pulls_brought_forward);
+        advance(&self.views_paged, node.views_paged);
         let settled = self.refuted.get() + self.confirmed.get();
         if settled > 0 {
             self.false_positive_ratio.set(self.refuted.get() as f64 / settled as f64);
