@@ -967,9 +967,12 @@ async fn send_frame(
         Ok(Ok(())) => true,
         Ok(Err((why, before_header))) => {
             // Closed without an answer, before the header's time ran out:
-            // taken, with nothing to say.
+            // taken, with nothing to say (a digest that matched, a page
+            // that asks for nothing). No frame was dropped.
             let closed = before_header && matches!(why, Refused::Dropped) && asked.elapsed() < conn.net.header_timeout;
-            conn.count(why);
+            if !closed {
+                conn.count(why);
+            }
             closed
         }
         Err(_) => false,
