@@ -23,6 +23,22 @@ fn link_uniform(seed: u64, a: usize, b: usize) -> f64 {
 /// Attempts to deliver a stream message over a lossy link.
 pub(crate) const STREAM_ATTEMPTS: u32 = 5;
 
+/// Attempts to open a connection: the first SYN and one retransmission a
+/// second later (the runtime gives up connecting after 2 s).
+pub(crate) const CONNECT_ATTEMPTS: u32 = 2;
+
+/// How a message travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Carrier {
+    /// A datagram: lost or not, once.
+    Datagram,
+    /// A stream message on a connection of its own, opened first.
+    Connect,
+    /// A stream message answering one that just arrived, on the connection
+    /// it came on (already open).
+    Answer,
+}
+
 /// The network's state: the links between machines and the faults in
 /// force on them.
 #[derive(Debug, Clone)]
@@ -130,18 +146,43 @@ impl Links {
 
     /// What happens to a message from `a` to `b` sent now: `None` if it is
     /// lost, else its latency. A datagram is lost with the network's loss
-    /// probability. A stream message is retransmitted, TCP-like: each of up
-    /// to [`STREAM_ATTEMPTS`] attempts is lost with that probability, and
+    /// probability. With [`Network::connections`], a stream message on a
+    /// new connection first needs the
+    /// connection: its SYN (`a → b`) and SYN-ACK (`b → a`) both through,
+    /// at most [`CONNECT_ATTEMPTS`] times, a second apart, as TCP's first
+    /// retransmission of a SYN waits; it then takes a round trip more than
+    /// a datagram, and a connection whose answers cannot come back (a
+    /// block the other way) never opens. Its data, or an answer on an open
+    /// connection, is retransmitted TCP-like: each of up to
+    /// [`STREAM_ATTEMPTS`] attempts is lost with the loss probability, and
     /// each lost one adds a retransmission timeout that doubles from
-    /// 200 ms; it is lost only if every attempt is. Neither crosses a
+    /// 200 ms; it is lost only if every attempt is. Nothing crosses a
     /// partition or a block.
-    pub(crate) fn send(&self, a: usize, b: usize, stream: bool, rng: &mut ChaCha8Rng) -> Option<Duration> {
+    pub(crate) fn send(&self, a: usize, b: usize, carrier: Carrier, rng: &mut ChaCha8Rng) -> Option<Duration> {
         if !self.connected(a, b) {
             return None;
         }
         let loss = self.loss_between(a, b);
         let mut retransmission = 0.0;
-        if stream {
+        let mut legs = 1.0;
+        if carrier == Carrier::Connect && self.base.connections {
+            if !self.connected(b, a) {
+                return None;
+            }
+            let back = self.loss_between(b, a);
+            let (mut rto, mut attempt) = (1000.0, 1);
+            // No draw on a lossless network: its runs stay as they were.
+            while (loss > 0.0 || back > 0.0) && (rng.random::<f64>() < loss || rng.random::<f64>() < back) {
+                if attempt == CONNECT_ATTEMPTS {
+                    return None;
+                }
+                retransmission += rto;
+                rto *= 2.0;
+                attempt += 1;
+            }
+            legs = 3.0;
+        }
+        if carrier != Carrier::Datagram {
             let mut rto = 200.0;
             let mut attempt = 1;
             while loss > 0.0 && rng.random::<f64>() < loss {
@@ -167,7 +208,7 @@ impl Links {
         };
         // Validation bounds latencies by a day; the tail of the exponential
         // is bounded by the draw's precision (about 37 means).
-        Some(Duration::try_from_secs_f64((ms + retransmission) / 1e3).unwrap_or(Duration::from_secs(86_400)))
+        Some(Duration::try_from_secs_f64((legs * ms + retransmission) / 1e3).unwrap_or(Duration::from_secs(86_400)))
     }
 
     pub(crate) fn block(&mut self, from: usize, to: usize) {
@@ -224,11 +265,12 @@ mod tests {
         links.degrade(300.0, 150.0);
         let n = 20_000;
         let mean: f64 =
-            (0..n).map(|_| links.send(0, 1, false, &mut rng).unwrap().as_secs_f64() * 1e3).sum::<f64>() / n as f64;
+            (0..n).map(|_| links.send(0, 1, Carrier::Datagram, &mut rng).unwrap().as_secs_f64() * 1e3).sum::<f64>()
+                / n as f64;
         // Exp(150) has σ 150 ms; the mean of 20,000 has σ 1.06 ms: 5 σ.
         assert!((mean - 450.0).abs() < 5.3, "{mean}");
         links.restore(300.0, 150.0);
-        assert!(links.send(0, 1, false, &mut rng).unwrap() < Duration::from_millis(50));
+        assert!(links.send(0, 1, Carrier::Datagram, &mut rng).unwrap() < Duration::from_millis(50));
     }
 
     #[test]
@@ -236,11 +278,11 @@ mod tests {
         let mut links = Links::new(1, Network::default());
         let mut rng = ChaCha8Rng::seed_from_u64(9);
         links.add_loss(1.0);
-        assert!((0..100).all(|_| links.send(0, 1, true, &mut rng).is_none()));
+        assert!((0..100).all(|_| links.send(0, 1, Carrier::Answer, &mut rng).is_none()));
         links.remove_loss(1.0);
         links.add_loss(0.5);
         let n = 20_000;
-        let delivered = (0..n).filter_map(|_| links.send(0, 1, true, &mut rng)).collect::<Vec<_>>();
+        let delivered = (0..n).filter_map(|_| links.send(0, 1, Carrier::Answer, &mut rng)).collect::<Vec<_>>();
         // Lost with probability 0.5⁵ = 1/32: 625 of 20,000, σ 24.6.
         let lost = n - delivered.len();
         assert!((lost as f64 - 625.0).abs() < 5.0 * 24.6, "{lost}");
@@ -250,16 +292,46 @@ mod tests {
     }
 
     #[test]
+    fn a_new_connection_needs_its_syn_and_syn_ack_through() {
+        let mut links = Links::new(1, Network { connections: true, ..Network::default() });
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        links.add_loss(0.5);
+        let n = 20_000;
+        let delivered = (0..n).filter_map(|_| links.send(0, 1, Carrier::Connect, &mut rng)).collect::<Vec<_>>();
+        // Each try opens with 0.5 × 0.5; two tries: 0.4375; then the data
+        // is lost with 1/32: 0.4238 of 20,000 arrive, 8,477, σ 69.9.
+        assert!((delivered.len() as f64 - 8_477.0).abs() < 5.0 * 69.9, "{}", delivered.len());
+        // A second late at least: opened at the second try (0.1875 of all
+        // sent, then delivered with 31/32), or at the first (0.25) with the
+        // data through at its fourth or fifth attempt (200 + 400 + 800 ms
+        // waited; 0.09375): 0.2051 of 0.4238, 0.4839 of those delivered.
+        let late = delivered.iter().filter(|d| **d >= Duration::from_secs(1)).count();
+        assert!((late as f64 / delivered.len() as f64 - 0.4839).abs() < 0.02, "{late}");
+        links.remove_loss(0.5);
+        // An answer cannot come back: the connection never opens, though
+        // an answer on an open one still goes.
+        links.block(1, 0);
+        assert!(links.send(0, 1, Carrier::Connect, &mut rng).is_none());
+        assert!(links.send(0, 1, Carrier::Answer, &mut rng).is_some());
+        // Lossless: a round trip longer than an answer, nothing drawn for it.
+        links.unblock(1, 0);
+        let (mut r1, mut r2) = (ChaCha8Rng::seed_from_u64(3), ChaCha8Rng::seed_from_u64(3));
+        let connect = links.send(0, 1, Carrier::Connect, &mut r1).unwrap();
+        let answer = links.send(0, 1, Carrier::Answer, &mut r2).unwrap();
+        assert_eq!(connect, answer * 3);
+    }
+
+    #[test]
     fn blocks_and_partitions_stop_datagrams_and_streams() {
         let mut links = Links::new(1, Network::default());
         let mut rng = ChaCha8Rng::seed_from_u64(9);
         links.block(0, 1);
-        assert!(links.send(0, 1, true, &mut rng).is_none());
-        assert!(links.send(1, 0, false, &mut rng).is_some());
+        assert!(links.send(0, 1, Carrier::Answer, &mut rng).is_none());
+        assert!(links.send(1, 0, Carrier::Datagram, &mut rng).is_some());
         links.unblock(0, 1);
         links.partition(2);
-        assert!(links.send(1, 2, true, &mut rng).is_none());
-        assert!(links.send(0, 1, true, &mut rng).is_some());
+        assert!(links.send(1, 2, Carrier::Answer, &mut rng).is_none());
+        assert!(links.send(0, 1, Carrier::Answer, &mut rng).is_some());
         assert!(links.disturbed(0.1));
         links.heal(2);
         links.add_loss(0.2);

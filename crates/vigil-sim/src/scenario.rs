@@ -36,6 +36,14 @@ pub struct Network {
     /// probability, and are late by the retransmission timeouts.
     #[serde(default)]
     pub loss: f64,
+    /// Stream messages open their connections first, as TCP does: a SYN
+    /// and its SYN-ACK must both get through (a second between two tries,
+    /// at most two), and the connection costs a round trip; an answer
+    /// travels on the connection it answers. Off by default: the streams
+    /// then get through as their data alone would, which is optimistic
+    /// under loss (see the crate's README for what it changes).
+    #[serde(default)]
+    pub connections: bool,
     /// Links differ: each directed link's latency (base and tail) is scaled
     /// by its own factor, drawn once from the seed, uniform in
     /// `[1 − spread, 1 + spread]`. Default 0.5.
@@ -55,7 +63,13 @@ fn default_jitter() -> f64 {
 
 impl Default for Network {
     fn default() -> Self {
-        Network { base_ms: default_base(), jitter_ms: default_jitter(), loss: 0.0, link_spread: default_spread() }
+        Network {
+            base_ms: default_base(),
+            jitter_ms: default_jitter(),
+            loss: 0.0,
+            link_spread: default_spread(),
+            connections: false,
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use crate::clock::{START, since_start};
 use crate::fault::{Action, Fault};
 use crate::job::Job;
 use crate::lease::Lease;
-use crate::links::Links;
+use crate::links::{Carrier, Links};
 use crate::machines::{Arrival, Machines};
 use crate::preset::preset;
 use crate::queue::Queue;
@@ -89,6 +89,9 @@ pub struct Sim {
     recorder: Recorder,
     /// The lease `lease-majority` asks for.
     lease: Lease,
+    /// The sender of the stream message being handled: the first stream
+    /// message back to it is an answer on the same connection.
+    answering: Option<usize>,
 }
 
 impl Sim {
@@ -161,6 +164,7 @@ impl Sim {
             rng,
             machines,
             links: Links::new(scenario.seed, scenario.network.clone()),
+            answering: None,
             sealer,
             recorder: Recorder::new(scenario),
             lease: Lease::default(),
@@ -320,12 +324,16 @@ impl Sim {
                     let copies = self.sealer.capture(now, to, from, &bytes);
                     self.queue.extend(copies);
                 }
+                self.answering = stream.then_some(from);
                 let arrival = self.machines.arrive(to, from, bytes, stream, now);
                 self.after(to, arrival);
+                self.answering = None;
             }
             Job::Process { to, from, bytes, stream } => {
+                self.answering = stream.then_some(from);
                 let arrival = self.machines.process(to, from, bytes, stream, now);
                 self.after(to, arrival);
+                self.answering = None;
             }
             Job::Replayed { to, from, bytes } => {
                 if self.machines.listening(to) {
@@ -473,8 +481,10 @@ impl Sim {
 
     /// A message reaches machine `to` now, straight to its node.
     fn deliver(&mut self, to: usize, from: usize, bytes: &[u8], stream: bool) {
+        self.answering = stream.then_some(from);
         let arrival = self.machines.handle(to, from, bytes, stream, self.now);
         self.after(to, arrival);
+        self.answering = None;
     }
 
     /// Machine `i`'s timer fires now.
@@ -505,10 +515,21 @@ impl Sim {
         let now = self.now;
         let Some(out) = self.machines.drain(i, now) else { return };
         self.recorder.started(out.probes, out.accusations);
+        // The first stream message back to the sender of the stream message
+        // just handled goes on its connection, as the runtime's does.
+        let mut answering = self.answering.take();
         for sent in out.sent {
             self.recorder.sent(sent.kind, sent.bytes.len(), sent.stream);
             let Some(to) = sent.to else { continue };
-            if let Some(latency) = self.links.send(i, to, sent.stream, &mut self.rng) {
+            let carrier = match sent.stream {
+                false => Carrier::Datagram,
+                true if answering == Some(to) => {
+                    answering = None;
+                    Carrier::Answer
+                }
+                true => Carrier::Connect,
+            };
+            if let Some(latency) = self.links.send(i, to, carrier, &mut self.rng) {
                 let job = Job::Deliver { to, from: i, bytes: sent.bytes, stream: sent.stream };
                 self.queue.push(now.saturating_add(latency), job);
             }
