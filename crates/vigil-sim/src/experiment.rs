@@ -150,13 +150,16 @@ impl Experiment {
         let report = sim.run(&mut |_| {});
         let name = |i: usize| format!("n{i}");
         let index = |name: &str| name.strip_prefix('n').and_then(|x| x.parse::<usize>().ok());
-        // Who was removed: declared dead by someone, or downed by itself.
+        // Who was removed: declared dead by a healthy member, or downed by
+        // itself. A faulty member's own view is not the cluster's: what it
+        // declares dead there (members it cannot hear, once it is back)
+        // removes no one from the healthy members' views.
         let mut removed: BTreeSet<usize> = BTreeSet::new();
         let mut changes: HashMap<usize, BTreeSet<u64>> = HashMap::new();
         let mut events_per: HashMap<usize, u64> = HashMap::new();
         for (at, i, e) in report.events() {
             match e {
-                Event::Dead { id, .. } => removed.extend(index(&id.name)),
+                Event::Dead { id, .. } if !faulty.contains(&i) => removed.extend(index(&id.name)),
                 Event::Downed { id, .. } if id.name == name(i) => {
                     removed.insert(i);
                 }
@@ -348,10 +351,12 @@ pub struct Outcome {
     pub members: usize,
     /// Faulty members.
     pub faulty: usize,
-    /// Faulty members removed at least once (declared dead, or downed by
-    /// themselves).
+    /// Faulty members removed at least once (declared dead by a healthy
+    /// member, or downed by themselves).
     pub faulty_removed: usize,
-    /// Healthy members removed at least once.
+    /// Healthy members removed at least once: declared dead by a healthy
+    /// member, or downed by themselves (what a faulty member declares in
+    /// its own view is not counted).
     pub wrongly_removed: usize,
     /// Seconds (in 5 s samples) during which the healthy members' views
     /// (who is alive) were not all the same.
