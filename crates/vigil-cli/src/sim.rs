@@ -141,6 +141,11 @@ struct RunArgs {
     /// Loss probability on every link, throughout.
     #[arg(long, value_name = "P")]
     loss: Option<f64>,
+    /// Stream messages open their connections first, as TCP does (a SYN
+    /// and its SYN-ACK through, two tries a second apart); without it a
+    /// stream gets through as its data alone would.
+    #[arg(long)]
+    connections: bool,
     /// Every crash must be detected by every survivor within this many
     /// seconds, or the checker reports a violation (default 30).
     #[arg(long, value_name = "SECS")]
@@ -293,6 +298,9 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
     }
     if let Some(l) = a.loss {
         s.network.loss = l;
+    }
+    if a.connections {
+        s.network.connections = true;
     }
     if let Some(b) = a.detection_bound {
         s.detection_bound = secs("--detection-bound", &number(b))?;
