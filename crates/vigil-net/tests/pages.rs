@@ -47,24 +47,37 @@ fn whole(views: &[MemberView], n: usize) -> bool {
     views.len() == n - 1 && views.iter().all(|v| v.status == Status::Alive && tagged(v))
 }
 
+/// 24 members of about 145 bytes on the wire: a view of 3,500 bytes, four
+/// pages of 1 KiB. Once they agree, a 25th joins through the seed, whose
+/// answer comes in pages, and has every member and every tag from them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_view_of_many_pages_reaches_every_member_whole() {
+async fn a_view_of_many_pages_reaches_a_joiner_whole() {
     let first = member(0, &[]).await;
     let seed = [first.local_addr()];
     let mut all = vec![first];
     for i in 1..24 {
         all.push(member(i, &seed).await);
     }
-    assert!(until_all(&all, Duration::from_secs(20), |v| whole(v, 24)).await, "24 members, every tag, every view");
-    let mut paged = 0;
+    // Under a second on an idle machine; 10 s was seen with a build
+    // running beside it.
+    assert!(until_all(&all, Duration::from_secs(60), |v| whole(v, 24)).await, "24 members, every tag, every view");
+    let before = all[0].stats().await.unwrap().node.views_paged;
+    all.push(member(24, &seed).await);
+    let joiner = all.last().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !whole(&joiner.members().await.unwrap(), 25) {
+        assert!(tokio::time::Instant::now() < deadline, "the joiner has every member and tag within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let paged = all[0].stats().await.unwrap().node.views_paged - before;
+    assert!(paged >= 1, "the seed answered the join in pages: {paged}");
+    let mut total = 0;
     for m in &all {
         let s = m.stats().await.unwrap();
-        paged += s.node.views_paged;
+        total += s.node.views_paged;
         assert_eq!(s.net.frames_over_budget + s.net.frames_undecompressed, 0, "{}: {:?}", m.id().name, s.net);
     }
-    // The seed's answers to the later joiners alone are 2 to 4 pages.
-    assert!(paged >= 10, "views went out in pages: {paged}");
-    println!("{paged} views sent in pages");
+    println!("{total} views sent in pages");
 }
 
 /// A stranger asks the seed for its view (a short push-pull, as a joiner
@@ -81,7 +94,7 @@ async fn a_peer_that_stalls_a_page_is_not_sent_the_rest() {
     for i in 1..18 {
         all.push(member(i, &seed).await);
     }
-    assert!(until_all(&all, Duration::from_secs(20), |v| whole(v, 18)).await, "18 members");
+    assert!(until_all(&all, Duration::from_secs(60), |v| whole(v, 18)).await, "18 members");
     let mut events = all[0].events();
     // 18 members of about 145 bytes, 2,600 bytes: 3 pages at least, so 2
     // beside the first.
