@@ -848,7 +848,11 @@ struct Conn {
 /// Why a frame was not read whole.
 #[derive(Debug)]
 enum Refused {
-    /// The peer closed, was too slow, or sent a header too long.
+    /// The peer closed before a frame began: nothing to read, nothing
+    /// lost (an answer the peer had none for).
+    Closed,
+    /// The peer closed within a frame, was too slow, or sent a header too
+    /// long.
     Dropped,
     /// The header did not open.
     Malformed,
@@ -859,7 +863,7 @@ enum Refused {
 impl Conn {
     fn count(&self, why: Refused) {
         match why {
-            Refused::Dropped => self.shared.frames_dropped.fetch_add(1, Ordering::Relaxed),
+            Refused::Closed | Refused::Dropped => self.shared.frames_dropped.fetch_add(1, Ordering::Relaxed),
             Refused::OverBudget => self.shared.frames_over_budget.fetch_add(1, Ordering::Relaxed),
             // Counted by the driver, which opened the header.
             Refused::Malformed => 0,
@@ -875,11 +879,8 @@ impl Conn {
         conn: &mut R,
         peer: SocketAddr,
     ) -> Result<(Header, SocketAddr), Refused> {
-        let bytes = tokio::time::timeout(self.net.header_timeout, read_header(conn))
-            .await
-            .ok()
-            .flatten()
-            .ok_or(Refused::Dropped)?;
+        let bytes =
+            tokio::time::timeout(self.net.header_timeout, read_header(conn)).await.unwrap_or(Err(Refused::Dropped))?;
         let (tx, rx) = oneshot::channel();
         self.driver.send(Inbound::Header(bytes, tx)).await.map_err(|_| Refused::Dropped)?;
         let opened = rx.await.ok().flatten().ok_or(Refused::Malformed)?;
@@ -958,22 +959,18 @@ async fn send_frame(
     };
     // The answer, if any: the peer closes without one otherwise. Its
     // sender is whoever listens at `to`.
-    let asked = tokio::time::Instant::now();
     let answer = async {
-        let (header, from) = conn.header(&mut c, to).await.map_err(|why| (why, true))?;
-        conn.body(&mut c, header, from, None).await.map_err(|why| (why, false))
+        let (header, from) = conn.header(&mut c, to).await?;
+        conn.body(&mut c, header, from, None).await
     };
     match tokio::time::timeout(conn.net.io_timeout + conn.net.header_timeout, answer).await {
         Ok(Ok(())) => true,
-        Ok(Err((why, before_header))) => {
-            // Closed without an answer, before the header's time ran out:
-            // taken, with nothing to say (a digest that matched, a page
-            // that asks for nothing). No frame was dropped.
-            let closed = before_header && matches!(why, Refused::Dropped) && asked.elapsed() < conn.net.header_timeout;
-            if !closed {
-                conn.count(why);
-            }
-            closed
+        // Taken, with nothing to say (a digest that matched, a page that
+        // asks for nothing): no frame was dropped.
+        Ok(Err(Refused::Closed)) => true,
+        Ok(Err(why)) => {
+            conn.count(why);
+            false
         }
         Err(_) => false,
     }
@@ -1071,16 +1068,22 @@ async fn serve(mut stream: TcpStream, peer: SocketAddr, mut slot: Slot, conn: Co
 
 /// A frame's header: its length (checked against [`MAX_HEADER`] before
 /// anything else is read), then that many bytes.
-async fn read_header<R: AsyncRead + Unpin>(conn: &mut R) -> Option<Vec<u8>> {
+async fn read_header<R: AsyncRead + Unpin>(conn: &mut R) -> Result<Vec<u8>, Refused> {
     let mut len = [0u8; 2];
-    conn.read_exact(&mut len).await.ok()?;
+    // The end before the first byte is a close, not a frame cut short.
+    match conn.read(&mut len[..1]).await {
+        Ok(0) => return Err(Refused::Closed),
+        Ok(_) => {}
+        Err(_) => return Err(Refused::Dropped),
+    }
+    conn.read_exact(&mut len[1..]).await.map_err(|_| Refused::Dropped)?;
     let len = usize::from(u16::from_be_bytes(len));
     if len == 0 || len > MAX_HEADER {
-        return None;
+        return Err(Refused::Dropped);
     }
     let mut header = vec![0u8; len];
-    conn.read_exact(&mut header).await.ok()?;
-    Some(header)
+    conn.read_exact(&mut header).await.map_err(|_| Refused::Dropped)?;
+    Ok(header)
 }
 
 /// Seconds since the Unix epoch, on this host's clock (for the seal).

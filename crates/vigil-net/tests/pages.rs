@@ -42,6 +42,20 @@ async fn member(i: usize, seeds: &[SocketAddr]) -> Cluster {
         .unwrap()
 }
 
+/// `n` members joined through the first, once every one has the others
+/// alive with their tags (under a second on an idle machine; 10 s was seen
+/// with a build running beside it).
+async fn agreed(n: usize) -> Vec<Cluster> {
+    let first = member(0, &[]).await;
+    let seed = [first.local_addr()];
+    let mut all = vec![first];
+    for i in 1..n {
+        all.push(member(i, &seed).await);
+    }
+    assert!(until_all(&all, Duration::from_secs(60), |v| whole(v, n)).await, "{n} members, every tag, every view");
+    all
+}
+
 fn whole(views: &[MemberView], n: usize) -> bool {
     let tagged = |v: &MemberView| v.tags.get("role").is_some_and(|r| r.len() == 100);
     views.len() == n - 1 && views.iter().all(|v| v.status == Status::Alive && tagged(v))
@@ -52,17 +66,9 @@ fn whole(views: &[MemberView], n: usize) -> bool {
 /// answer comes in pages, and has every member and every tag from them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_view_of_many_pages_reaches_a_joiner_whole() {
-    let first = member(0, &[]).await;
-    let seed = [first.local_addr()];
-    let mut all = vec![first];
-    for i in 1..24 {
-        all.push(member(i, &seed).await);
-    }
-    // Under a second on an idle machine; 10 s was seen with a build
-    // running beside it.
-    assert!(until_all(&all, Duration::from_secs(60), |v| whole(v, 24)).await, "24 members, every tag, every view");
+    let mut all = agreed(24).await;
     let before = all[0].stats().await.unwrap().node.views_paged;
-    all.push(member(24, &seed).await);
+    all.push(member(24, &[all[0].local_addr()]).await);
     let joiner = all.last().unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while !whole(&joiner.members().await.unwrap(), 25) {
@@ -88,13 +94,8 @@ async fn a_view_of_many_pages_reaches_a_joiner_whole() {
 /// gets the second page only, and the seed goes on undisturbed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_that_stalls_a_page_is_not_sent_the_rest() {
-    let first = member(0, &[]).await;
-    let seed = [first.local_addr()];
-    let mut all = vec![first];
-    for i in 1..18 {
-        all.push(member(i, &seed).await);
-    }
-    assert!(until_all(&all, Duration::from_secs(60), |v| whole(v, 18)).await, "18 members");
+    let all = agreed(18).await;
+    let seed = [all[0].local_addr()];
     let mut events = all[0].events();
     // 18 members of about 145 bytes, 2,600 bytes: 3 pages at least, so 2
     // beside the first.

@@ -324,16 +324,12 @@ impl Sim {
                     let copies = self.sealer.capture(now, to, from, &bytes);
                     self.queue.extend(copies);
                 }
-                self.answering = stream.then_some(from);
                 let arrival = self.machines.arrive(to, from, bytes, stream, now);
-                self.after(to, arrival);
-                self.answering = None;
+                self.after_message(to, from, stream, arrival);
             }
             Job::Process { to, from, bytes, stream } => {
-                self.answering = stream.then_some(from);
                 let arrival = self.machines.process(to, from, bytes, stream, now);
-                self.after(to, arrival);
-                self.answering = None;
+                self.after_message(to, from, stream, arrival);
             }
             Job::Replayed { to, from, bytes } => {
                 if self.machines.listening(to) {
@@ -481,9 +477,16 @@ impl Sim {
 
     /// A message reaches machine `to` now, straight to its node.
     fn deliver(&mut self, to: usize, from: usize, bytes: &[u8], stream: bool) {
-        self.answering = stream.then_some(from);
         let arrival = self.machines.handle(to, from, bytes, stream, self.now);
-        self.after(to, arrival);
+        self.after_message(to, from, stream, arrival);
+    }
+
+    /// What follows a message from `from` reaching machine `i`: as
+    /// [`Sim::after`], with a stream message's sender known, so that the
+    /// node's first stream message back to it answers on its connection.
+    fn after_message(&mut self, i: usize, from: usize, stream: bool, arrival: Arrival) {
+        self.answering = stream.then_some(from);
+        self.after(i, arrival);
         self.answering = None;
     }
 
