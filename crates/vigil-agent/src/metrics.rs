@@ -110,6 +110,11 @@ struct OutcomeLabel {
     outcome: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EnvelopeLabel {
+    envelope: &'static str,
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 type FloatCounter = Counter<f64, AtomicU64>;
 
@@ -234,6 +239,7 @@ pub struct Metrics {
     reconnects: Counter,
     catch_ups: Counter,
     views_paged: Counter,
+    sealed_opened: Family<EnvelopeLabel, Counter>,
     phi_at_verdict: Family<VerdictLabel, Histogram, HistogramMaker>,
     unreachable: Counter,
     decisions: Family<DecisionLabel, Counter>,
@@ -296,6 +302,7 @@ impl Metrics {
             reconnects: Counter::default(),
             catch_ups: Counter::default(),
             views_paged: Counter::default(),
+            sealed_opened: Family::default(),
             phi_at_verdict: Family::new_with_constructor(phi_histogram as HistogramMaker),
             unreachable: Counter::default(),
             decisions: Family::default(),
@@ -437,6 +444,11 @@ impl Metrics {
             "Views sent as several push-pulls, being larger than a page (60 KiB by default)",
             m.views_paged.clone(),
         );
+        r.register(
+            "sealed_opened",
+            "Sealed packets and frames opened, by envelope version: while version 2 grows, some member still seals with it",
+            m.sealed_opened.clone(),
+        );
         m
     }
 
@@ -465,6 +477,9 @@ impl Metrics {
         let _ = self.phi_at_verdict.get_or_create(&VerdictLabel { verdict: "suspected".into() });
         for reason in REJECTIONS.into_iter().chain(OpenError::REASONS) {
             let _ = self.rejected.get_or_create(&ReasonLabel { reason });
+        }
+        for envelope in ["2", "3"] {
+            let _ = self.sealed_opened.get_or_create(&EnvelopeLabel { envelope });
         }
     }
 
@@ -544,6 +559,10 @@ impl Metrics {
         advance(&self.reconnects, node.reconnects);
         advance(&self.catch_ups, node.push_pulls_brought_forward);
         advance(&self.views_paged, node.views_paged);
+        let seal = &s.seal;
+        for (envelope, n) in [("2", seal.opened_v2), ("3", seal.opened.saturating_sub(seal.opened_v2))] {
+            advance(&self.sealed_opened.get_or_create(&EnvelopeLabel { envelope }), n);
+        }
         let settled = self.refuted.get() + self.confirmed.get();
         if settled > 0 {
             self.false_positive_ratio.set(self.refuted.get() as f64 / settled as f64);

@@ -117,6 +117,11 @@ impl Agent {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", ns, env!("CARGO_BIN_EXE_vigil"), "agent", "--name", name]);
         cmd.args(args);
+        Agent::run(cmd, name)
+    }
+
+    /// Runs `cmd`, an agent named `name`, keeping the events it prints.
+    pub(crate) fn run(mut cmd: Command, name: &str) -> Agent {
         let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("vigil agent starts");
         let events = Arc::new(Mutex::new(Vec::new()));
         let sink = events.clone();
