@@ -39,15 +39,21 @@ struct Slot {
     http: String,
 }
 
-/// A port free for both UDP and TCP on 127.0.0.1 now.
-fn free_port() -> u16 {
-    loop {
-        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = tcp.local_addr().unwrap().port();
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
+/// `n` ports free for both UDP and TCP on 127.0.0.1 now, below the
+/// kernel's ephemeral range (from 32768), so that no agent's outgoing
+/// connection takes one while its member restarts.
+fn free_ports(n: usize) -> Vec<u16> {
+    let mut port = 20_000 + (std::process::id() % 1_000) as u16 * 10;
+    let mut found = Vec::new();
+    while found.len() < n {
+        port += 1;
+        assert!(port < 32_768, "no {n} free ports below 32768");
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", port));
+        if tcp.is_ok() && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            found.push(port);
         }
     }
+    found
 }
 
 fn start(bin: &Path, slot: &Slot, slots: &[Slot], key_file: &Path, extra: &[&str]) -> Agent {
@@ -129,11 +135,12 @@ fn a_sealed_cluster_of_the_earlier_build_is_upgraded_member_by_member_without_a_
     let key_file = dir.join("keys");
     std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
     std::fs::set_permissions(&key_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let ports = free_ports(2 * N);
     let slots: Vec<Slot> = (0..N)
         .map(|i| Slot {
             name: format!("u{i}"),
-            gossip: format!("127.0.0.1:{}", free_port()),
-            http: format!("127.0.0.1:{}", free_port()),
+            gossip: format!("127.0.0.1:{}", ports[2 * i]),
+            http: format!("127.0.0.1:{}", ports[2 * i + 1]),
         })
         .collect();
     let begin = Instant::now();
