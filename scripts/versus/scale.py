@@ -22,6 +22,11 @@ through the first. It reports:
 - false deaths and accusations from convergence to the end;
 - the host's limits that bind at this scale, and what the script raised.
 
+With --hosts distinct each member binds an address of its own in 127/8
+(127.1.0.1 and on) instead of 127.0.0.1: what separate hosts look like to
+anything that counts per source address (vigil's budget for members a
+stranger proposes is per IP address: 32 per 10 s by default).
+
 Event times are the members' own stamps (`ts_ms`, the same clock for
 both), so a slow reader here does not delay them; a vigil agent whose
 reader falls behind by more than its queue drops lines and says so (a
@@ -56,9 +61,23 @@ class Ports(versus.Loopback):
     """run.py's loopback layout, moved: vigil from port 30000, memberlist
     from 31000 (below the kernel's ephemeral ports, from 32768)."""
 
+    def __init__(self, n, hosts="one"):
+        self.hosts = hosts
+        super().__init__(n)
+
     def range(self, impl):
         base = 30000 if impl == "vigil" else 31000
         return base, base + self.n - 1
+
+    def addr(self, impl, i):
+        """127.0.0.1, or with --hosts distinct one loopback address per
+        member (127.1.0.1, 127.1.0.2, ...: all of 127/8 is this host's),
+        as members on separate hosts would have; the ports stay distinct,
+        so the counters are the same."""
+        ip, port = super().addr(impl, i)
+        if self.hosts == "distinct":
+            ip = f"127.1.{i // 250}.{i % 250 + 1}"
+        return ip, port
 
 
 class Proc(versus.Member):
@@ -189,7 +208,7 @@ def views(members, names):
 
 
 def one(impl, n, args, bins):
-    topo = Ports(n)
+    topo = Ports(n, args.hosts)
     members = []
     names = set()
     try:
@@ -288,6 +307,12 @@ def main():
     ap.add_argument("--settle", type=float, default=30, help="seconds after convergence before the steady window")
     ap.add_argument("--steady", type=float, default=180, help="seconds of steady state measured")
     ap.add_argument("--crash-wait", type=float, default=60)
+    ap.add_argument(
+        "--hosts",
+        choices=["one", "distinct"],
+        default="one",
+        help="every member on 127.0.0.1 (one), or each on an address of its own in 127/8 (distinct)",
+    )
     ap.add_argument("--no-build", action="store_true", help="use target/release/vigil as it is, without cargo")
     args = ap.parse_args()
     sizes = [int(x) for x in args.nodes.split(",")]
@@ -311,7 +336,8 @@ def main():
             # Everything, as it comes: a run stopped halfway keeps what it measured.
             versus.log(f"{impl}, N = {n}: {r}")
             results.append(r)
-    print(f"One process per member on 127.0.0.1, encrypted on every side; started every {args.pace} s, each joining")
+    where = "127.0.0.1" if args.hosts == "one" else "an address of its own in 127/8"
+    print(f"One process per member on {where}, encrypted on every side; started every {args.pace} s, each joining")
     print(f"through the first; steady state {args.steady:.0f} s from {args.settle:.0f} s after every view was complete.\n")
     print(
         "| N | implementation | every view complete: after the first start (after the last) | distinct sizes per member: "
