@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod support;
+
 const VIGIL: &str = env!("CARGO_BIN_EXE_vigil");
 const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 /// The agent's cluster id when none is given ("vigi").
@@ -153,11 +155,7 @@ impl Agent {
     /// A counter of its metrics, summed over the series whose labels hold
     /// `labels` (`""` for every series).
     fn metric(&self, name: &str, labels: &str) -> f64 {
-        let text = text(&format!("{}/metrics", self.http));
-        text.lines()
-            .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']) && l.contains(labels))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
+        support::metrics::sum(&self.http, name, labels)
     }
 
     /// When it first reported `event` about `member`.

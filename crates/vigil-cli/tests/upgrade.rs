@@ -70,38 +70,25 @@ fn start(bin: &Path, slot: &Slot, slots: &[Slot], key_file: &Path, extra: &[&str
     Agent::run(cmd, &slot.name)
 }
 
-/// The samples of a metric family at `http`: each one's labels and value.
-fn samples(http: &str, family: &str) -> Vec<(String, f64)> {
-    let url = format!("http://{http}/metrics");
-    let mut r = ureq::get(&url).call().unwrap_or_else(|e| panic!("GET {url}: {e}"));
-    let text = r.body_mut().read_to_string().unwrap();
-    let found: Vec<(String, f64)> = text
-        .lines()
-        .filter_map(|line| {
-            let rest = line.strip_prefix(family)?;
-            let (labels, value) = rest.rsplit_once(' ')?;
-            (labels.is_empty() || labels.starts_with('{'))
-                .then(|| (labels.to_owned(), value.parse().unwrap_or_else(|e| panic!("{url}: {line}: {e}"))))
-        })
-        .collect();
-    assert!(!found.is_empty(), "{url} has no {family}");
-    found
-}
-
 /// What reading a packet or frame could not get past, by reason: every
 /// refusal but a peer closing a connection before a frame was whole (as
 /// each restart does) and the connection limits.
 fn refused(slot: &Slot) -> Vec<(String, f64)> {
     let benign = ["frame-dropped", "connection-refused", "connection-evicted"];
-    samples(&slot.http, "vigil_rejected_packets_total")
-        .into_iter()
+    let all = support::metrics::series(&format!("http://{}", slot.http), "vigil_rejected_packets_total");
+    assert!(!all.is_empty(), "{} serves no vigil_rejected_packets_total", slot.name);
+    all.into_iter()
         .filter(|(labels, n)| *n > 0.0 && !benign.iter().any(|b| labels.contains(&format!("\"{b}\""))))
         .collect()
 }
 
 fn opened(slot: &Slot, envelope: &str) -> f64 {
     let label = format!("{{envelope=\"{envelope}\"}}");
-    samples(&slot.http, "vigil_sealed_opened_total").iter().find(|(l, _)| *l == label).map(|(_, n)| *n).unwrap()
+    let all = support::metrics::series(&format!("http://{}", slot.http), "vigil_sealed_opened_total");
+    all.iter()
+        .find(|(l, _)| *l == label)
+        .map(|(_, n)| *n)
+        .unwrap_or_else(|| panic!("{}: no {label} in {all:?}", slot.name))
 }
 
 fn one_view(agents: &[Agent], what: &str) {

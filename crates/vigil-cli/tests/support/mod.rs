@@ -2,4 +2,5 @@
 #![allow(dead_code, reason = "each test binary uses a different part of the support code")]
 
 pub(crate) mod local;
+pub(crate) mod metrics;
 pub(crate) mod netns;
