@@ -141,11 +141,12 @@ struct RunArgs {
     /// Loss probability on every link, throughout.
     #[arg(long, value_name = "P")]
     loss: Option<f64>,
-    /// Stream messages open their connections first, as TCP does (a SYN
-    /// and its SYN-ACK through, two tries a second apart); without it a
-    /// stream gets through as its data alone would.
+    /// Stream messages skip opening their connections: a stream gets
+    /// through as its data alone would (optimistic under loss). By
+    /// default a SYN and its SYN-ACK must get through first, two tries a
+    /// second apart, as TCP's do.
     #[arg(long)]
-    connections: bool,
+    no_connections: bool,
     /// Every crash must be detected by every survivor within this many
     /// seconds, or the checker reports a violation (default 30).
     #[arg(long, value_name = "SECS")]
@@ -299,8 +300,8 @@ fn scenario(a: &RunArgs) -> Result<Scenario> {
     if let Some(l) = a.loss {
         s.network.loss = l;
     }
-    if a.connections {
-        s.network.connections = true;
+    if a.no_connections {
+        s.network.connections = false;
     }
     if let Some(b) = a.detection_bound {
         s.detection_bound = secs("--detection-bound", &number(b))?;

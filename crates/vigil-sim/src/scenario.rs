@@ -39,10 +39,10 @@ pub struct Network {
     /// Stream messages open their connections first, as TCP does: a SYN
     /// and its SYN-ACK must both get through (a second between two tries,
     /// at most two), and the connection costs a round trip; an answer
-    /// travels on the connection it answers. Off by default: the streams
-    /// then get through as their data alone would, which is optimistic
-    /// under loss (see the crate's README for what it changes).
-    #[serde(default)]
+    /// travels on the connection it answers. On by default, as the runtime
+    /// does; off, a stream gets through as its data alone would, which is
+    /// optimistic under loss (see the crate's README for what it changes).
+    #[serde(default = "default_connections")]
     pub connections: bool,
     /// Links differ: each directed link's latency (base and tail) is scaled
     /// by its own factor, drawn once from the seed, uniform in
@@ -51,6 +51,9 @@ pub struct Network {
     pub link_spread: f64,
 }
 
+fn default_connections() -> bool {
+    true
+}
 fn default_spread() -> f64 {
     0.5
 }
@@ -68,7 +71,7 @@ impl Default for Network {
             jitter_ms: default_jitter(),
             loss: 0.0,
             link_spread: default_spread(),
-            connections: false,
+            connections: default_connections(),
         }
     }
 }

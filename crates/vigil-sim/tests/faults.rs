@@ -389,9 +389,11 @@ fn under_loss(n: usize, config: &Config, loss: f64, secs_: u64, seed: u64) -> (u
 /// A stream ping beside the indirect requests (memberlist's TCP ping) gets
 /// through loss that drops their datagrams: at N = 20 and 10 % or 20 %
 /// loss on every link for two minutes, both modes raise a fraction of the
-/// accusations for no more messages. At 40 % it is printed, not asserted:
-/// φ mode then probes more (members a stream ping answered for stay alive
-/// and are probed again), and raises more accusations than without.
+/// accusations for no more messages, though each stream ping must first
+/// get its connection's SYN and SYN-ACK through (the network's default).
+/// At 40 % it is printed, not asserted: φ mode then probes more (members a
+/// stream ping answered for stay alive and are probed again), and raises
+/// more accusations than without.
 #[test]
 fn stream_pings_cut_accusations_under_loss() {
     for (name, base) in [("classic", Config::classic_lan(CLUSTER)), ("phi", Config::lan(CLUSTER))] {
@@ -417,10 +419,13 @@ fn stream_pings_cut_accusations_under_loss() {
                 loss * 100.0
             );
             if loss <= 0.2 {
-                // Three seeds each: the runs are deterministic, and the gap
-                // measured is 6 to 60 times; a third leaves room for a
-                // change of the protocol's draws.
-                assert!(a1 * 3 <= a0, "{name}, {loss}: {a0} accusations without, {a1} with stream pings");
+                // Three seeds each: the runs are deterministic. The cuts
+                // measured are 2.3 to 12 times, the least φ's at 20 %
+                // (1.8 times: a lost SYN costs the ping its second); on
+                // real sockets the same cut at 20 % was 2.2 and 3.4 times
+                // in two runs (`scripts/versus`, the README). Two thirds
+                // leaves room for a change of the protocol's draws.
+                assert!(a1 * 3 <= a0 * 2, "{name}, {loss}: {a0} accusations without, {a1} with stream pings");
                 assert!(m1 <= m0 * 1.1, "{name}, {loss}: no more messages ({m0:.2} → {m1:.2})");
             }
         }
@@ -428,7 +433,8 @@ fn stream_pings_cut_accusations_under_loss() {
 }
 
 /// The classic mode against the real memberlist under loss, with streams
-/// that open their connections first (`Network::connections`): at N = 20
+/// that open their connections first (`Network::connections`, the
+/// default): at N = 20
 /// and 10, 20 and 40 % loss on every link for 60 s, the mean over five
 /// seeds of the accusations raised, against memberlist 0.2.2's in network
 /// namespaces, where the loss hits both ways as here (`scripts/versus
@@ -439,7 +445,7 @@ fn stream_pings_cut_accusations_under_loss() {
 /// handful. Without the connections the stand-in raised 0.2, 7.2 and 77.0:
 /// its stream ping got through loss that stops a real one's SYN.
 #[test]
-fn classic_mode_with_connections_accuses_as_the_real_memberlist_does_under_loss() {
+fn classic_mode_accuses_as_the_real_memberlist_does_under_loss() {
     for (loss, memberlist) in [(0.1, 2.0), (0.2, 37.0), (0.4, 133.0)] {
         let mut sum = 0;
         for seed in 1..=5 {
@@ -447,7 +453,6 @@ fn classic_mode_with_connections_accuses_as_the_real_memberlist_does_under_loss(
             s.seed = seed;
             s.duration = secs(75);
             s.check_liveness = false;
-            s.network.connections = true;
             s.faults.push(Timed::new(secs(15), Fault::Loss { p: loss }).lasting(secs(60)));
             let r = Sim::with_config(&s, Config::classic_lan(CLUSTER)).unwrap().run(&mut |_| {});
             sum += r.totals.accusations;
