@@ -83,6 +83,12 @@ pub(crate) fn ring_hash(name: &str) -> u64 {
     vigil_detector::fnv::fnv1a(name.as_bytes())
 }
 
+/// What the ring is sorted by: the name's hash, then the name (two names
+/// with one hash still have an order).
+fn ring_key(name: &str) -> (u64, &str) {
+    (ring_hash(name), name)
+}
+
 /// Whether a member made live goes on the ring at once, or the caller sorts
 /// the ring once it has added a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,12 +203,9 @@ impl MemberTable {
         }
         if added {
             let slots = &self.slots;
-            let key = |s: &u32| {
-                let name = slots[*s as usize].as_ref().map_or("", |m| &*m.name);
-                (ring_hash(name), name)
-            };
             let mut ring = self.live.clone();
-            ring.sort_unstable_by(|a, b| key(a).cmp(&key(b)));
+            // One hash per member, not one per comparison.
+            ring.sort_by_cached_key(|&s| ring_key(slots[s as usize].as_ref().map_or("", |m| &*m.name)));
             self.ring = ring;
             self.ring_version += 1;
         }
@@ -358,12 +361,12 @@ impl MemberTable {
         let at = self.live.len() as u32;
         let Some(m) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else { return };
         m.live_at = at;
-        let key = (ring_hash(&m.name), m.name.clone());
+        let name = m.name.clone();
         self.live.push(slot);
         if ring == Ring::SortLater {
             return;
         }
-        let at = self.ring_position(&key);
+        let at = self.ring_position(ring_key(&name));
         self.ring.insert(at, slot);
         self.ring_version += 1;
     }
@@ -372,7 +375,7 @@ impl MemberTable {
     fn unlive(&mut self, slot: u32) {
         let Some(m) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else { return };
         let at = std::mem::replace(&mut m.live_at, NOT_LIVE) as usize;
-        let key = (ring_hash(&m.name), m.name.clone());
+        let name = m.name.clone();
         if at < self.live.len() {
             self.live.swap_remove(at);
             if let Some(&moved) = self.live.get(at)
@@ -381,7 +384,7 @@ impl MemberTable {
                 other.live_at = at as u32;
             }
         }
-        let at = self.ring_position(&key);
+        let at = self.ring_position(ring_key(&name));
         if self.ring.get(at) == Some(&slot) {
             self.ring.remove(at);
             self.ring_version += 1;
@@ -389,8 +392,8 @@ impl MemberTable {
     }
 
     /// Where `key` is, or would be inserted, in the ring.
-    fn ring_position(&self, key: &(u64, Arc<str>)) -> usize {
-        self.ring.partition_point(|&s| self.slot(s).is_some_and(|m| (ring_hash(&m.name), &*m.name) < (key.0, &*key.1)))
+    fn ring_position(&self, key: (u64, &str)) -> usize {
+        self.ring.partition_point(|&s| self.slot(s).is_some_and(|m| ring_key(&m.name) < key))
     }
 
     /// The first `k` live members after `name` on the ring (whom `name`
@@ -406,9 +409,8 @@ impl MemberTable {
     }
 
     fn ring_walk(&self, name: &str, k: usize, forward: bool, skip: impl Fn(&str) -> bool) -> Vec<Arc<str>> {
-        let key: (u64, Arc<str>) = (ring_hash(name), Arc::from(name));
         let n = self.ring.len();
-        let start = self.ring_position(&key);
+        let start = self.ring_position(ring_key(name));
         // Skip `name` itself if it is on the ring.
         let here = self.ring.get(start).and_then(|&s| self.slot(s)).is_some_and(|m| *m.name == *name);
         let others = n - usize::from(here);
@@ -496,11 +498,8 @@ impl MemberTable {
             }
         }
         assert_eq!(self.tombstones.len() + self.live.len(), self.index.len());
-        let keys: Vec<(u64, String)> = self
-            .ring
-            .iter()
-            .map(|&s| self.slot(s).map(|m| (ring_hash(&m.name), m.name.to_string())).unwrap())
-            .collect();
+        let keys: Vec<(u64, &str)> =
+            self.ring.iter().map(|&s| self.slot(s).map(|m| ring_key(&m.name)).unwrap()).collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "ring out of order");
     }
 }
