@@ -39,7 +39,8 @@ Rapid's experiments (USENIX ATC 2018) are two more scenarios, with vigil
 also run with a downing strategy (`vigil+STRATEGY` is `vigil agent
 --downing STRATEGY`; `vigil/TRANSPORT`, e.g. `vigil/udp-only`, is `vigil
 agent --transport TRANSPORT`, and the two combine as
-`vigil/udp-only+keep-majority`):
+`vigil/udp-only+keep-majority`; `~FLAG=VALUE` passes any other flag of
+`vigil agent`, as in `vigil~push-pull=full`):
 
     scripts/versus/run.py --nodes 50 --scenarios lossy80,flipflop \
         --impls vigil,vigil+keep-majority,memberlist --fault-secs 240
@@ -148,6 +149,27 @@ class Member:
         self.proc.wait()
 
 
+def vigil_options(impl):
+    """The agent's flags an implementation's name asks for:
+    vigil[/TRANSPORT][+STRATEGY][~FLAG=VALUE ...], e.g.
+    `vigil/udp-only+keep-majority` or `vigil~push-pull=full`."""
+    name, *extra = impl.split("~")
+    argv = []
+    if "+" in name:
+        # vigil+keep-majority: a downing strategy decides.
+        argv += ["--downing", name.split("+", 1)[1]]
+    if "/" in name:
+        # vigil/udp-only: another transport.
+        argv += ["--transport", name.split("/", 1)[1].split("+", 1)[0]]
+    for option in extra:
+        # vigil~push-pull=full: any other flag of `vigil agent`.
+        flag, sep, value = option.partition("=")
+        if not flag or not sep:
+            sys.exit(f"--impls: {impl!r}: each ~ takes FLAG=VALUE, as in vigil~push-pull=full")
+        argv += [f"--{flag}", value]
+    return argv
+
+
 def start(impl, n, topo, bins):
     members = []
     for i in range(n):
@@ -158,12 +180,7 @@ def start(impl, n, topo, bins):
             # No HTTP API: memberlist's side has none either (its cost is measured on its own).
             argv = [bins["vigil"], "agent", "--name", name, "--bind", f"{ip}:{port}", "--key-file", bins["keyfile"], "--http", "off"]
             argv += ["--preset", bins["preset"]]
-            if "+" in impl:
-                # vigil+keep-majority: a downing strategy decides.
-                argv += ["--downing", impl.split("+", 1)[1]]
-            if "/" in impl:
-                # vigil/udp-only: another transport.
-                argv += ["--transport", impl.split("/", 1)[1].split("+", 1)[0]]
+            argv += vigil_options(impl)
             if i:
                 argv += ["--join", f"{seed_ip}:{seed_port}"]
         elif impl == "serf":
@@ -600,7 +617,7 @@ def main():
     ap.add_argument("--crash-repeat", type=int, default=5, help="crashes per implementation")
     ap.add_argument("--fault-secs", type=float, default=60)
     ap.add_argument("--netns", action="store_true", help="one network namespace per member on a bridge")
-    ap.add_argument("--impls", default="vigil,memberlist", help="which implementations to run (vigil, vigil+STRATEGY, memberlist, serf)")
+    ap.add_argument("--impls", default="vigil,memberlist", help="which implementations to run (vigil, vigil/TRANSPORT, vigil+STRATEGY, vigil~FLAG=VALUE, memberlist, serf)")
     ap.add_argument("--vigil-preset", default="lan", help="vigil agent --preset (lan, lan-fast, wan, classic)")
     ap.add_argument("--no-build", action="store_true", help="use target/release/vigil as it is, without cargo")
     args = ap.parse_args()
