@@ -3,11 +3,15 @@
 //! header so the body decoder and the protocol's state rules are reached),
 //! timeouts with time moving forwards and backwards, joins, leaves,
 //! bootstraps, watches and request outcomes, in either mode, with or without
-//! the application's graded policies (on φ, on ejection, destructive).
+//! the application's graded policies (on φ, on ejection, destructive), with
+//! datagrams or streams only.
 //!
 //! Checks: no panic; what the node sends always decodes, fits its transport
-//! and says its kind; the node's epoch (generation, incarnation) never goes
-//! down; a node that left has no timer.
+//! and says its kind; push-pulls and digests go on streams, and so does
+//! everything in stream-only mode; otherwise the only datagram kinds on a
+//! stream are a stream ping and its ack, which carry no rumours; the node's
+//! epoch (generation, incarnation) never goes down; a node that left has no
+//! timer.
 
 #![no_main]
 
@@ -18,7 +22,7 @@ use libfuzzer_sys::fuzz_target;
 use vigil_detector::Instant;
 use vigil_detector::outlier::Outcome;
 use vigil_membership::wire::{self, MAX_DATAGRAM, MAX_STREAM};
-use vigil_membership::{Config, Node, NodeId};
+use vigil_membership::{Config, MessageKind, Node, NodeId};
 
 const CLUSTER: u64 = 0xF022;
 
@@ -52,6 +56,8 @@ fuzz_target!(|data: &[u8]| {
         let policies = ["route=2,ejection", "drain=ejection", "evict=8,dwell=1s,destructive"];
         config.policies = policies.iter().map(|p| p.parse().expect("valid")).collect();
     }
+    config.stream_only = first & 4 == 4;
+    let stream_only = config.stream_only;
     let t0 = Instant::from_secs(10);
     let mut node = Node::new(NodeId::new("a", 1), addr(1), config, 7, t0).unwrap();
     let others: Vec<(NodeId, SocketAddr)> = (2..8).map(|i| (NodeId::new(format!("n{i}"), 1), addr(i))).collect();
@@ -149,7 +155,12 @@ fuzz_target!(|data: &[u8]| {
             assert!(t.bytes.len() <= max);
             let p = wire::decode(&t.bytes, max).expect("the node sends only valid packets");
             assert_eq!(p.message.kind(), t.kind);
-            assert_eq!(t.kind.is_stream(), t.stream);
+            if t.kind.is_stream() || stream_only {
+                assert!(t.stream, "{} sent as a datagram", t.kind);
+            } else if t.stream {
+                assert!(matches!(t.kind, MessageKind::Ping | MessageKind::Ack), "{} sent on a stream", t.kind);
+                assert!(p.updates.is_empty(), "a stream {} carries {} rumours", t.kind, p.updates.len());
+            }
         }
         while node.poll_event().is_some() {}
     }

@@ -237,8 +237,10 @@ impl MessageKind {
         }
     }
 
-    /// Whether messages of this kind travel as stream messages (reliable,
-    /// possibly larger than a datagram) rather than as datagrams.
+    /// Whether messages of this kind travel only as stream messages
+    /// (reliable, possibly larger than a datagram). Other kinds go as
+    /// datagrams, but for a stream ping and its ack, and for every message
+    /// in stream-only mode ([`Transmit::stream`](crate::Transmit::stream)).
     pub fn is_stream(self) -> bool {
         matches!(self, MessageKind::PushPull | MessageKind::Digest)
     }

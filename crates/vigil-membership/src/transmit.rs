@@ -14,8 +14,11 @@ pub struct Transmit {
     pub bytes: Vec<u8>,
     /// The message's kind.
     pub kind: MessageKind,
-    /// Whether it is a stream message (push-pull), to be sent reliably and
-    /// handed to the receiver's [`Node::handle_stream`](crate::Node::handle_stream);
+    /// Whether it is a stream message, to be sent reliably and handed to the
+    /// receiver's [`Node::handle_stream`](crate::Node::handle_stream): a
+    /// push-pull or a digest, a stream ping or its ack
+    /// ([`Config::stream_ping`](crate::Config::stream_ping)), or any message
+    /// in stream-only mode ([`Config::stream_only`](crate::Config::stream_only));
     /// otherwise a datagram of at most [`MAX_DATAGRAM`](crate::wire::MAX_DATAGRAM)
     /// bytes, for [`Node::handle_datagram`](crate::Node::handle_datagram).
     pub stream: bool,
