@@ -621,13 +621,19 @@ def main():
     ap.add_argument("--vigil-preset", default="lan", help="vigil agent --preset (lan, lan-fast, wan, classic)")
     ap.add_argument("--no-build", action="store_true", help="use target/release/vigil as it is, without cargo")
     args = ap.parse_args()
+    impls = args.impls.split(",")
+    # Every name checked before anything is built or started.
+    for impl in impls:
+        if impl.startswith("vigil"):
+            vigil_options(impl)
+        elif impl not in ("memberlist", "serf"):
+            sys.exit(f"--impls: {impl!r} is not vigil[/TRANSPORT][+STRATEGY][~FLAG=VALUE], memberlist or serf")
     if os.geteuid() != 0:
         sys.exit("run as root (nftables)")
     tmp = tempfile.mkdtemp(prefix="vigil-versus-")
     bins = build(tmp, cargo=not args.no_build)
     bins["preset"] = args.vigil_preset
     topo = Namespaces(args.nodes) if args.netns else Loopback(args.nodes)
-    impls = args.impls.split(",")
     results = {}
     try:
         for scenario in args.scenarios.split(","):
