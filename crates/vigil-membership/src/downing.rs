@@ -755,6 +755,37 @@ pub struct Pending {
     pub lease_holder: Option<String>,
 }
 
+/// The lease's answer to a request ([`Node::lease_answer`](crate::Node::lease_answer)).
+///
+/// A lease that could not be asked is not a lease that went to the other
+/// side: the side downs itself all the same (it cannot know the other side
+/// did not take it), but says why.
+///
+/// ```
+/// use vigil_membership::downing::LeaseAnswer;
+///
+/// let a = LeaseAnswer::Unusable("/var/lib/vigil/lease: read-only file system".into());
+/// assert!(!a.granted());
+/// assert!(LeaseAnswer::Granted.granted());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseAnswer {
+    /// This side holds the lease: it survives.
+    Granted,
+    /// Another side holds it.
+    Refused,
+    /// The lease could not be asked (unreachable, unreadable, unwritable):
+    /// what went wrong.
+    Unusable(String),
+}
+
+impl LeaseAnswer {
+    /// Whether this side holds the lease.
+    pub fn granted(&self) -> bool {
+        matches!(self, LeaseAnswer::Granted)
+    }
+}
+
 /// What one member's downing provider knows and intends, as
 /// [`NodeView::downing`](crate::NodeView::downing) shows it.
 #[derive(Debug, Clone, PartialEq)]

@@ -99,7 +99,7 @@ enum Input {
     SendError(SocketAddr, &'static str),
     Seeds(Vec<SocketAddr>),
     /// The lease's answer.
-    Lease(bool),
+    Lease(vigil_membership::downing::LeaseAnswer),
     /// A key operation's request could not be sent, or its wait ran out.
     Control(ControlInput),
     Timeout,
@@ -236,7 +236,7 @@ impl Driver {
         let (frames_tx, mut frames_rx) = mpsc::channel::<Inbound>(256);
         let (errors_tx, mut errors_rx) = mpsc::channel::<(SocketAddr, &'static str)>(256);
         let (seeds_tx, mut seeds_rx) = mpsc::channel::<Vec<SocketAddr>>(1);
-        let (lease_tx, mut lease_rx) = mpsc::channel::<bool>(1);
+        let (lease_tx, mut lease_rx) = mpsc::channel::<vigil_membership::downing::LeaseAnswer>(1);
         let (control_tx, mut control_rx) = mpsc::channel::<ControlInput>(256);
         let listener = self.tcp.take().map(|tcp| {
             let (shared, net, frames) = (self.shared.clone(), self.net.clone(), frames_tx.clone());
@@ -261,7 +261,7 @@ impl Driver {
                 Some(inbound) = frames_rx.recv() => Input::Inbound(inbound),
                 Some((to, why)) = errors_rx.recv() => Input::SendError(to, why),
                 Some(resolved) = seeds_rx.recv() => Input::Seeds(resolved),
-                Some(granted) = lease_rx.recv() => Input::Lease(granted),
+                Some(answer) = lease_rx.recv() => Input::Lease(answer),
                 Some(c) = control_rx.recv() => Input::Control(c),
                 _ = tokio::time::sleep_until(deadline) => Input::Timeout,
                 cmd = self.cmd.recv() => Input::Command(cmd),
@@ -302,7 +302,7 @@ impl Driver {
                         self.node.set_seeds(self.clock.now(), &seeds);
                     }
                 }
-                Input::Lease(granted) => self.node.lease_answer(self.clock.now(), granted),
+                Input::Lease(answer) => self.node.lease_answer(self.clock.now(), answer),
                 Input::Timeout => {
                     if leaving.is_some() {
                         break;
@@ -327,20 +327,22 @@ impl Driver {
             if let Some(holder) = self.node.take_lease_request() {
                 let (lease, tx) = (self.lease.clone(), lease_tx.clone());
                 tokio::spawn(async move {
-                    let granted = match lease {
+                    use vigil_membership::downing::LeaseAnswer;
+                    let answer = match lease {
                         Some(lease) => {
                             let asked = holder.clone();
                             let answer =
                                 tokio::task::spawn_blocking(move || lease.acquire(&asked, crate::lease::TTL)).await;
                             match answer {
-                                Ok(Ok(granted)) => granted,
+                                Ok(Ok(true)) => LeaseAnswer::Granted,
+                                Ok(Ok(false)) => LeaseAnswer::Refused,
                                 Ok(Err(e)) => {
-                                    tracing::warn!("{e}: counted as not granted");
-                                    false
+                                    tracing::warn!("{e}: this side cannot hold the lease and downs itself");
+                                    LeaseAnswer::Unusable(e.to_string())
                                 }
                                 Err(e) => {
-                                    tracing::warn!("the lease was not asked ({e}): counted as not granted");
-                                    false
+                                    tracing::warn!("the lease was not asked ({e}): this side downs itself");
+                                    LeaseAnswer::Unusable(format!("the request did not run: {e}"))
                                 }
                             }
                         }
@@ -348,11 +350,11 @@ impl Driver {
                             tracing::warn!(
                                 "lease-majority wants a lease and none is configured: this side downs itself"
                             );
-                            false
+                            LeaseAnswer::Unusable("no lease is configured".into())
                         }
                     };
-                    tracing::info!(holder, granted, "lease asked");
-                    let _ = tx.send(granted).await;
+                    tracing::info!(holder, granted = answer.granted(), "lease asked");
+                    let _ = tx.send(answer).await;
                 });
             }
             // Alone, the node asked its seeds again: resolve their names

@@ -344,7 +344,12 @@ impl Machines {
     /// The lease's answer reaches machine `i`'s node at `now`.
     pub(crate) fn lease_answer(&mut self, i: usize, now: Instant, granted: bool) {
         if let Some(node) = self.all[i].node.as_mut() {
-            node.lease_answer(now, granted);
+            let answer = if granted {
+                vigil_membership::downing::LeaseAnswer::Granted
+            } else {
+                vigil_membership::downing::LeaseAnswer::Refused
+            };
+            node.lease_answer(now, answer);
         }
     }
 

@@ -230,13 +230,13 @@ impl Node {
     /// The lease's answer to [`Node::take_lease_request`]: taken, this side
     /// survives (the others are downed after the removal margin); refused,
     /// this node downs itself.
-    pub fn lease_answer(&mut self, now: Instant, granted: bool) {
+    pub fn lease_answer(&mut self, now: Instant, answer: downing::LeaseAnswer) {
         let now = self.enter(now);
         let Some(p) = self.resolver.lease_answered() else { return };
         if self.status != Status::Alive {
             return;
         }
-        if granted {
+        if answer.granted() {
             let at = now.saturating_add(self.config.downing.down_removal_margin);
             let reason = format!("the lease was taken ({})", p.reason);
             self.resolver.set_pending(Some(Pending {
@@ -249,7 +249,10 @@ impl Node {
             }));
         } else {
             let addrs = p.down.iter().filter_map(|n| self.members.get(n).map(|m| m.addr)).collect();
-            let reason = format!("the lease went to the other side ({})", p.reason);
+            let reason = match answer {
+                downing::LeaseAnswer::Unusable(why) => format!("the lease could not be asked: {why} ({})", p.reason),
+                _ => format!("the lease went to the other side ({})", p.reason),
+            };
             self.down_self(now, self.me.clone(), reason, addrs);
         }
         self.settle(now);
