@@ -52,6 +52,16 @@ pub enum AgentError {
         /// Why.
         source: std::io::Error,
     },
+    /// Another process holds this member's name and answers where the
+    /// cluster says: this one stopped.
+    NameHeld {
+        /// Where the name was given.
+        origin: Origin,
+        /// The name.
+        name: String,
+        /// Where the process that holds it answers.
+        holder: std::net::SocketAddr,
+    },
     /// The process's own plumbing failed (the runtime, standard output,
     /// the signal handlers).
     Io {
@@ -69,6 +79,11 @@ impl fmt::Display for AgentError {
             AgentError::Start(e) => e.fmt(f),
             AgentError::DataDir { origin, dir, source } => write!(f, "{origin} {}: {source}", dir.display()),
             AgentError::Http { origin, addr, source } => write!(f, "{origin}: cannot listen on {addr}: {source}"),
+            AgentError::NameHeld { origin, name, holder } => write!(
+                f,
+                "{origin} {name}: the name is held by the member at {holder}, which answers; this member stopped: \
+                 give it a name of its own"
+            ),
             AgentError::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }
@@ -254,6 +269,7 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
         .map_err(io("installing the SIGTERM handler"))?;
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .map_err(io("installing the SIGHUP handler"))?;
+    let mut name_held = None;
     loop {
         tokio::select! {
             e = events.next() => {
@@ -266,6 +282,11 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
                     if !lines.send(line) {
                         recorder.metrics().dropped(Sink::Stdout, 1);
                     }
+                }
+                // Another process holds this member's name: it stops.
+                if let vigil_net::Event::NameConflict { holder_addr, refused: true, .. } = &e.event {
+                    name_held = Some(*holder_addr);
+                    break;
                 }
             }
             _ = term.recv() => break,
@@ -291,6 +312,17 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
     }
     if lines.dropped() > 0 {
         tracing::warn!("{} event lines were dropped: standard output was not read in time", lines.dropped());
+    }
+    if let Some(holder) = name_held {
+        // Not a leave: the name is not this process's to give up.
+        notifier.stopping("the name is held by another member");
+        if let Some(w) = watchdog {
+            w.abort();
+        }
+        // The writer's last lines (this one's own name_conflict) go out.
+        drop(lines);
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        return Err(AgentError::NameHeld { origin: config.name_origin.clone(), name: node, holder });
     }
     tracing::info!("leaving");
     notifier.stopping("leaving the cluster");

@@ -242,6 +242,11 @@ pub struct Metrics {
     sealed_opened: Family<EnvelopeLabel, Counter>,
     phi_at_verdict: Family<VerdictLabel, Histogram, HistogramMaker>,
     unreachable: Counter,
+    name_conflicts: Counter,
+    stranger_rumours: Counter,
+    rumour_checks: Family<OutcomeLabel, Counter>,
+    reachability_rows: Family<OutcomeLabel, Counter>,
+    addresses_moved: Counter,
     decisions: Family<DecisionLabel, Counter>,
     downed: Family<SideLabel, Counter>,
     ready: Gauge,
@@ -305,6 +310,11 @@ impl Metrics {
             sealed_opened: Family::default(),
             phi_at_verdict: Family::new_with_constructor(phi_histogram as HistogramMaker),
             unreachable: Counter::default(),
+            name_conflicts: Counter::default(),
+            stranger_rumours: Counter::default(),
+            rumour_checks: Family::default(),
+            reachability_rows: Family::default(),
+            addresses_moved: Counter::default(),
             decisions: Family::default(),
             downed: Family::default(),
             ready: Gauge::default(),
@@ -375,6 +385,31 @@ impl Metrics {
             "unreachable",
             "Members found unreachable (a suspicion ran out, not refuted) while a downing strategy decides",
             m.unreachable.clone(),
+        );
+        r.register(
+            "name_conflicts",
+            "Processes refused a name because another process holds it and answers (this agent's own refusal included)",
+            m.name_conflicts.clone(),
+        );
+        r.register(
+            "stranger_rumours_ignored",
+            "Rumours from strangers about known members (or this member), which change nothing",
+            m.stranger_rumours.clone(),
+        );
+        r.register(
+            "rumour_checks",
+            "Rumours checked with the member they are about before being taken (a death or leave while a strategy decides, a move, a newer process of a live member's name), by outcome: started; confirmed (taken: the member did not answer); refuted (dropped: it answered); refused (a check of it already under way)",
+            m.rumour_checks.clone(),
+        );
+        r.register(
+            "reachability_rows",
+            "Reachability rows (pages) while a downing strategy decides, by outcome: sent; received (from the member itself, at its address); refused (not first-hand)",
+            m.reachability_rows.clone(),
+        );
+        r.register(
+            "addresses_moved",
+            "Members found at a new address, having answered there as themselves",
+            m.addresses_moved.clone(),
         );
         r.register(
             "downing_decisions",
@@ -554,6 +589,21 @@ impl Metrics {
             advance(&self.view_digests.get_or_create(&OutcomeLabel { outcome }), n);
         }
         advance(&self.strangers, node.from_strangers);
+        advance(&self.name_conflicts, node.name_conflicts);
+        advance(&self.stranger_rumours, node.stranger_rumours_ignored);
+        advance(&self.addresses_moved, node.addresses_moved);
+        for (outcome, n) in [
+            ("started", node.checks_started),
+            ("confirmed", node.checks_confirmed),
+            ("refuted", node.checks_refuted),
+            ("refused", node.checks_refused),
+        ] {
+            advance(&self.rumour_checks.get_or_create(&OutcomeLabel { outcome }), n);
+        }
+        for (outcome, n) in [("sent", node.rows_sent), ("received", node.rows_received), ("refused", node.rows_refused)]
+        {
+            advance(&self.reachability_rows.get_or_create(&OutcomeLabel { outcome }), n);
+        }
         advance(&self.suspicions_raised, node.suspicions_started);
         advance(&self.deaths_declared, node.deaths_declared);
         advance(&self.reconnects, node.reconnects);
@@ -638,6 +688,7 @@ impl Metrics {
             | What::Policy { .. }
             | What::Renewed { .. }
             | What::Reachable { .. }
+            | What::NameConflict { .. }
             | What::Missed { .. } => {}
         }
     }

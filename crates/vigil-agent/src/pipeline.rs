@@ -100,7 +100,9 @@ fn log(r: &EventRecord) {
         What::Suspected { .. } | What::Dead { .. } | What::Left { .. } | What::PathProblem { .. } => {
             tracing::info!("{r}")
         }
-        What::SelfRefuted { .. } | What::LocalStall { .. } | What::Renewed { .. } => tracing::warn!("{r}"),
+        What::SelfRefuted { .. } | What::LocalStall { .. } | What::Renewed { .. } | What::NameConflict { .. } => {
+            tracing::warn!("{r}")
+        }
         _ => tracing::debug!("{r}"),
     }
 }

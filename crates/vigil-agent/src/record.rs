@@ -232,17 +232,18 @@ pub enum What {
         /// How late, milliseconds.
         late_ms: f64,
     },
-    /// A member's suspicion ran out here without a refutation, while a
-    /// downing strategy decides: it is unreachable, not dead.
+    /// While a downing strategy decides: this member finds a member
+    /// unreachable itself (its probes failed, and the suspicion ran out
+    /// without a refutation). It is not dead.
     Unreachable {
         /// Who.
         member: String,
         /// Its generation.
         generation: u64,
-        /// Its first accuser.
+        /// The member that finds it unreachable (this one).
         by: String,
     },
-    /// An unreachable member refuted its suspicion.
+    /// A member this member found unreachable answers again.
     Reachable {
         /// Who.
         member: String,
@@ -285,6 +286,25 @@ pub enum What {
         strategy: String,
         /// Why.
         reason: String,
+    },
+    /// Two processes claim one name. `refused` false: another process
+    /// (`claimant_addr`) tried to take the name of `member`, which still
+    /// answers at `holder_addr`, and was refused. `refused` true: **this
+    /// agent is the one refused** — its name is held by the process at
+    /// `holder_addr` — and it stops (exit status 2): give it another name.
+    NameConflict {
+        /// The name.
+        member: String,
+        /// The generation the cluster keeps.
+        generation: u64,
+        /// Where the process the cluster keeps answers.
+        holder_addr: String,
+        /// The refused process's generation.
+        claimant_generation: u64,
+        /// Where the refused process is.
+        claimant_addr: String,
+        /// Whether this agent is the one refused.
+        refused: bool,
     },
     /// Events that were not passed on.
     Missed {
@@ -485,6 +505,14 @@ impl What {
                 down: down.clone(),
                 reason: reason.clone(),
             },
+            Event::NameConflict { holder, holder_addr, claimant, claimant_addr, refused } => What::NameConflict {
+                member: holder.name.clone(),
+                generation: holder.generation,
+                holder_addr: holder_addr.to_string(),
+                claimant_generation: claimant.generation,
+                claimant_addr: claimant_addr.to_string(),
+                refused: *refused,
+            },
             Event::Downed { id: i, by, strategy, reason } => {
                 let (member, generation) = id(i);
                 What::Downed {
@@ -520,6 +548,7 @@ impl What {
             | What::Unreachable { member, .. }
             | What::Reachable { member, .. }
             | What::Decided { member, .. }
+            | What::NameConflict { member, .. }
             | What::Downed { member, .. } => Some(member),
             What::Missed { .. } => None,
         }
@@ -548,6 +577,7 @@ impl What {
             What::Reachable { .. } => "reachable",
             What::Decided { .. } => "decided",
             What::Downed { .. } => "downed",
+            What::NameConflict { .. } => "name_conflict",
             What::Missed { .. } => "missed",
         }
     }
@@ -608,9 +638,7 @@ impl fmt::Display for EventRecord {
             }
             What::Renewed { member, generation } => write!(f, "{member} took a new generation ({generation})"),
             What::LocalStall { member, late_ms } => write!(f, "{member} itself stalled ({late_ms:.0} ms late)"),
-            What::Unreachable { member, by, .. } => {
-                write!(f, "{member} is unreachable (suspected by {by}, not refuted)")
-            }
+            What::Unreachable { member, by, .. } => write!(f, "{member} is unreachable from {by}"),
             What::Reachable { member, incarnation, .. } => {
                 write!(f, "{member} is reachable again (incarnation {incarnation})")
             }
@@ -634,6 +662,16 @@ impl fmt::Display for EventRecord {
             What::Downed { member, by, strategy, reason, .. } => {
                 write!(f, "{member} is downed by {by} ({strategy}: {reason})")
             }
+            What::NameConflict { member, holder_addr, claimant_addr, refused: true, .. } => write!(
+                f,
+                "{node} stops: its name {member} is held by the process at {holder_addr}, which answers (this one is at \
+                 {claimant_addr}); give this member another --name"
+            ),
+            What::NameConflict { member, holder_addr, claimant_addr, .. } => write!(
+                f,
+                "a process at {claimant_addr} claims the name {member}, held by the process at {holder_addr}, which \
+                 answers: refused"
+            ),
             What::Missed { count, sink } => write!(f, "{count} events missed ({})", sink.name()),
         }
     }

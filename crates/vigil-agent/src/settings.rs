@@ -1084,7 +1084,7 @@ impl Flags {
                 "off" => (false, false),
                 _ => return Err(invalid(from, &text, "share, down or off")),
             };
-            protocol.gray = vigil_net::gray::GraySharing { share, counts_for_downing };
+            protocol.gray = vigil_net::gray::GraySharing { share, counts_for_downing, ..protocol.gray };
         }
         let http = match pick(&a.http, &file.http, "http", "--http") {
             Some((v, _)) if v == "off" => Http::Off,

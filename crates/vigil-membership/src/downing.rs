@@ -5,39 +5,128 @@
 //! wrong from where it stands. Declaring the other side dead, as the
 //! protocol's automatic verdict does ([`Strategy::Auto`]), leaves two
 //! clusters that each believe they own every leader, lease and shard. The
-//! strategies here decide instead, from what one member knows, which side
-//! keeps running: its own (`DownUnreachable`: the others are downed), the
-//! other (`DownReachable`: this side downs itself), or neither
-//! (`DownAll`). They are those of Akka's Split Brain Resolver, as pure
-//! functions over the members, the unreachability records (observer →
-//! subject), the members' ages (the generation they joined with) and
-//! their tags; a runtime calls [`decide`] once the picture has been stable
-//! for long enough ([`crate::stability::Stability`]).
+//! strategies here (those of Akka's Split Brain Resolver) decide instead,
+//! from what one member knows, which members keep acting as the cluster; a
+//! runtime calls [`decide`] once that knowledge has held still for long
+//! enough ([`crate::stability::Stability`]).
 //!
-//! Before any strategy, members that are *indirectly connected* (found
-//! unreachable by some, and themselves finding others unreachable: a
-//! flaky link, not a partition) are downed, and the strategy decides over
-//! the fully connected rest, so that one bad link cannot take a side with
-//! it.
+//! # What a member decides from
+//!
+//! Each member keeps a *row*: the members it finds unreachable itself (its
+//! probes, direct and through others, went unanswered, and the suspicion
+//! ran out without a refutation). It sends its row to every member it can
+//! reach, and takes another member's row from that member only, in a
+//! datagram from the member's own address (sealed with the cluster's key
+//! when the cluster seals): a record is first-hand or it is nothing. Its
+//! [`Picture`] is its own row and the rows of the members it can reach.
+//!
+//! # The rule
+//!
+//! A member's *core* is the members it can reach whose row is its own
+//! (itself included): the members that, as far as it knows, see the
+//! cluster exactly as it does. It decides:
+//!
+//! 1. its row is not empty, and the strategy keeps its core against the
+//!    rest of the membership ([`kept`]): it *survives*, and downs the
+//!    members of its row ([`Decision::DownUnreachable`]); with
+//!    `lease-majority`, it asks the lease for its core first;
+//! 2. otherwise, if it is *threatened*, it downs itself
+//!    ([`Decision::DownReachable`]): the strategy would keep the members
+//!    it cannot reach (a side it cannot see), or a member it reaches finds
+//!    it unreachable and the members that could share that member's row
+//!    (those it reaches with the same row, and those it cannot reach that
+//!    are not in the row) would be kept;
+//! 3. otherwise it *waits* ([`Decision::Nothing`]): it downs nobody, and
+//!    decides again when its picture changes.
+//!
+//! A member whose row is empty downs nobody; it downs itself only if
+//! threatened.
+//!
+//! # What downing promises
+//!
+//! **(a) No split brain.** Whatever rows the members hold, when each
+//! decides from its own picture, no member that survives downs another
+//! member that survives. Two cores the strategy keeps share a member (two
+//! majorities of one membership meet; so do two static quorums of a
+//! cluster no larger than `2 × size − 1`, two sides holding the oldest,
+//! two holding the referee; the lease grants one holder at a time, named
+//! after the core's member with the lowest address), and a member in two
+//! cores has one row, so the two cores are one, with one row: neither
+//! holds the other's members in its row. A member one survivor downs is
+//! threatened by it: either it reaches a member of that core (whose row
+//! names it, and whose possible sharers are kept), or it reaches none of
+//! them (then they are among the members it cannot reach, which would be
+//! kept). This is checked for every picture of clusters of up to five
+//! members, every strategy and tie (`tests/downing_exhaustive.rs` says how
+//! many cases). Over time, a decision waits for the picture to hold still
+//! for `stable_after`; a member that others downed while it could not
+//! decide (paused, cut off on and off) learns it from the members that
+//! hold it dead, each telling it first-hand, and downs itself once those
+//! members alone could be a side the strategy keeps; a member that hears
+//! nobody finds everyone unreachable and downs itself once that picture
+//! held still. The simulator checks this over random fault schedules
+//! (`vigil sim swarm`).
+//!
+//! **(b) No collateral.** With `f` crashed members within the strategy's
+//! tolerance (below) and any number of forged accusations, no correct
+//! member is downed or declared dead: a stranger's records never enter a
+//! picture, every correct member's row is the crashed members, its core
+//! is every correct member, and the strategy keeps it. A member holding
+//! the cluster's key controls its own row and nothing else: by disagreeing
+//! it leaves its own place in the cores (it counts as one member fewer,
+//! not as one more), so `f` crashed members and `i` such members down no
+//! correct member while `f + i` is within the tolerance. Except where one
+//! member's word decides by design: the oldest under `keep-oldest`, the
+//! referee under `keep-referee`, and whoever can take the lease under
+//! `lease-majority`.
+//!
+//! **(c) No outage from a crash.** Within the tolerance, the correct
+//! members survive crashes: detection, then `stable_after`, then the
+//! removal margin before the crashed are declared dead. After a partition
+//! heals, the members that downed themselves rejoin through those that
+//! survived, at new generations. The tolerance, for `n` members of which
+//! `f` crashed:
+//!
+//! | strategy | the correct members survive while |
+//! |---|---|
+//! | `keep-majority` | `f < n / 2`, or `f = n / 2` and the lowest address is a correct member's |
+//! | `static-quorum:size=q` | `n − f ≥ q` (and `n ≤ 2q − 1`) |
+//! | `keep-oldest` (down-if-alone, the default) | the oldest is correct, or it alone crashed |
+//! | `keep-oldest:down-if-alone=off` | the oldest is correct |
+//! | `keep-referee` | the referee is correct and `n − f` reaches `down-all-if-less-than` |
+//! | `lease-majority` | the lease can be asked (a side that cannot ask it downs itself, and asks again when it rejoins) |
+//! | `down-all` | never: any unreachable member stops the cluster, by design |
+//!
+//! **(d) Strangers.** Nothing a stranger sends changes a member's address,
+//! status or reachability record unless the member itself confirms it: a
+//! stranger's word about a known member changes nothing (this member may
+//! probe the member and then act on its own evidence), rows are taken
+//! first-hand, and a member's address changes only when it answers at the
+//! new address as itself.
+//!
+//! What plaintext cannot give: without a key anyone who can reach a member
+//! can join as a member of its own name, and then holds the powers of a
+//! member holding the key above. A stranger cannot speak for a member it is
+//! not (packets are judged by the address they come from; a forged source
+//! address is outside what vigil defends against).
 //!
 //! ```
 //! use vigil_membership::downing::{Decision, Picture, Strategy, decide};
 //!
-//! // Five members; d and e are cut off. From a's side: three against two.
+//! // Five members; d and e are cut off from a, b and c, and each side's
+//! // members find the other side unreachable.
+//! let majority = Strategy::KeepMajority { tag: None };
 //! let picture = Picture::new("a", ["a", "b", "c", "d", "e"])
-//!     .unreachable("a", "d")
-//!     .unreachable("b", "e");
-//! let verdict = decide(&Strategy::KeepMajority { tag: None }, &picture);
+//!     .row("a", ["d", "e"])
+//!     .row("b", ["d", "e"])
+//!     .row("c", ["d", "e"]);
+//! let verdict = decide(&majority, &picture);
 //! assert_eq!(verdict.decision, Decision::DownUnreachable);
 //! assert_eq!(verdict.down, ["d", "e"]);
 //!
-//! // The same partition from e's side (its observers found a, b and c
-//! // unreachable): it is the minority, and downs itself.
-//! let picture = Picture::new("e", ["a", "b", "c", "d", "e"])
-//!     .unreachable("e", "a")
-//!     .unreachable("d", "b")
-//!     .unreachable("e", "c");
-//! assert_eq!(decide(&Strategy::KeepMajority { tag: None }, &picture).decision, Decision::DownReachable);
+//! // The same partition from e's side: it is the minority, and downs itself.
+//! let picture = Picture::new("e", ["a", "b", "c", "d", "e"]).row("e", ["a", "b", "c"]).row("d", ["a", "b", "c"]);
+//! assert_eq!(decide(&majority, &picture).decision, Decision::DownReachable);
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -63,14 +152,18 @@ pub struct Candidate {
 }
 
 /// What one member knows when it decides: itself, the members (itself
-/// included), and the unreachability records it has (observer finds
-/// subject unreachable).
+/// included), and the rows it holds: its own, and those of the members it
+/// can reach, each as that member sent it (observer finds subject
+/// unreachable). A runtime builds it from first-hand rows only; records of
+/// members this one cannot reach (found in its own row) are left out when
+/// it decides.
 ///
 /// ```
 /// use vigil_membership::downing::Picture;
 ///
 /// let p = Picture::new("a", ["a", "b", "c"]).unreachable("a", "c");
 /// assert_eq!(p.unreachable_members().collect::<Vec<_>>(), ["c"]);
+/// assert_eq!(p.row_of("a").collect::<Vec<_>>(), ["c"]);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Picture {
@@ -106,86 +199,30 @@ impl Picture {
         self
     }
 
+    /// The same picture with a record from `observer` for each of
+    /// `subjects`.
+    pub fn row<'a>(self, observer: &str, subjects: impl IntoIterator<Item = &'a str>) -> Picture {
+        subjects.into_iter().fold(self, |p, s| p.unreachable(observer, s))
+    }
+
     /// Members some member finds unreachable.
     pub fn unreachable_members(&self) -> impl Iterator<Item = &str> {
         let subjects: BTreeSet<&str> = self.known_records().map(|(_, s)| s).collect();
         subjects.into_iter()
     }
 
-    /// The records whose observer and subject are both members here.
+    /// The members `observer` finds unreachable, in order.
+    pub fn row_of<'a>(&'a self, observer: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.known_records().filter(move |(o, _)| *o == observer).map(|(_, s)| s)
+    }
+
+    /// The records whose observer and subject are both members here (and
+    /// differ).
     fn known_records(&self) -> impl Iterator<Item = (&str, &str)> {
         self.records
             .iter()
-            .filter(|(o, s)| self.members.contains_key(o) && self.members.contains_key(s))
+            .filter(|(o, s)| o != s && self.members.contains_key(o) && self.members.contains_key(s))
             .map(|(o, s)| (o.as_str(), s.as_str()))
-    }
-
-    /// Members that are indirectly connected: found unreachable by some
-    /// member, and finding some member unreachable themselves. A clean
-    /// partition has none (each side's records go from it to the other);
-    /// a flaky link, a one-way cut or a member that flaps does.
-    ///
-    /// Blame goes first to those found unreachable by the most members:
-    /// they are marked, their own records stop counting, and the rest is
-    /// looked at again, so that a member cut off from everyone, which
-    /// accuses the members it cannot hear, does not take them with it. Two
-    /// members that only accuse each other (a bad link between them) are
-    /// both indirectly connected.
-    ///
-    /// ```
-    /// use vigil_membership::downing::Picture;
-    ///
-    /// // e hears nobody: it accuses a and b; c, d and a accuse e.
-    /// let p = Picture::new("a", ["a", "b", "c", "d", "e"])
-    ///     .unreachable("e", "a")
-    ///     .unreachable("e", "b")
-    ///     .unreachable("c", "e")
-    ///     .unreachable("d", "e")
-    ///     .unreachable("a", "e");
-    /// assert_eq!(p.indirectly_connected().into_iter().collect::<Vec<_>>(), ["e"]);
-    /// ```
-    pub fn indirectly_connected(&self) -> BTreeSet<String> {
-        self.blame().0
-    }
-
-    /// The indirectly connected members, and the records whose word still
-    /// counts once blame is assigned.
-    ///
-    /// A marked member's records stop counting. So do those of a member
-    /// that was accused only by marked members: it was caught up in the
-    /// same trouble (a member that hears nobody accuses its neighbours,
-    /// and they accuse it and each other), so what it reports is no better
-    /// evidence than what was reported of it. Without that, a flapping
-    /// member whose accusers were all blamed first would keep its word,
-    /// and take the healthy members it could not hear down with it.
-    fn blame(&self) -> (BTreeSet<String>, BTreeSet<(&str, &str)>) {
-        let mut records: BTreeSet<(&str, &str)> = self.known_records().collect();
-        let accused: BTreeSet<&str> = records.iter().map(|(_, s)| *s).collect();
-        let mut marked = BTreeSet::new();
-        loop {
-            // Drop the word of members no longer accused by anyone left.
-            loop {
-                let subjects: BTreeSet<&str> = records.iter().map(|(_, s)| *s).collect();
-                let before = records.len();
-                records.retain(|(o, _)| !accused.contains(o) || subjects.contains(o));
-                if records.len() == before {
-                    break;
-                }
-            }
-            let observers: BTreeSet<&str> = records.iter().map(|(o, _)| *o).collect();
-            let mut accusers: BTreeMap<&str, usize> = BTreeMap::new();
-            for (_, s) in &records {
-                *accusers.entry(*s).or_default() += 1;
-            }
-            let both: Vec<(&str, usize)> = accusers.into_iter().filter(|(s, _)| observers.contains(s)).collect();
-            let Some(most) = both.iter().map(|(_, c)| *c).max() else { break };
-            let blamed: Vec<&str> = both.iter().filter(|(_, c)| *c == most).map(|(s, _)| *s).collect();
-            for s in blamed {
-                marked.insert(s.to_owned());
-                records.retain(|(o, _)| *o != s);
-            }
-        }
-        (marked, records)
     }
 }
 
@@ -222,15 +259,16 @@ pub enum Strategy {
     /// The side with at least `size` members survives; with fewer, a side
     /// downs itself. Never let the cluster grow past `2 × size − 1`
     /// members: then both sides of a partition can hold a quorum, and
-    /// everyone is downed instead.
+    /// every member that finds another unreachable downs itself instead.
     StaticQuorum {
         /// The quorum.
         size: usize,
         /// Count only these members.
         tag: Option<TagFilter>,
     },
-    /// The side holding the oldest member survives; with `down_if_alone`,
-    /// an oldest member cut off alone downs itself and the others survive.
+    /// The side holding the oldest member survives; with `down_if_alone`
+    /// (the default in the text form), an oldest member cut off alone goes
+    /// and the others survive, so that its crash is not an outage.
     KeepOldest {
         /// Down the oldest rather than everyone else when it is alone.
         down_if_alone: bool,
@@ -238,12 +276,13 @@ pub enum Strategy {
         tag: Option<TagFilter>,
     },
     /// The side holding the referee (a member's address) survives, if it
-    /// has at least `down_all_if_less_than` members; otherwise everyone is
-    /// downed.
+    /// has at least `down_all_if_less_than` members; a smaller side holding
+    /// it does not survive (nobody downs anybody then: every side waits).
     KeepReferee {
         /// The referee's address.
         referee: SocketAddr,
-        /// Fewer members than this with the referee down everyone.
+        /// A side holding the referee with fewer members than this does
+        /// not survive.
         down_all_if_less_than: usize,
     },
     /// The side that takes an external lease survives (a Kubernetes Lease,
@@ -256,7 +295,8 @@ pub enum Strategy {
         /// Count only these members for the majority.
         tag: Option<TagFilter>,
     },
-    /// Everyone is downed: a partition stops the cluster.
+    /// Nobody survives: any member that finds another unreachable downs
+    /// itself, so a partition or a crash stops the cluster.
     DownAll,
 }
 
@@ -265,17 +305,20 @@ pub enum Strategy {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Decision {
-    /// Nothing to decide: nobody is unreachable (but the indirectly
-    /// connected, who are downed).
+    /// Nothing to do: nobody is unreachable from this member, or it waits
+    /// (its core is not kept, and nothing threatens it).
     Nothing,
-    /// This side survives: the unreachable members are downed.
+    /// This member's side survives: the members of its row are downed.
     DownUnreachable,
-    /// This side loses: its own members (this one included) are downed.
+    /// This member downs itself: its side loses, or a side that could be
+    /// kept finds it unreachable.
     DownReachable,
-    /// Nobody survives.
+    /// Nobody survives: this member downs itself, as every member that
+    /// finds another unreachable does.
     DownAll,
     /// The lease decides: this side survives if it takes the lease (asked
-    /// after the delay), and downs itself otherwise.
+    /// after the delay); otherwise this member downs itself if threatened,
+    /// and waits if not.
     AskLease {
         /// When to ask, from the decision.
         after: Duration,
@@ -289,12 +332,18 @@ pub enum Decision {
 pub struct Verdict {
     /// What was decided.
     pub decision: Decision,
-    /// The members to down, by name: the indirectly connected, and the
-    /// losing side (for [`Decision::AskLease`], those downed if the lease
-    /// is taken: the other side's; if it is not, this side is).
+    /// The members to down, by name: the members of this member's row when
+    /// its side survives (for [`Decision::AskLease`], those downed if the
+    /// lease is taken); this member (and the rest of its core, which
+    /// decides alike) when it downs itself; everyone for
+    /// [`Decision::DownAll`].
     pub down: Vec<String>,
-    /// The indirectly connected members among them.
-    pub indirectly_connected: Vec<String>,
+    /// This member's core: the members it reaches whose row is its own.
+    pub core: Vec<String>,
+    /// Whether this member is threatened (see the module documentation):
+    /// with [`Decision::AskLease`], whether it downs itself if the lease is
+    /// refused.
+    pub threatened: bool,
     /// Why, for a person.
     pub reason: String,
 }
@@ -306,158 +355,356 @@ impl Verdict {
     }
 }
 
-/// Decides, for the member `picture.me`, who survives: see the module
-/// documentation.
-pub fn decide(strategy: &Strategy, picture: &Picture) -> Verdict {
-    let (indirect, counted) = picture.blame();
-    // The fully connected members, and those of them found unreachable by
-    // an observer whose word counts (not an indirectly connected one's).
-    let members: Vec<&Candidate> = picture.members.values().filter(|c| !indirect.contains(&c.name)).collect();
-    // A subject is unreachable when most of its accusers are observers whose
-    // word counts: one clean accuser among many blamed ones is more likely
-    // one more of the same trouble (a flapping member that was not itself
-    // accused here yet) than the first sign of a partition.
-    let mut accusers: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for (_, s) in picture.known_records() {
-        accusers.entry(s).or_default().1 += 1;
+/// A set of member indices (the members in name order).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn with(n: usize) -> Bits {
+        Bits(vec![0; n.div_ceil(64)])
     }
-    for (_, s) in &counted {
-        accusers.entry(*s).or_default().0 += 1;
+    fn insert(&mut self, i: usize) {
+        if let Some(w) = self.0.get_mut(i / 64) {
+            *w |= 1 << (i % 64);
+        }
     }
-    let unreachable: BTreeSet<&str> = accusers
-        .into_iter()
-        .filter(|(s, (clean, all))| !indirect.contains(*s) && *clean > 0 && 2 * clean > *all)
-        .map(|(s, _)| s)
-        .collect();
-    let (mine, theirs): (Vec<&Candidate>, Vec<&Candidate>) =
-        members.iter().copied().partition(|c| !unreachable.contains(c.name.as_str()));
-    let names = |side: &[&Candidate]| side.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
-    let everyone = || members.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
-    let verdict = |decision: Decision, mut down: Vec<String>, reason: String| {
-        down.extend(indirect.iter().cloned());
-        down.sort();
-        down.dedup();
-        Verdict { decision, down, indirectly_connected: indirect.iter().cloned().collect(), reason }
-    };
-    if matches!(strategy, Strategy::Auto) {
-        return verdict(Decision::Auto, Vec::new(), "the protocol's own verdicts decide".into());
+    fn contains(&self, i: usize) -> bool {
+        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
-    // A member that is itself indirectly connected is downed whatever the
-    // strategy says of the rest.
-    if theirs.is_empty() {
-        let reason = if indirect.is_empty() {
-            "nobody is unreachable".to_owned()
-        } else {
-            format!("{} indirectly connected, the rest fully connected", indirect.len())
-        };
-        return verdict(Decision::Nothing, Vec::new(), reason);
+    fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
     }
-    let counted = |side: &[&Candidate], tag: &Option<TagFilter>| -> usize {
+    fn is_empty(&self) -> bool {
+        self.0.iter().all(|w| *w == 0)
+    }
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().enumerate().flat_map(|(k, w)| (0..64).filter(move |b| w & (1 << b) != 0).map(move |b| k * 64 + b))
+    }
+    /// The members of `n` not in this set.
+    fn complement(&self, n: usize) -> Bits {
+        let mut c = Bits::with(n);
+        for i in 0..n {
+            if !self.contains(i) {
+                c.insert(i);
+            }
+        }
+        c
+    }
+}
+
+/// What the rule gives, over member indices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Ruling {
+    decision: Decision,
+    /// The members downed (see [`Verdict::down`]).
+    down: Bits,
+    core: Bits,
+    /// What threatens this member, if anything.
+    threat: Option<Threat>,
+}
+
+/// What threatens a member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Threat {
+    /// The members it cannot reach could be a side the strategy keeps.
+    Hidden,
+    /// This member (index) finds it unreachable, and could share its row
+    /// with a side the strategy keeps.
+    Claimed(usize),
+}
+
+/// The strategy's view of a membership: the members in name order.
+struct Weigh<'a> {
+    strategy: &'a Strategy,
+    members: &'a [&'a Candidate],
+}
+
+impl Weigh<'_> {
+    fn n(&self) -> usize {
+        self.members.len()
+    }
+
+    fn counted(&self, side: &Bits, tag: &Option<TagFilter>) -> usize {
         match tag {
-            Some(t) => side.iter().filter(|c| t.admits(c)).count(),
+            Some(t) => side.iter().filter(|&i| self.members.get(i).is_some_and(|c| t.admits(c))).count(),
             None => side.len(),
         }
-    };
-    let (survive, lose) = (
-        |r: String| verdict(Decision::DownUnreachable, names(&theirs), r),
-        |r: String| verdict(Decision::DownReachable, names(&mine), r),
-    );
-    match strategy {
-        Strategy::Auto => unreachable_auto(),
-        Strategy::DownAll => verdict(Decision::DownAll, everyone(), "down-all: a partition stops the cluster".into()),
-        Strategy::KeepMajority { tag } => match majority(&mine, &theirs, tag) {
-            Side::Mine(why) => survive(why),
-            Side::Theirs(why) => lose(why),
-        },
-        Strategy::StaticQuorum { size, tag } => {
-            let (m, all) = (counted(&mine, tag), counted(&mine, tag) + counted(&theirs, tag));
-            if all > 2 * size - 1 {
-                verdict(
-                    Decision::DownAll,
-                    everyone(),
-                    format!("{all} members counted, more than 2 × {size} − 1: both sides could hold a quorum"),
-                )
-            } else if m >= *size {
-                survive(format!("{m} members counted here, a quorum of {size}"))
-            } else {
-                lose(format!("{m} members counted here, fewer than a quorum of {size}"))
+    }
+
+    /// Whether a static quorum can be held by two sides at once: the
+    /// cluster grew past `2 × size − 1` (counted members).
+    fn overgrown(&self) -> bool {
+        match self.strategy {
+            Strategy::StaticQuorum { size, tag } => {
+                let all = Bits::with(self.n()).complement(self.n());
+                self.counted(&all, tag) > (2 * size).saturating_sub(1)
             }
+            _ => false,
         }
-        Strategy::KeepOldest { down_if_alone, tag } => {
-            let oldest = members
-                .iter()
-                .filter(|c| tag.as_ref().is_none_or(|t| t.admits(c)))
-                .min_by_key(|c| (c.age, c.addr))
-                .or_else(|| members.iter().min_by_key(|c| (c.age, c.addr)));
-            let Some(oldest) = oldest else { return lose("no member to keep".into()) };
-            let here = !unreachable.contains(oldest.name.as_str());
-            let alone = |side: &[&Candidate]| side.len() == 1;
-            match (here, down_if_alone) {
-                (true, true) if alone(&mine) => lose(format!("the oldest, {}, is alone here: it goes", oldest.name)),
-                (true, _) => survive(format!("the oldest, {}, is here", oldest.name)),
-                (false, true) if alone(&theirs) => {
-                    survive(format!("the oldest, {}, is alone on the other side: it goes", oldest.name))
+    }
+
+    /// Which side a majority keeps: `side` against the rest.
+    fn majority(&self, side: &Bits, tag: &Option<TagFilter>) -> Side {
+        let rest = side.complement(self.n());
+        let tagged = |s: &Bits| -> Vec<usize> {
+            match tag {
+                Some(t) => s.iter().filter(|&i| self.members.get(i).is_some_and(|c| t.admits(c))).collect(),
+                None => s.iter().collect(),
+            }
+        };
+        let (mut m, mut t) = (tagged(side), tagged(&rest));
+        if m.is_empty() && t.is_empty() {
+            (m, t) = (side.iter().collect(), rest.iter().collect());
+        }
+        if m.len() != t.len() {
+            return if m.len() > t.len() { Side::Mine } else { Side::Theirs };
+        }
+        // A tie: the side holding the lowest address.
+        let lowest = |s: &[usize]| s.iter().filter_map(|&i| self.members.get(i)).map(|c| c.addr).min();
+        match (lowest(&m), lowest(&t)) {
+            (Some(a), Some(b)) if a < b => Side::Mine,
+            (Some(_), None) => Side::Mine,
+            _ => Side::Theirs,
+        }
+    }
+
+    /// The oldest member (lowest age, then address), among those with the
+    /// tag if any has it.
+    fn oldest(&self, tag: &Option<TagFilter>) -> Option<usize> {
+        let by = |i: &usize| self.members.get(*i).map(|c| (c.age, c.addr));
+        let all = 0..self.n();
+        let tagged = all.clone().filter(|&i| tag.as_ref().is_none_or(|t| self.members.get(i).is_some_and(|c| t.admits(c))));
+        tagged.min_by_key(by).or_else(|| all.min_by_key(by))
+    }
+
+    /// Whether the strategy keeps `side` against the rest of the
+    /// membership: whether a core that is `side` survives.
+    fn kept(&self, side: &Bits) -> bool {
+        if side.is_empty() {
+            return false;
+        }
+        let n = self.n();
+        match self.strategy {
+            Strategy::Auto | Strategy::DownAll => false,
+            Strategy::KeepMajority { tag } => self.majority(side, tag) == Side::Mine,
+            Strategy::StaticQuorum { size, tag } => !self.overgrown() && self.counted(side, tag) >= *size,
+            Strategy::KeepOldest { down_if_alone, tag } => {
+                let Some(oldest) = self.oldest(tag) else { return false };
+                if side.contains(oldest) {
+                    !(*down_if_alone && side.len() == 1 && n > 1)
+                } else {
+                    *down_if_alone && n - side.len() == 1
                 }
-                (false, _) => lose(format!("the oldest, {}, is on the other side", oldest.name)),
             }
-        }
-        Strategy::KeepReferee { referee, down_all_if_less_than } => {
-            if !mine.iter().any(|c| c.addr == *referee) {
-                lose(format!("the referee {referee} is not here"))
-            } else if mine.len() < *down_all_if_less_than {
-                verdict(
-                    Decision::DownAll,
-                    everyone(),
-                    format!("the referee is here with {} members, fewer than {down_all_if_less_than}", mine.len()),
-                )
-            } else {
-                survive(format!("the referee {referee} is here"))
+            Strategy::KeepReferee { referee, down_all_if_less_than } => {
+                side.iter().any(|i| self.members.get(i).is_some_and(|c| c.addr == *referee))
+                    && side.len() >= *down_all_if_less_than
             }
-        }
-        Strategy::LeaseMajority { acquire_delay_for_minority, tag } => {
-            let (after, why) = match majority(&mine, &theirs, tag) {
-                Side::Mine(why) => (Duration::ZERO, why),
-                Side::Theirs(why) => (*acquire_delay_for_minority, why),
-            };
-            verdict(Decision::AskLease { after }, names(&theirs), format!("the lease decides ({why})"))
+            // Any side may take the lease.
+            Strategy::LeaseMajority { .. } => true,
         }
     }
 }
 
-/// `decide` returns early for [`Strategy::Auto`].
-fn unreachable_auto() -> Verdict {
-    Verdict { decision: Decision::Auto, down: Vec::new(), indirectly_connected: Vec::new(), reason: String::new() }
-}
-
-/// Which side a majority keeps, and why.
+/// Which side a majority keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
-    Mine(String),
-    Theirs(String),
+    Mine,
+    Theirs,
 }
 
-fn majority<'a>(mine: &[&'a Candidate], theirs: &[&'a Candidate], tag: &Option<TagFilter>) -> Side {
-    // With a tag, only members that have it count, unless none has it.
-    fn tagged<'a>(side: &[&'a Candidate], tag: &Option<TagFilter>) -> Vec<&'a Candidate> {
-        match tag {
-            Some(t) => side.iter().copied().filter(|c| t.admits(c)).collect(),
-            None => side.to_vec(),
+/// The rule of the module documentation, over member indices: `rows[x]`
+/// is member `x`'s row as `me` holds it (its own, and those of the members
+/// it reaches; the rows of members it cannot reach are not looked at).
+fn rule(strategy: &Strategy, members: &[&Candidate], me: usize, rows: &[Bits]) -> Ruling {
+    let n = members.len();
+    let w = Weigh { strategy, members };
+    let empty = Bits::with(n);
+    let row = |x: usize| rows.get(x).unwrap_or(&empty);
+    let mine = row(me);
+    let reached = |x: usize| x != me && !mine.contains(x);
+    // The core: the members reached whose row is this member's own.
+    let mut core = Bits::with(n);
+    core.insert(me);
+    for x in (0..n).filter(|&x| reached(x)) {
+        if row(x) == mine {
+            core.insert(x);
         }
     }
-    let (m, t) = match (tagged(mine, tag), tagged(theirs, tag)) {
-        (m, t) if m.is_empty() && t.is_empty() => (mine.to_vec(), theirs.to_vec()),
-        pair => pair,
-    };
-    if m.len() != t.len() {
-        let why = format!("{} members here, {} on the other side", m.len(), t.len());
-        return if m.len() > t.len() { Side::Mine(why) } else { Side::Theirs(why) };
+    let ruling = |decision, down, threat| Ruling { decision, down, core: core.clone(), threat };
+    if matches!(strategy, Strategy::Auto) {
+        return ruling(Decision::Auto, Bits::with(n), None);
     }
-    // A tie: the side holding the lowest address.
-    let lowest = |side: &[&'a Candidate]| side.iter().map(|c| c.addr).min();
-    let why = format!("{} members on each side, a tie kept by the lowest address", m.len());
-    match (lowest(&m), lowest(&t)) {
-        (Some(a), Some(b)) if a < b => Side::Mine(why),
-        (Some(_), None) => Side::Mine(why),
-        _ => Side::Theirs(why),
+    // What threatens this member: a side it cannot see, or a side that
+    // finds it unreachable.
+    let threatened = || if w.kept(mine) {
+        Some(Threat::Hidden)
+    } else {
+        (0..n).filter(|&c| reached(c) && row(c).contains(me)).find_map(|c| {
+            let theirs = row(c);
+            let mut could = Bits::with(n);
+            for x in 0..n {
+                let shares = if reached(x) || x == me { x != me && row(x) == theirs } else { !theirs.contains(x) };
+                if shares {
+                    could.insert(x);
+                }
+            }
+            w.kept(&could).then_some(Threat::Claimed(c))
+        })
+    };
+    let needs_threat = mine.is_empty() || !w.kept(&core) || matches!(strategy, Strategy::LeaseMajority { .. } | Strategy::DownAll | Strategy::StaticQuorum { .. });
+    let threat = if needs_threat { threatened() } else { None };
+    let me_alone = {
+        let mut b = Bits::with(n);
+        b.insert(me);
+        b
+    };
+    if mine.is_empty() {
+        return match threat {
+            Some(t) => ruling(Decision::DownReachable, me_alone, Some(t)),
+            None => ruling(Decision::Nothing, Bits::with(n), None),
+        };
+    }
+    let everyone = empty.complement(n);
+    match strategy {
+        Strategy::DownAll => return ruling(Decision::DownAll, everyone, threat),
+        Strategy::StaticQuorum { .. } if w.overgrown() => return ruling(Decision::DownAll, everyone, threat),
+        Strategy::LeaseMajority { acquire_delay_for_minority, tag } => {
+            let after = match w.majority(&core, tag) {
+                Side::Mine => Duration::ZERO,
+                Side::Theirs => *acquire_delay_for_minority,
+            };
+            return ruling(Decision::AskLease { after }, mine.clone(), threat);
+        }
+        _ => {}
+    }
+    if w.kept(&core) {
+        return ruling(Decision::DownUnreachable, mine.clone(), None);
+    }
+    match threat {
+        // Its side loses: the core decides alike.
+        Some(Threat::Hidden) => ruling(Decision::DownReachable, core.clone(), threat),
+        Some(Threat::Claimed(_)) => ruling(Decision::DownReachable, me_alone, threat),
+        None => ruling(Decision::Nothing, Bits::with(n), None),
+    }
+}
+
+/// Decides, for the member `picture.me`, who survives: see the module
+/// documentation. A `me` that is not among the members decides nothing.
+pub fn decide(strategy: &Strategy, picture: &Picture) -> Verdict {
+    let members: Vec<&Candidate> = picture.members.values().collect();
+    let index: BTreeMap<&str, usize> = members.iter().enumerate().map(|(i, c)| (c.name.as_str(), i)).collect();
+    let Some(&me) = index.get(picture.me.as_str()) else {
+        let reason = format!("{} is not among the members", picture.me);
+        return Verdict { decision: Decision::Nothing, down: Vec::new(), core: Vec::new(), threatened: false, reason };
+    };
+    let n = members.len();
+    let mut rows = vec![Bits::with(n); n];
+    for (o, s) in picture.known_records() {
+        if let (Some(&o), Some(&s)) = (index.get(o), index.get(s)) {
+            rows[o].insert(s);
+        }
+    }
+    let r = rule(strategy, &members, me, &rows);
+    let names = |b: &Bits| b.iter().filter_map(|i| members.get(i)).map(|c| c.name.clone()).collect::<Vec<_>>();
+    let reason = explain(strategy, &members, me, &rows, &r);
+    Verdict {
+        decision: r.decision,
+        down: names(&r.down),
+        core: names(&r.core),
+        threatened: r.threat.is_some(),
+        reason,
+    }
+}
+
+/// Whether `strategy` keeps the members `side` (by name) against the rest
+/// of `picture`'s members: whether a core that is exactly `side` survives
+/// (see the module documentation). Names that are not members are
+/// ignored.
+///
+/// ```
+/// use vigil_membership::downing::{Picture, Strategy, keeps};
+///
+/// let p = Picture::new("e", ["a", "b", "c", "d", "e"]);
+/// let majority = Strategy::KeepMajority { tag: None };
+/// assert!(keeps(&majority, &p, &["a", "b", "c"]));
+/// assert!(!keeps(&majority, &p, &["a"]));
+/// ```
+pub fn keeps(strategy: &Strategy, picture: &Picture, side: &[&str]) -> bool {
+    let members: Vec<&Candidate> = picture.members.values().collect();
+    let mut bits = Bits::with(members.len());
+    for (i, c) in members.iter().enumerate() {
+        if side.contains(&c.name.as_str()) {
+            bits.insert(i);
+        }
+    }
+    Weigh { strategy, members: &members }.kept(&bits)
+}
+
+/// Why a ruling was given, for a person.
+fn explain(strategy: &Strategy, members: &[&Candidate], me: usize, rows: &[Bits], r: &Ruling) -> String {
+    let name = |i: usize| members.get(i).map_or("?", |c| c.name.as_str());
+    let list = |b: &Bits| b.iter().map(name).collect::<Vec<_>>().join(", ");
+    let n = members.len();
+    let mine = rows.get(me).cloned().unwrap_or_else(|| Bits::with(n));
+    let w = Weigh { strategy, members };
+    let core = format!("{} member(s) here see the cluster alike ({})", r.core.len(), list(&r.core));
+    let side = || -> String {
+        match strategy {
+            Strategy::KeepMajority { tag } | Strategy::LeaseMajority { tag, .. } => {
+                let theirs = r.core.complement(n);
+                let (a, b) = (w.counted(&r.core, tag), w.counted(&theirs, tag));
+                if a == b && (a > 0 || tag.is_none()) {
+                    format!("{a} against {b}, a tie kept by the lowest address")
+                } else {
+                    format!("{a} against {b}")
+                }
+            }
+            Strategy::StaticQuorum { size, tag } => {
+                format!("{} counted here, a quorum of {size}", w.counted(&r.core, tag))
+            }
+            Strategy::KeepOldest { tag, down_if_alone } => {
+                let oldest = w.oldest(tag).map_or("nobody", name);
+                let alone = if *down_if_alone { ", down-if-alone" } else { "" };
+                if w.oldest(tag).is_some_and(|o| r.core.contains(o)) {
+                    format!("the oldest, {oldest}, is here{alone}")
+                } else {
+                    format!("the oldest, {oldest}, is not here{alone}")
+                }
+            }
+            Strategy::KeepReferee { referee, down_all_if_less_than } => {
+                format!("the referee {referee}, at least {down_all_if_less_than} member(s) with it")
+            }
+            Strategy::DownAll | Strategy::Auto => String::new(),
+        }
+    };
+    let threat = |t: Option<Threat>| match t {
+        Some(Threat::Hidden) => format!("the members it cannot reach ({}) could be a side that survives", list(&mine)),
+        Some(Threat::Claimed(c)) => {
+            format!("{} finds it unreachable, and those that could see the cluster as {} does would survive", name(c), name(c))
+        }
+        None => String::new(),
+    };
+    match r.decision {
+        Decision::Auto => "the protocol's own verdicts decide".into(),
+        Decision::Nothing if mine.is_empty() => "nobody is unreachable from here".into(),
+        Decision::Nothing => format!(
+            "{core}, not a side that survives ({}); nothing threatens it: it waits for the picture to change",
+            side()
+        ),
+        Decision::DownUnreachable => format!("{core}: it survives ({}); {} unreachable", side(), list(&mine)),
+        Decision::DownReachable if mine.is_empty() => format!("nobody is unreachable from here, but {}", threat(r.threat)),
+        Decision::DownReachable => format!("{core}, not a side that survives ({}); {}", side(), threat(r.threat)),
+        Decision::DownAll if matches!(strategy, Strategy::DownAll) => "down-all: a member is unreachable".into(),
+        Decision::DownAll => {
+            let all = Bits::with(n).complement(n);
+            let counted = match strategy {
+                Strategy::StaticQuorum { tag, .. } => w.counted(&all, tag),
+                _ => n,
+            };
+            format!("{counted} members counted, more than 2 × size − 1: both sides could hold a quorum")
+        }
+        Decision::AskLease { .. } => format!("{core}; the lease decides ({})", side()),
     }
 }
 
@@ -486,7 +733,7 @@ impl std::error::Error for BadStrategy {}
 
 /// `auto`, `down-all`, `keep-majority[:tag=KEY=VALUE]`,
 /// `static-quorum:size=N[,tag=KEY=VALUE]`,
-/// `keep-oldest[:down-if-alone][,tag=KEY=VALUE]`,
+/// `keep-oldest[:down-if-alone=on|off][,tag=KEY=VALUE]` (on by default),
 /// `keep-referee:address=IP:PORT[,down-all-if-less-than=N]`,
 /// `lease-majority[:acquire-delay-for-minority=DURATION][,tag=KEY=VALUE]`
 /// (a duration with its unit: `2s`, `500ms`).
@@ -494,7 +741,7 @@ impl std::error::Error for BadStrategy {}
 /// ```
 /// use vigil_membership::downing::Strategy;
 ///
-/// for text in ["auto", "keep-majority", "static-quorum:size=3", "keep-oldest:down-if-alone,tag=role=db",
+/// for text in ["auto", "keep-majority", "static-quorum:size=3", "keep-oldest:tag=role=db", "keep-oldest:down-if-alone=off",
 ///              "keep-referee:address=10.0.0.1:7946,down-all-if-less-than=2", "lease-majority:acquire-delay-for-minority=3s"] {
 ///     let s: Strategy = text.parse()?;
 ///     assert_eq!(s.to_string(), text);
@@ -570,7 +817,15 @@ impl FromStr for Strategy {
                 let size = number("size")?.ok_or_else(|| bad("needs its size (static-quorum:size=N)".into()))?;
                 Strategy::StaticQuorum { size, tag }
             }
-            "keep-oldest" => Strategy::KeepOldest { down_if_alone: flags.contains("down-if-alone"), tag },
+            "keep-oldest" => {
+                let down_if_alone = match settings.get("down-if-alone") {
+                    None => true,
+                    Some(&("on" | "true")) => true,
+                    Some(&("off" | "false")) => false,
+                    Some(v) => return Err(bad(format!("has down-if-alone={v}: expected on or off"))),
+                };
+                Strategy::KeepOldest { down_if_alone, tag }
+            }
             "keep-referee" => {
                 let address = settings
                     .get("address")
@@ -623,7 +878,7 @@ impl fmt::Display for Strategy {
                 with(f, "static-quorum", vec![Some(format!("size={size}")), tag(t)])
             }
             Strategy::KeepOldest { down_if_alone, tag: t } => {
-                with(f, "keep-oldest", vec![down_if_alone.then(|| "down-if-alone".to_owned()), tag(t)])
+                with(f, "keep-oldest", vec![(!down_if_alone).then(|| "down-if-alone=off".to_owned()), tag(t)])
             }
             Strategy::KeepReferee { referee, down_all_if_less_than } => with(
                 f,
@@ -735,12 +990,10 @@ impl Default for Downing {
 pub struct Pending {
     /// What was decided.
     pub decision: Decision,
-    /// The members it downs, by name.
+    /// The members it downs, by name: each only if this member still finds
+    /// it unreachable when the margin ends (one that answered since was
+    /// not on the other side of anything).
     pub down: Vec<String>,
-    /// The indirectly connected members among them: downed when the
-    /// margin ends whatever they do meanwhile. The others are downed only
-    /// if they are still found unreachable then.
-    pub indirect: Vec<String>,
     /// Why, for a person.
     pub reason: String,
     /// When it is carried out (the removal margin's end), or the lease
@@ -753,6 +1006,10 @@ pub struct Pending {
     /// with the lowest address), so that the lease grants a side and not
     /// one member of it.
     pub lease_holder: Option<String>,
+    /// For [`Decision::AskLease`]: whether this member downs itself if
+    /// the lease is refused (see [`Verdict::threatened`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub threatened: bool,
 }
 
 /// The lease's answer to a request ([`Node::lease_answer`](crate::Node::lease_answer)).
@@ -827,6 +1084,9 @@ impl fmt::Display for Decision {
 }
 
 #[cfg(test)]
+mod exhaustive;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -866,7 +1126,9 @@ mod tests {
 
     fn survives(s: &Strategy, p: &Picture) -> bool {
         let v = decide(s, p);
-        assert!(v.indirectly_connected.is_empty(), "a clean partition has no indirectly connected member");
+        // In a clean partition a member's core is its whole side.
+        let side: Vec<&str> = p.members.keys().map(String::as_str).filter(|n| !p.row_of(&p.me).any(|s| s == *n)).collect();
+        assert_eq!(v.core, side, "{s}: {}", p.me);
         matches!(v.decision, Decision::DownUnreachable)
     }
 
@@ -955,8 +1217,12 @@ mod tests {
         let p = split("a", &FIVE, &["a", "b"]);
         let referee = p.members["b"].addr;
         assert!(survives(&Strategy::KeepReferee { referee, down_all_if_less_than: 2 }, &p));
+        // Too small a side with the referee does not survive, and the other
+        // side does not hold the referee: both wait.
         let v = decide(&Strategy::KeepReferee { referee, down_all_if_less_than: 3 }, &p);
-        assert_eq!(v.decision, Decision::DownAll);
+        assert_eq!(v.decision, Decision::Nothing, "{}", v.reason);
+        let v = decide(&Strategy::KeepReferee { referee, down_all_if_less_than: 3 }, &split("c", &FIVE, &["a", "b"]));
+        assert_eq!(v.decision, Decision::Nothing, "{}", v.reason);
         assert!(!survives(
             &Strategy::KeepReferee { referee, down_all_if_less_than: 1 },
             &split("c", &FIVE, &["a", "b"])
@@ -976,25 +1242,50 @@ mod tests {
     }
 
     #[test]
-    fn one_bad_link_downs_the_indirectly_connected_and_nobody_else() {
+    fn one_bad_link_downs_nobody_and_the_two_wait() {
+        let majority = Strategy::KeepMajority { tag: None };
         // c finds d unreachable and d finds c unreachable (the link between
-        // them failed): both are observers and subjects, indirectly
-        // connected; the rest is fully connected and keeps running.
-        let p = Picture::new("a", FIVE).unreachable("c", "d").unreachable("d", "c");
-        let v = decide(&Strategy::KeepMajority { tag: None }, &p);
-        assert_eq!(v.decision, Decision::Nothing);
-        assert_eq!(v.down, ["c", "d"]);
-        assert_eq!(v.indirectly_connected, ["c", "d"]);
-        // Only d is found unreachable, by c, and d finds nobody
-        // unreachable: d is the other side, alone, and the majority downs
-        // it. (The protocol records unreachability only once indirect
-        // probes failed too, so one bad link seldom gets this far.)
-        let p = Picture::new("a", FIVE).unreachable("c", "d");
-        let v = decide(&Strategy::KeepMajority { tag: None }, &p);
-        assert_eq!((v.decision, v.down.clone()), (Decision::DownUnreachable, vec!["d".to_owned()]));
+        // them failed, through the others too): each is alone in its core,
+        // and nothing threatens it; the others find nobody unreachable.
+        for me in FIVE {
+            let p = Picture::new(me, FIVE).unreachable("c", "d").unreachable("d", "c");
+            let v = decide(&majority, &p);
+            assert_eq!((v.decision, v.down.len()), (Decision::Nothing, 0), "{me}: {}", v.reason);
+        }
+        // Only c finds d unreachable: nobody is downed either (d is
+        // reached by the others, who see the cluster alike).
+        for me in FIVE {
+            let v = decide(&majority, &Picture::new(me, FIVE).unreachable("c", "d"));
+            assert_eq!(v.decision, Decision::Nothing, "{me}: {}", v.reason);
+        }
         // Records naming members that are not known are ignored.
         let p = Picture::new("a", FIVE).unreachable("z", "a");
-        assert_eq!(decide(&Strategy::KeepMajority { tag: None }, &p).decision, Decision::Nothing);
+        assert_eq!(decide(&majority, &p).decision, Decision::Nothing);
+    }
+
+    #[test]
+    fn a_crash_downs_the_crashed_and_a_disagreeing_member_counts_as_one_fewer() {
+        let majority = Strategy::KeepMajority { tag: None };
+        // e crashed: every row is {e}; every member's core is the four.
+        let crashed = |me: &str| FIVE.iter().filter(|n| **n != "e").fold(Picture::new(me, FIVE), |p, o| p.row(o, ["e"]));
+        for me in ["a", "b", "c", "d"] {
+            let v = decide(&majority, &crashed(me));
+            assert_eq!((v.decision, v.down.clone()), (Decision::DownUnreachable, vec!["e".to_owned()]), "{me}");
+            assert_eq!(v.core, ["a", "b", "c", "d"]);
+        }
+        // d holds the key and claims to find a and b unreachable too: its
+        // row is its own; the three others still see the cluster alike,
+        // a majority, and down only e. d is left out of their core.
+        let lying = |me: &str| {
+            let mut p = crashed(me);
+            p.records.retain(|(o, _)| o != "d");
+            p.row("d", ["a", "b", "e"])
+        };
+        for me in ["a", "b", "c"] {
+            let v = decide(&majority, &lying(me));
+            assert_eq!((v.decision, v.down.clone()), (Decision::DownUnreachable, vec!["e".to_owned()]), "{me}");
+            assert_eq!(v.core, ["a", "b", "c"]);
+        }
     }
 
     #[test]
@@ -1018,11 +1309,18 @@ mod tests {
             ("keep-referee:address=nowhere", "address=nowhere: expected IP:PORT"),
             ("lease-majority:acquire-delay-for-minority=2", "expected a duration with its unit"),
             ("keep-majority:tag=a=b,tag=c=d", "gives tag twice"),
+            ("keep-oldest:down-if-alone=maybe", "down-if-alone=maybe: expected on or off"),
             ("down-all:x", "it takes nothing"),
         ] {
             let e = text.parse::<Strategy>().unwrap_err().to_string();
             assert!(e.contains(says), "{text}: {e}");
         }
+        // keep-oldest downs an oldest member cut off alone unless told not to.
+        let oldest: Strategy = "keep-oldest".parse().unwrap();
+        assert_eq!(oldest, Strategy::KeepOldest { down_if_alone: true, tag: None });
+        let off: Strategy = "keep-oldest:down-if-alone=off".parse().unwrap();
+        assert_eq!(off.to_string().parse::<Strategy>().unwrap(), off);
+        assert_eq!("keep-oldest:down-if-alone".parse::<Strategy>().unwrap(), oldest);
         let s: Strategy = "lease-majority:acquire-delay-for-minority=500ms,tag=role=db".parse().unwrap();
         assert_eq!(s.to_string(), "lease-majority:acquire-delay-for-minority=500ms,tag=role=db");
         assert_eq!(s.to_string().parse::<Strategy>().unwrap(), s);

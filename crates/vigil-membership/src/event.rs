@@ -185,6 +185,24 @@ pub enum Event {
         /// How late it was.
         late: Duration,
     },
+    /// Two processes claim one name. On a member that knows the name: a
+    /// newer process (`claimant`) at another address was refused, because
+    /// the one it knows (`holder`) answers. On the claimant itself
+    /// (`refused`): the name is held by `holder`, which answers where the
+    /// others say; this node stops (its status is `left`) and must not
+    /// carry on under that name: give it another (`--name`).
+    NameConflict {
+        /// The process the others keep under the name.
+        holder: NodeId,
+        /// Where it answers.
+        holder_addr: SocketAddr,
+        /// The process refused.
+        claimant: NodeId,
+        /// Where it is.
+        claimant_addr: SocketAddr,
+        /// Whether this node is the one refused.
+        refused: bool,
+    },
     /// A downing strategy decides ([`Config::downing`](crate::Config::downing)):
     /// a member's suspicion ran out here without a refutation. It is not
     /// dead: it is unreachable from its accusers, until it refutes
@@ -319,7 +337,15 @@ impl std::fmt::Display for Event {
             Event::Ejected { id, reason, .. } => write!(f, "{id} ejected ({})", reason.name()),
             Event::Returned { id } => write!(f, "{id} returned to service"),
             Event::LocalStall { late } => write!(f, "this member stalled: its timers ran {} ms late", late.as_millis()),
-            Event::Unreachable { id, by } => write!(f, "{id} unreachable (suspected by {}, not refuted)", by.name),
+            Event::NameConflict { holder, holder_addr, claimant, claimant_addr, refused: true } => write!(
+                f,
+                "this member ({claimant} at {claimant_addr}) stops: its name is held by {holder} at {holder_addr}, which answers"
+            ),
+            Event::NameConflict { holder, holder_addr, claimant, claimant_addr, refused: false } => write!(
+                f,
+                "{claimant} at {claimant_addr} refused: the name is held by {holder} at {holder_addr}, which answers"
+            ),
+            Event::Unreachable { id, by } => write!(f, "{id} unreachable from {}", by.name),
             Event::Reachable { id, incarnation } => write!(f, "{id} reachable again (incarnation {incarnation})"),
             Event::Decided { strategy, decision, down, reason, .. } => {
                 let whom = if down.is_empty() { String::new() } else { format!(", downing {}", down.join(", ")) };

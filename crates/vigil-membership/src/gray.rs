@@ -48,11 +48,22 @@ pub const MAX_SHARED: usize = 8;
 /// Whether this node shares its outlier verdicts, and whether shared
 /// verdicts may down a member.
 ///
+/// When they may (`counts_for_downing`, with a downing strategy), each
+/// member's ejections go in its reachability row, first-hand like the rest
+/// of it ([`crate::downing`]); a member finds another unusable — as if
+/// unreachable — only once at least `min_ejectors` members, each saying so
+/// itself, eject it, and only while fewer than `max_removals` members were
+/// removed on such evidence in the last `removal_window`. One client's
+/// errors, or one member's word, remove nobody; a fleet-wide gray failure
+/// removes one member at a time.
+///
 /// ```
+/// use std::time::Duration;
 /// use vigil_membership::gray::GraySharing;
 ///
 /// let d = GraySharing::default();
 /// assert!(d.share && !d.counts_for_downing);
+/// assert_eq!((d.min_ejectors, d.max_removals, d.removal_window), (2, 1, Duration::from_secs(600)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -60,15 +71,45 @@ pub struct GraySharing {
     /// Pass this node's ejections on to every member (default: yes; it
     /// costs nothing until the application records request outcomes).
     pub share: bool,
-    /// Count a member ejected by others as unreachable from them when a
-    /// downing strategy decides (default: no — outlier evidence alone
-    /// downs nobody).
+    /// Count a member ejected by enough others as unreachable from them
+    /// when a downing strategy decides (default: no — outlier evidence
+    /// alone downs nobody).
     pub counts_for_downing: bool,
+    /// Distinct members that must eject a member before it counts as
+    /// unreachable (default 2; at least 2).
+    #[cfg_attr(feature = "serde", serde(default = "default_min_ejectors"))]
+    pub min_ejectors: usize,
+    /// Members removed on outlier evidence within `removal_window`, at most
+    /// (default 1).
+    #[cfg_attr(feature = "serde", serde(default = "default_max_removals"))]
+    pub max_removals: usize,
+    /// The window of `max_removals` (default 10 minutes).
+    #[cfg_attr(feature = "serde", serde(default = "default_removal_window"))]
+    pub removal_window: std::time::Duration,
+}
+
+#[cfg(feature = "serde")]
+fn default_min_ejectors() -> usize {
+    GraySharing::default().min_ejectors
+}
+#[cfg(feature = "serde")]
+fn default_max_removals() -> usize {
+    GraySharing::default().max_removals
+}
+#[cfg(feature = "serde")]
+fn default_removal_window() -> std::time::Duration {
+    GraySharing::default().removal_window
 }
 
 impl Default for GraySharing {
     fn default() -> GraySharing {
-        GraySharing { share: true, counts_for_downing: false }
+        GraySharing {
+            share: true,
+            counts_for_downing: false,
+            min_ejectors: 2,
+            max_removals: 1,
+            removal_window: std::time::Duration::from_secs(600),
+        }
     }
 }
 

@@ -53,6 +53,7 @@
 
 mod arrivals;
 mod broadcast;
+mod checks;
 pub mod config;
 mod digest;
 pub mod downing;
@@ -68,6 +69,7 @@ mod node;
 mod node_view;
 mod outcomes;
 mod probe;
+mod reachability;
 mod rejected;
 pub mod replay;
 mod resolver;
@@ -86,7 +88,7 @@ pub mod wire;
 pub use arrivals::Arrivals;
 pub use config::{Config, ConfigError, HealthPolicy, Mode};
 pub use event::{Event, Signal};
-pub use message::{MAX_MEMBERS, Message, MessageKind, NodeId, Packet, Status, Update};
+pub use message::{MAX_MEMBERS, Mark, Message, MessageKind, NodeId, Packet, RowEntry, Status, Update};
 pub use node::{ForceLeaveError, Node};
 pub use node_view::NodeView;
 pub use rejected::Rejected;

@@ -145,6 +145,46 @@ pub enum Message {
         /// The digest of every member the sender knows, itself included.
         view: u64,
     },
+    /// The sender's reachability row, while a downing strategy decides:
+    /// the members it finds unreachable itself (see
+    /// [`crate::downing`]). Taken only from the member itself, as a
+    /// datagram from its own address. A row too long for one datagram
+    /// goes in pages, all of one `version`.
+    Reachability {
+        /// Grows with every change of the sender's row (within its
+        /// generation).
+        version: u64,
+        /// This page, from 0.
+        page: u16,
+        /// How many pages the row takes (at least 1).
+        pages: u16,
+        /// The members on this page, and what the sender says of each.
+        entries: Vec<RowEntry>,
+    },
+}
+
+/// One member of a reachability row ([`Message::Reachability`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RowEntry {
+    /// The member, in the generation the row is about.
+    pub id: NodeId,
+    /// What the row's sender says of it.
+    pub mark: Mark,
+}
+
+/// What a reachability row says of a member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mark {
+    /// The sender finds it unreachable now.
+    Unreachable,
+    /// The sender found it unreachable lately, and it came back: it flaps.
+    /// Counted as unreachable only by a decision taken because the picture
+    /// would not hold still.
+    Flapped,
+    /// The sender's outlier detection ejected it (gray evidence): counted
+    /// towards its downing only when enough members say so
+    /// ([`GraySharing`](crate::gray::GraySharing)).
+    Ejected,
 }
 
 impl Message {
@@ -160,6 +200,7 @@ impl Message {
             Message::PushPull { .. } => MessageKind::PushPull,
             Message::Subscribe { .. } => MessageKind::Subscribe,
             Message::Digest { .. } => MessageKind::Digest,
+            Message::Reachability { .. } => MessageKind::Reachability,
         }
     }
 }
@@ -187,11 +228,13 @@ pub enum MessageKind {
     Subscribe,
     /// [`Message::Digest`].
     Digest,
+    /// [`Message::Reachability`].
+    Reachability,
 }
 
 impl MessageKind {
     /// Every kind, in wire order.
-    pub const ALL: [MessageKind; 9] = [
+    pub const ALL: [MessageKind; 10] = [
         MessageKind::Heartbeat,
         MessageKind::Ping,
         MessageKind::PingReq,
@@ -201,13 +244,14 @@ impl MessageKind {
         MessageKind::PushPull,
         MessageKind::Subscribe,
         MessageKind::Digest,
+        MessageKind::Reachability,
     ];
 
     /// The number of kinds.
     pub const COUNT: usize = MessageKind::ALL.len();
 
     /// A short name: `heartbeat`, `ping`, `ping-req`, `ack`, `nack`,
-    /// `gossip`, `push-pull`, `subscribe`, `digest`.
+    /// `gossip`, `push-pull`, `subscribe`, `digest`, `reachability`.
     pub fn name(self) -> &'static str {
         match self {
             MessageKind::Heartbeat => "heartbeat",
@@ -219,6 +263,7 @@ impl MessageKind {
             MessageKind::PushPull => "push-pull",
             MessageKind::Subscribe => "subscribe",
             MessageKind::Digest => "digest",
+            MessageKind::Reachability => "reachability",
         }
     }
 
@@ -234,6 +279,7 @@ impl MessageKind {
             MessageKind::PushPull => 6,
             MessageKind::Subscribe => 7,
             MessageKind::Digest => 8,
+            MessageKind::Reachability => 9,
         }
     }
 

@@ -36,6 +36,7 @@ use vigil_detector::Instant;
 
 use crate::arrivals::Arrivals;
 use crate::broadcast::Broadcasts;
+use crate::checks::{Check, Checks, Kind as CheckKind};
 use crate::config::{Config, ConfigError, Mode};
 use crate::digest;
 use crate::event::{Event, Signal};
@@ -46,6 +47,7 @@ use crate::message::{MAX_NAME_LEN, Message, MessageKind, NodeId, Packet, Status,
 use crate::monitor::{Change, Monitor, Notice};
 use crate::node_view::NodeView;
 use crate::probe::{Answered, Probe, ProbeOrder, Probes, Purpose, Stage};
+use crate::reachability::Rows;
 use crate::rejected::Rejected;
 use crate::resolver::Resolver;
 use crate::stats::Stats;
@@ -64,6 +66,17 @@ mod probing;
 mod rules;
 #[cfg(test)]
 mod tests;
+
+/// What this node tells a member, at most once a probe interval each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Tell {
+    /// That this node holds it dead in the generation it speaks in.
+    Downed,
+    /// That its name is held by a newer process.
+    NameHeld,
+    /// That it was refused: another process holds its name and answers.
+    Refused,
+}
 
 /// Transmits and events queued at most; more are counted and dropped.
 const MAX_QUEUE: usize = 100_000;
@@ -135,6 +148,19 @@ pub struct Node {
     health: LocalHealth,
     /// The downing provider's gate and pending decision.
     resolver: Resolver,
+    /// This node's reachability row and those others told it.
+    rows: Rows,
+    /// Members that told this node, themselves, that they hold it dead in
+    /// its current generation.
+    tellers: std::collections::BTreeSet<String>,
+    /// When this node last told a member something it must hear (that it
+    /// was downed, that its name is held by another process), by member
+    /// and what it was told.
+    told: std::collections::HashMap<(Arc<str>, Tell), Instant>,
+    /// Rumours checked with the member before they are taken.
+    checks: Checks,
+    /// When members were last removed on gray evidence.
+    gray_removals: VecDeque<Instant>,
     timers: Timers,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
@@ -189,6 +215,11 @@ impl Node {
         let mut node = Node {
             health: LocalHealth::new(config.max_awareness),
             resolver: Resolver::new(&config.downing),
+            rows: Rows::default(),
+            tellers: std::collections::BTreeSet::new(),
+            told: std::collections::HashMap::new(),
+            checks: Checks::default(),
+            gray_removals: VecDeque::new(),
             introductions: Introductions::new(config.introductions_per_source, config.introduction_window),
             config,
             me: id,
@@ -809,18 +840,29 @@ impl Node {
             self.rejoining = false;
         }
         let vouched = self.vouched(from, &packet);
-        if vouched {
-            self.resolver.heard(now);
-        }
         if !vouched {
             self.stats.from_strangers += 1;
             self.check_source(now, &packet.from, from);
             self.catch_up_soon(now);
         }
+        // A process of a name this node knows in a newer generation: it is
+        // told which (it may be orphaned, or refused).
+        if self.members.get(&packet.from.name).is_some_and(|m| m.generation > packet.from.generation) {
+            self.tell_name_held(now, &packet.from.name, from);
+        }
+        // Who speaks for itself here: its word about itself is first-hand.
+        let speaker = self.speaker(from, &packet, stream).map(|m| (m.id(), m.status));
+        if let Some((id, Status::Dead)) = &speaker
+            && self.decides()
+        {
+            // A member this node downed still speaks: it is told.
+            self.tell_downed(now, &id.name);
+        }
+        let speaker = speaker.filter(|(_, status)| matches!(status, Status::Alive | Status::Suspect)).map(|(id, _)| id);
         // The sender is alive as far as its own packet goes.
         self.learn_sender(now, &packet, from, vouched);
         for u in packet.updates {
-            self.take(now, u, vouched, from);
+            self.take(now, u, vouched, from, speaker.as_ref());
         }
         match packet.message {
             // A stranger's heartbeat is nobody's: it must not keep a silent
@@ -863,7 +905,9 @@ impl Node {
                     }
                     self.health.lower();
                     let indirect = packet.from != p.target;
-                    if p.purpose == Purpose::Introduce {
+                    if p.purpose == Purpose::Check {
+                        self.check_answered(now, seq, &p, &packet.from, from);
+                    } else if p.purpose == Purpose::Introduce {
                         self.introduced(now, seq, &p, &packet.from);
                     } else if p.purpose == Purpose::Source {
                         self.source_checked(seq, &p, &packet.from, from);
@@ -905,7 +949,7 @@ impl Node {
                         u.status = Status::Suspect;
                         u.from = packet.from.clone();
                     }
-                    self.take(now, u, vouched, from);
+                    self.take(now, u, vouched, from, None);
                 }
                 if self.members.len() > known {
                     self.catch_up_soon(now);
@@ -916,6 +960,12 @@ impl Node {
                 }
             }
             Message::Digest { view } => self.compare_digest(from, view),
+            Message::Reachability { version, page, pages, entries } => {
+                match speaker.filter(|_| self.decides()) {
+                    Some(sender) => self.take_row(&sender, version, (page, pages), entries),
+                    None => self.stats.rows_refused += 1,
+                }
+            }
         }
     }
 

@@ -45,6 +45,9 @@ pub(crate) enum Purpose {
     /// A known member's packets came from another address: check that it
     /// answers from there a ping sent to its known address.
     Source,
+    /// A rumour is checked with the member it is about before it is taken
+    /// (`checks.rs`).
+    Check,
 }
 
 /// A probe of one member.

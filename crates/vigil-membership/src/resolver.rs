@@ -2,7 +2,7 @@
 //! decision taken and not yet carried out, and the lease asked for.
 //!
 //! The node tells it when the picture may have changed (a version that
-//! grows with the suspicions and the membership) and asks it what is due;
+//! grows with the rows and the membership) and asks it what is due;
 //! what a decision does to the members is the node's (`node/downing.rs`).
 
 use vigil_detector::Instant;
@@ -10,29 +10,19 @@ use vigil_detector::Instant;
 use crate::downing::{Downing, Pending};
 use crate::stability::{Gate, Stability};
 
-/// Accusations kept between decisions, at most.
-const MAX_SEEN: usize = 65_536;
-
 /// See the module documentation.
 #[derive(Debug, Clone)]
 pub(crate) struct Resolver {
     gate: Stability,
-    /// The picture's version last seen (suspicions' and membership's).
+    /// The picture's version last seen (rows' and membership's).
     seen: u64,
     pending: Option<Pending>,
     /// The lease is due to be asked: taken by the runtime.
     lease_wanted: bool,
-    /// Accusations (accuser, accused) seen lately, this node's own
-    /// included, with when each was last seen: what an unstable decision
-    /// counts as records.
-    accusations: std::collections::BTreeMap<(String, String), Instant>,
-    /// How long an accusation is remembered: twice the instability an
-    /// unstable decision waits out, so that a member that flaps is seen
-    /// accused in at least one of its bad spells, whenever the decision
-    /// falls, and not only as the accuser of the members it cannot hear.
+    /// How long a member that came back stays in this node's row as
+    /// flapped: twice the instability an unstable decision waits out, so
+    /// that a member that flaps is still marked whenever the decision falls.
     memory: std::time::Duration,
-    /// When a member's packet last reached this node.
-    heard_at: Option<Instant>,
 }
 
 /// What is due at a time.
@@ -58,8 +48,6 @@ impl Resolver {
             seen: 0,
             pending: None,
             lease_wanted: false,
-            accusations: std::collections::BTreeMap::new(),
-            heard_at: None,
             memory: settings
                 .stable_after
                 .saturating_add(settings.decide_when_unstable.unwrap_or_default())
@@ -85,52 +73,9 @@ impl Resolver {
         self.gate.flapped(now);
     }
 
-    /// A known member's packet reached this node at `now`.
-    pub(crate) fn heard(&mut self, now: Instant) {
-        self.heard_at = Some(now);
-    }
-
-    /// Whether nothing from a member reached this node in the `quiet`
-    /// before `now`: a node that hears nobody is the likelier culprit, and
-    /// its picture is stale (the refutations it missed), so it does not
-    /// judge others.
-    pub(crate) fn deaf(&self, now: Instant, quiet: std::time::Duration) -> bool {
-        self.heard_at.is_none_or(|at| at.saturating_add(quiet) < now)
-    }
-
-    /// A decision was due but this node may not take it now: the gate
-    /// waits for another calm from `now`.
-    pub(crate) fn postpone(&mut self, now: Instant) {
-        self.gate.changed(now, true);
-    }
-
-    /// `accuser` accused `accused` at `now` (of this node's knowledge).
-    pub(crate) fn saw(&mut self, accuser: &str, accused: &str, now: Instant) {
-        if accuser == accused {
-            return;
-        }
-        if self.accusations.len() >= MAX_SEEN {
-            self.forget_before(now);
-        }
-        let key = (accuser.to_owned(), accused.to_owned());
-        if let Some(at) = self.accusations.get_mut(&key) {
-            *at = now;
-        } else if self.accusations.len() < MAX_SEEN {
-            self.accusations.insert(key, now);
-        }
-    }
-
-    /// The accusations seen in the memory's span before `now` (older ones
-    /// are forgotten). A decision does not clear them: a member that
-    /// flapped before it still did.
-    pub(crate) fn seen(&mut self, now: Instant) -> std::collections::BTreeSet<(String, String)> {
-        self.forget_before(now);
-        self.accusations.keys().cloned().collect()
-    }
-
-    fn forget_before(&mut self, now: Instant) {
-        let memory = self.memory;
-        self.accusations.retain(|_, at| at.saturating_add(memory) >= now);
+    /// How long a member that came back stays flapped in this node's row.
+    pub(crate) fn memory(&self) -> std::time::Duration {
+        self.memory
     }
 
     /// What is due by `now`, taken out of the state (a pending decision is

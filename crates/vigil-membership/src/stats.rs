@@ -142,6 +142,36 @@ pub struct Stats {
     /// Packets from strangers: their source address is not the known
     /// address of the member they claim to come from.
     pub from_strangers: u64,
+    /// Strangers' rumours about members this node knows (or about this
+    /// node), which change nothing.
+    pub stranger_rumours_ignored: u64,
+    /// Rumours checked with the member they are about before being taken
+    /// (a death or leave while a strategy decides, a move, a newer process
+    /// of a live member's name at another address).
+    pub checks_started: u64,
+    /// Checked rumours taken: the member did not answer.
+    pub checks_confirmed: u64,
+    /// Checked rumours dropped: the member answered.
+    pub checks_refuted: u64,
+    /// Rumours not checked (a check of that member under way, or too many).
+    pub checks_refused: u64,
+    /// Members found at a new address, having answered there as
+    /// themselves.
+    pub addresses_moved: u64,
+    /// Contested names: a newer process at another address refused while
+    /// the member this node knows answers, or this node's own name held by
+    /// another process that answers.
+    pub name_conflicts: u64,
+    /// Reachability rows (pages) sent, while a downing strategy decides.
+    pub rows_sent: u64,
+    /// Reachability rows (pages) taken from the members that sent them.
+    pub rows_received: u64,
+    /// Reachability rows refused: not from the member itself at its own
+    /// address, or no strategy decides here.
+    pub rows_refused: u64,
+    /// Times this node told a member it downed (that still speaks) that it
+    /// holds it dead.
+    pub downed_told: u64,
     /// Members strangers proposed that were pinged to be checked.
     pub introductions_proposed: u64,
     /// Proposed members that answered and were admitted.
@@ -165,9 +195,6 @@ pub struct Stats {
     pub digests_differed: u64,
     /// Views sent in more than one push-pull ([`Config::view_page`](crate::Config::view_page)).
     pub views_paged: u64,
-    /// A stranger's word that a live member was dead or had left, taken as
-    /// a suspicion only.
-    pub stranger_verdicts_softened: u64,
     /// Members whose packets come from another address than their own
     /// (a NAT), taken once they proved it.
     pub sources_learned: u64,

@@ -60,11 +60,6 @@ impl Suspicion {
         self.accusers.len().saturating_sub(1)
     }
 
-    /// Every accuser, the first one first.
-    pub(crate) fn accusers(&self) -> &[Arc<str>] {
-        &self.accusers
-    }
-
     /// Whether it ran out without a refutation (see [`Suspicions::ripen`]).
     pub(crate) fn is_ripe(&self) -> bool {
         self.ripe
@@ -178,11 +173,6 @@ impl Suspicions {
             self.ripe -= 1;
         }
         Some(s)
-    }
-
-    /// Whether any suspicion ran out without a refutation.
-    pub(crate) fn any_ripe(&self) -> bool {
-        self.ripe > 0
     }
 
     /// The suspicions that ran out, by member.

@@ -36,6 +36,7 @@
 //! | 7 | [`Message::PushPull`] | reply (bool) · member count (u16, at most [`MAX_MEMBERS`]) · members (updates) |
 //! | 8 | [`Message::Subscribe`] | lease in ms (varint, u32) |
 //! | 9 | [`Message::Digest`] | view digest (u64, big-endian) |
+//! | 10 | [`Message::Reachability`] | version (varint) · page (u16) · pages (u16, at least 1, above page) · entry count (u16) · entries |
 //!
 //! A push-pull carries its members in its body and may still carry
 //! piggybacked updates after it, like every other message.
@@ -51,6 +52,7 @@
 //! | status | 1 | 1 alive, 2 suspect, 3 dead, 4 left; plus 16 when a `from` different from the id follows, plus 32 when tags follow |
 //! | tags | 1 + n | length n (varint, at most [`MAX_TAGS_LEN`]) · pairs of key and value, each a length (u8) and UTF-8; keys non-empty and strictly ascending |
 //! | bool | 1 | 0 false, 1 true |
+//! | row entry | 4 to 76 | member (node id) · mark (1 unreachable, 2 flapped, 3 ejected) |
 //!
 //! An update's `from` is the member itself for most rumours (alive, left),
 //! so it is left out then: the status byte's bit 16 says whether it follows,
@@ -93,7 +95,9 @@
 //! ([`WireError::UnknownMessage`]) and goes on understanding the rest. Kind 9
 //! ([`Message::Digest`]) was added so; a sender that must reach builds
 //! before it turns [`Config::push_pull_digest`](crate::Config::push_pull_digest)
-//! off until they are gone.
+//! off until they are gone. Kind 10 ([`Message::Reachability`]) was added
+//! so too; it is sent only while a downing strategy decides, which every
+//! member of a cluster must run alike anyway.
 //!
 //! # Example
 //!
@@ -129,7 +133,7 @@
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
-use crate::message::{MAX_MEMBERS, MAX_NAME_LEN, Message, MessageKind, NodeId, Packet, Status, Update};
+use crate::message::{Mark, MAX_MEMBERS, MAX_NAME_LEN, Message, MessageKind, NodeId, Packet, RowEntry, Status, Update};
 use crate::tags::{MAX_TAGS_LEN, Tags};
 
 /// The first two bytes of every packet.
@@ -188,6 +192,7 @@ fn kind_byte(kind: MessageKind) -> u8 {
         MessageKind::PushPull => 7,
         MessageKind::Subscribe => 8,
         MessageKind::Digest => 9,
+        MessageKind::Reachability => 10,
     }
 }
 
@@ -203,6 +208,14 @@ const STATUS_LEFT: u8 = 4;
 const FROM_FOLLOWS: u8 = 16;
 /// Set in the status byte when the update's tags follow (after `from`).
 const TAGS_FOLLOW: u8 = 32;
+
+fn mark_byte(mark: Mark) -> u8 {
+    match mark {
+        Mark::Unreachable => 1,
+        Mark::Flapped => 2,
+        Mark::Ejected => 3,
+    }
+}
 
 const FAMILY_V4: u8 = 4;
 const FAMILY_V6: u8 = 6;
@@ -277,6 +290,16 @@ pub enum WireError {
         /// What is wrong with them.
         reason: &'static str,
     },
+    /// A reachability row's page that is not among its pages (or no page
+    /// at all).
+    BadPage {
+        /// The page.
+        page: u16,
+        /// The pages the row takes.
+        pages: u16,
+    },
+    /// A reachability row's mark byte that no mark has.
+    UnknownMark(u8),
     /// Bytes left over after a complete packet.
     TrailingBytes {
         /// How many.
@@ -311,6 +334,8 @@ impl fmt::Display for WireError {
             }
             WireError::TooManyMembers { n } => write!(f, "{n} push-pull members exceed the maximum of {MAX_MEMBERS}"),
             WireError::BadTags { reason } => write!(f, "bad tags: {reason}"),
+            WireError::BadPage { page, pages } => write!(f, "reachability page {page} of {pages} pages"),
+            WireError::UnknownMark(mark) => write!(f, "unknown reachability mark {mark}"),
             WireError::TrailingBytes { n } => write!(f, "{n} trailing bytes after the packet"),
             WireError::Bug(what) => write!(f, "bug in the wire codec: {what}"),
         }
@@ -508,6 +533,9 @@ fn body_len(message: &Message) -> usize {
         Message::Subscribe { lease_ms } => varint_len(u64::from(*lease_ms)),
         Message::PushPull { reply: _, members } => 1 + 2 + members.iter().map(update_len).sum::<usize>(),
         Message::Digest { view: _ } => 8,
+        Message::Reachability { version, page: _, pages: _, entries } => {
+            varint_len(*version) + 2 + 2 + 2 + entries.iter().map(|e| node_len(&e.id) + 1).sum::<usize>()
+        }
     }
 }
 
@@ -553,6 +581,20 @@ fn write_packet(packet: &Packet, out: &mut Vec<u8>) -> Result<(), WireError> {
             }
         }
         Message::Digest { view } => out.extend_from_slice(&view.to_be_bytes()),
+        Message::Reachability { version, page, pages, entries } => {
+            if *pages == 0 || page >= pages {
+                return Err(WireError::BadPage { page: *page, pages: *pages });
+            }
+            write_varint(*version, out);
+            out.extend_from_slice(&page.to_be_bytes());
+            out.extend_from_slice(&pages.to_be_bytes());
+            let n = u16::try_from(entries.len()).map_err(|_| WireError::TooManyMembers { n: entries.len() })?;
+            out.extend_from_slice(&n.to_be_bytes());
+            for e in entries {
+                write_node(&e.id, out)?;
+                out.push(mark_byte(e.mark));
+            }
+        }
     }
     let n = u8::try_from(packet.updates.len()).map_err(|_| WireError::TooManyUpdates { n: packet.updates.len() })?;
     out.push(n);
@@ -858,6 +900,30 @@ impl<'a> Reader<'a> {
                 Message::PushPull { reply, members }
             }
             MessageKind::Digest => Message::Digest { view: self.array("view digest").map(u64::from_be_bytes)? },
+            MessageKind::Reachability => {
+                let version = self.varint("row version")?;
+                let page = self.u16("row page")?;
+                let pages = self.u16("row pages")?;
+                if pages == 0 || page >= pages {
+                    return Err(WireError::BadPage { page, pages });
+                }
+                let count = usize::from(self.u16("row entry count")?);
+                if count.checked_mul(MIN_NODE_LEN + 1).is_none_or(|least| least > self.rest.len()) {
+                    return Err(WireError::Truncated { what: "row entries" });
+                }
+                let mut entries = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let id = self.node("row member")?;
+                    let mark = match self.u8("row mark")? {
+                        1 => Mark::Unreachable,
+                        2 => Mark::Flapped,
+                        3 => Mark::Ejected,
+                        other => return Err(WireError::UnknownMark(other)),
+                    };
+                    entries.push(RowEntry { id, mark });
+                }
+                Message::Reachability { version, page, pages, entries }
+            }
         })
     }
 }

@@ -1,17 +1,29 @@
-//! Who survives a partition, as this node applies it: the picture it
-//! decides from (its members and the unreachability records it holds),
-//! the decision once the picture held still, the winning side's removal
-//! margin, the lease, and this node downing itself.
+//! Who survives a partition, as this node applies it: its own row and the
+//! rows the others told it, the picture it decides from, the decision
+//! once the picture held still, the winning side's removal margin, the
+//! lease, and this node downing itself (when its side lost, when it is
+//! threatened, or when members that could be a surviving side tell it
+//! they downed it).
 //!
-//! A record "observer finds subject unreachable" is one accuser of a
-//! suspicion that ran out here without a refutation. The accusers travel
-//! with the suspicion's rumours (the first in every rumour, confirmations
-//! while few have been passed on), so the members of one side come to
-//! hold the same records; the stability gate waits until they have.
+//! Rows are first-hand ([`crate::reachability`]): this node tells its row
+//! itself to every member it reaches (when it changes, and again every
+//! quarter of `stable_after` while it says anything), and takes another
+//! member's row only from a datagram of that member, at its own address,
+//! in the generation this node knows.
 
 use super::*;
-use crate::downing::{self, Candidate, Decision, Pending, Picture};
-use crate::resolver::{Due, Resolver};
+use crate::downing::{self, Candidate, Decision, LeaseAnswer, Pending, Picture};
+use crate::message::{Mark, RowEntry};
+use crate::resolver::Due;
+
+/// Members sent this node's row in one turn, at most; the rest in the next
+/// turns, a gossip interval apart.
+const ROW_SENDS_PER_TURN: usize = 64;
+
+/// Row entries in one datagram, at most: a page of a long row. With names
+/// of 64 bytes and 10-byte generations an entry takes 76 bytes; 16 of them
+/// fit under the smallest datagram budget with room for the header.
+const ROW_ENTRIES_PER_PAGE_MIN: usize = 12;
 
 impl Node {
     /// Whether a downing strategy decides (anything but `auto`).
@@ -19,10 +31,104 @@ impl Node {
         self.config.downing.decides()
     }
 
-    /// What this node decides from: itself and its live members, with
-    /// their generations as ages, and a record per accuser of each
-    /// suspicion that ran out.
-    pub(super) fn picture(&self) -> Picture {
+    /// The member a packet speaks for, if it comes from that member itself:
+    /// a member this node knows, in exactly the generation it knows, from
+    /// the address it knows it by (or the one it proved to send from), or
+    /// on a stream in stream-only mode (where a stream's sender is what
+    /// its frame says). Whatever its status.
+    pub(super) fn speaker(&self, from: SocketAddr, packet: &Packet, stream: bool) -> Option<&Member> {
+        let m = self.members.get(&packet.from.name).filter(|m| m.is(&packet.from))?;
+        let at_home = m.addr == from || self.members.source_of(&m.name) == Some(from);
+        let by_datagram = !stream || self.config.stream_only;
+        (at_home && by_datagram).then_some(m)
+    }
+
+    /// A page of `sender`'s row, from the member itself: kept (entries
+    /// about members this node does not know in that generation are
+    /// dropped: they cannot be in its picture).
+    pub(super) fn take_row(&mut self, sender: &NodeId, version: u64, page: (u16, u16), entries: Vec<RowEntry>) {
+        let Some(observer) = self.members.get(&sender.name).map(|m| m.name.clone()) else { return };
+        let known: Vec<crate::reachability::Entry> = entries
+            .into_iter()
+            .filter_map(|e| {
+                if e.id == self.me {
+                    return Some((Arc::from(self.me.name.as_str()), e.id.generation, e.mark));
+                }
+                let m = self.members.get(&e.id.name).filter(|m| m.generation == e.id.generation)?;
+                Some((m.name.clone(), e.id.generation, e.mark))
+            })
+            .collect();
+        self.stats.rows_received += 1;
+        self.rows.receive(observer, sender.generation, version, page, known);
+    }
+
+    /// What this node finds unreachable itself now: the members whose
+    /// suspicion ran out while it accused them (its probes, direct and
+    /// through others, failed), and, when shared outlier verdicts count,
+    /// those enough members eject (each saying so itself, this one
+    /// included), within the removal budget; and the members this node's
+    /// own outlier detection ejects.
+    fn own_row_now(
+        &self,
+        now: Instant,
+    ) -> (std::collections::BTreeMap<Arc<str>, u64>, std::collections::BTreeMap<Arc<str>, u64>) {
+        let mut row = std::collections::BTreeMap::new();
+        let mut ejects = std::collections::BTreeMap::new();
+        for (name, s) in self.suspicions.ripe() {
+            if s.accused_by(&self.me.name)
+                && let Some(m) = self.members.get(name).filter(|m| m.is_live())
+            {
+                row.insert(m.name.clone(), m.generation);
+            }
+        }
+        let gray = self.config.gray;
+        if !gray.counts_for_downing {
+            return (row, ejects);
+        }
+        for r in crate::gray::reports(&self.me.name, &self.shared.compose(None).unwrap_or_default()) {
+            if let Some(m) = self.members.get(&r.subject).filter(|m| m.is_live() && m.generation == r.generation) {
+                ejects.insert(m.name.clone(), m.generation);
+            }
+        }
+        if self.gray_budget_left(now) == 0 {
+            return (row, ejects);
+        }
+        let mut ejectors: std::collections::BTreeMap<Arc<str>, usize> =
+            ejects.keys().map(|n| (n.clone(), 1)).collect();
+        for m in self.members.iter().filter(|m| m.is_live() && !row.contains_key(&m.name)) {
+            let Some((g, entries)) = self.rows.row(&m.name) else { continue };
+            if g != m.generation {
+                continue;
+            }
+            for (subject, sg, mark) in entries {
+                if *mark == Mark::Ejected && self.members.get(subject).is_some_and(|s| s.is_live() && s.generation == *sg) {
+                    *ejectors.entry(subject.clone()).or_default() += 1;
+                }
+            }
+        }
+        for (subject, count) in ejectors {
+            if count >= gray.min_ejectors.max(2)
+                && let Some(m) = self.members.get(&subject)
+            {
+                row.insert(m.name.clone(), m.generation);
+            }
+        }
+        (row, ejects)
+    }
+
+    /// Removals on gray evidence still allowed in the current window.
+    fn gray_budget_left(&self, now: Instant) -> usize {
+        let window = self.config.gray.removal_window;
+        let recent = self.gray_removals.iter().filter(|t| now.saturating_duration_since(**t) < window).count();
+        self.config.gray.max_removals.saturating_sub(recent)
+    }
+
+    /// What this node decides from: itself and its live members (their
+    /// generations as ages), its own row, and the rows of the members it
+    /// reaches, as each told it, in the generation it knows. With
+    /// `unstable`, members that flapped lately count as unreachable.
+    pub(super) fn picture(&self, unstable: bool) -> Picture {
+        let counts = |mark: Mark| mark == Mark::Unreachable || (unstable && mark == Mark::Flapped);
         let mut members = std::collections::BTreeMap::new();
         let me = Candidate { name: self.me.name.clone(), addr: self.addr, age: self.me.generation, tags: self.tags() };
         members.insert(me.name.clone(), me);
@@ -31,37 +137,63 @@ impl Node {
             let c = Candidate { name: m.name.to_string(), addr: m.addr, age: m.generation, tags };
             members.insert(c.name.clone(), c);
         }
+        let live = |name: &str, generation: u64| {
+            (name == self.me.name && generation == self.me.generation)
+                || self.members.get(name).is_some_and(|m| m.is_live() && m.generation == generation)
+        };
         let mut records = std::collections::BTreeSet::new();
-        for (subject, s) in self.suspicions.ripe() {
-            for accuser in s.accusers() {
-                records.insert((accuser.to_string(), subject.to_string()));
+        let mut mine = std::collections::BTreeSet::new();
+        for (name, generation, mark) in self.rows.own() {
+            if counts(mark) && live(name, generation) {
+                mine.insert(name.clone());
+                records.insert((self.me.name.clone(), name.to_string()));
             }
         }
-        // Shared outlier verdicts, when a policy lets them count: the
-        // ejector finds the subject unusable, if not unreachable.
-        if self.config.gray.counts_for_downing {
-            for r in self.gray_reports() {
-                records.insert((r.by, r.subject));
+        for m in self.members.iter().filter(|m| m.is_live() && !mine.contains(&m.name)) {
+            let Some((generation, entries)) = self.rows.row(&m.name) else { continue };
+            if generation != m.generation {
+                continue;
+            }
+            for (subject, g, mark) in entries {
+                if counts(*mark) && live(subject, *g) {
+                    records.insert((m.name.to_string(), subject.to_string()));
+                }
             }
         }
         Picture { me: self.me.name.clone(), members, records }
     }
 
-    /// After every input, with a strategy: the gate hears of changes, and
-    /// whatever is due is done.
+    /// The members this node reaches: live, and not in its row.
+    fn reached(&self) -> Vec<Arc<str>> {
+        let unreachable: std::collections::BTreeSet<&Arc<str>> =
+            self.rows.own().filter(|(_, _, m)| *m == Mark::Unreachable).map(|(n, _, _)| n).collect();
+        self.members.iter().filter(|m| m.is_live() && !unreachable.contains(&m.name)).map(|m| m.name.clone()).collect()
+    }
+
+    /// After every input, with a strategy: this node's row is brought up
+    /// to date (and told), the gate hears of changes, and whatever is due
+    /// is done.
     pub(super) fn settle_downing(&mut self, now: Instant) {
-        if !self.decides() {
+        if !self.decides() || self.status != Status::Alive {
             return;
         }
-        let counts_gray = self.config.gray.counts_for_downing;
-        let mut version = self.suspicions.version().wrapping_add(self.members.ring_version());
-        if counts_gray {
-            version = version.wrapping_add(self.gray_version);
+        let before: std::collections::BTreeSet<Arc<str>> =
+            self.rows.own().filter(|(_, _, m)| *m == Mark::Unreachable).map(|(n, _, _)| n.clone()).collect();
+        let (current, ejects) = self.own_row_now(now);
+        let members = &self.members;
+        let live = |name: &str, generation: u64| members.get(name).is_some_and(|m| m.is_live() && m.generation == generation);
+        let change = self.rows.set_own(now, current, ejects, self.resolver.memory(), live);
+        if change.changed {
+            self.announce_row_changes(&before);
+            let reached = self.reached();
+            self.rows.owe(reached);
         }
-        // What is unreachable is looked at only when the picture changed
-        // (the shared verdicts are gathered from every member's tags).
+        if change.flapped {
+            self.resolver.flapped(now);
+        }
+        let version = self.rows.changes().wrapping_add(self.members.ring_version());
         if self.resolver.is_new(version) {
-            let anything = self.suspicions.any_ripe() || (counts_gray && !self.gray_reports().is_empty());
+            let anything = !self.picture(true).records.is_empty();
             self.resolver.observe(now, version, anything);
         }
         while self.status == Status::Alive {
@@ -74,62 +206,79 @@ impl Node {
                 Due::AskLease => {}
             }
         }
-        self.timers.set(Timer::Downing, self.resolver.next_deadline());
+        if self.status != Status::Alive {
+            return;
+        }
+        self.send_rows(now);
+        let next_send = self.rows.any_owed().then(|| now.saturating_add(self.config.gossip_interval));
+        let next = [self.resolver.next_deadline(), next_send, self.rows.refresh_at()].into_iter().flatten().min();
+        self.timers.set(Timer::Downing, next);
+    }
+
+    /// The members that entered this node's row (unreachable from here) or
+    /// left it, as events.
+    fn announce_row_changes(&mut self, before: &std::collections::BTreeSet<Arc<str>>) {
+        let now_in: std::collections::BTreeSet<Arc<str>> =
+            self.rows.own().filter(|(_, _, m)| *m == Mark::Unreachable).map(|(n, _, _)| n.clone()).collect();
+        for name in now_in.difference(before) {
+            if let Some(m) = self.members.get(name) {
+                self.stats.found_unreachable += 1;
+                let (id, by) = (m.id(), self.me.clone());
+                self.emit(Event::Unreachable { id, by });
+            }
+        }
+        for name in before.difference(&now_in) {
+            if let Some(m) = self.members.get(name).filter(|m| m.is_live()) {
+                let (id, incarnation) = (m.id(), m.incarnation);
+                self.emit(Event::Reachable { id, incarnation });
+            }
+        }
+    }
+
+    /// Tells this node's row to the members owed it (a turn's worth), and
+    /// to everyone again when the refresh is due.
+    fn send_rows(&mut self, now: Instant) {
+        let every = (self.config.downing.stable_after / 4).max(Duration::from_secs(1));
+        if self.rows.refresh_due(now, every) {
+            let reached = self.reached();
+            self.rows.owe(reached);
+        }
+        if !self.rows.any_owed() {
+            return;
+        }
+        let targets = self.rows.take_owed(ROW_SENDS_PER_TURN);
+        // Entries a page holds: the budget, less the header and the
+        // longest entry's worth of room.
+        let per_page = (self.config.datagram_budget.saturating_sub(120) / 76).max(ROW_ENTRIES_PER_PAGE_MIN);
+        let (version, pages) = self.rows.pages(per_page);
+        let count = u16::try_from(pages.len()).unwrap_or(u16::MAX);
+        for name in targets {
+            let Some(addr) = self.members.get(&name).filter(|m| m.is_live()).map(|m| m.addr) else { continue };
+            for (page, entries) in pages.iter().enumerate().take(usize::from(count)) {
+                let page = u16::try_from(page).unwrap_or(u16::MAX);
+                let message = Message::Reachability { version, page, pages: count, entries: entries.clone() };
+                self.stats.rows_sent += 1;
+                self.send_by(addr, message, None, false);
+            }
+        }
     }
 
     /// The picture held still, or flapped for too long (`unstable`):
-    /// decide, in the second case with every accusation seen lately (this
-    /// node's own, those of others, and those against this node; twice
-    /// the tolerated instability back) counted as a record: a member that
-    /// flaps is accused and accuses, so it is indirectly connected, and
-    /// downed, whichever side looks at it.
+    /// decide, in the second case with the members that flapped lately
+    /// counted unreachable (in every row: each member tells its own).
     fn decide_downing(&mut self, now: Instant, unstable: bool) {
-        let mut picture = self.picture();
-        let seen = self.resolver.seen(now);
-        let settings = &self.config.downing;
-        let flappers: std::collections::BTreeSet<String> = if unstable {
-            let known = |n: &String| picture.members.contains_key(n);
-            let added: Vec<(String, String)> = seen.into_iter().filter(|(o, s)| known(o) && known(s)).collect();
-            let flappers = added.iter().map(|(_, s)| s.clone()).collect();
-            picture.records.extend(added);
-            flappers
-        } else {
-            std::collections::BTreeSet::new()
-        };
+        let picture = self.picture(unstable);
         // Calm came back with nobody unreachable: nothing to decide.
         if picture.records.is_empty() {
             return;
         }
+        let settings = &self.config.downing;
         let mut verdict = downing::decide(&settings.strategy, &picture);
-        // Deaf for a few heartbeats, this node is the likelier problem and
-        // what it holds is stale (the refutations it missed): it may down
-        // itself, but neither judge others (it waits for another calm) nor
-        // ask the lease.
-        let quiet = self.config.heartbeat_interval.max(self.config.probe_interval).saturating_mul(4);
-        let deaf = self.resolver.deaf(now, quiet);
-        let judges_others = match verdict.decision {
-            Decision::Nothing | Decision::DownUnreachable => !verdict.down.is_empty() && !verdict.downs_me(&picture),
-            _ => false,
-        };
-        if deaf && judges_others {
-            self.resolver.postpone(now);
-            return;
-        }
-        if deaf && matches!(verdict.decision, Decision::AskLease { .. }) {
-            // The lease is for the sides that can hear each other: a member
-            // that hears nobody does not take it from them.
-            verdict.decision = Decision::DownReachable;
-            verdict.down = vec![self.me.name.to_string()];
-            verdict.reason = format!("this member heard nobody for {} ms; {}", quiet.as_millis(), verdict.reason);
-        }
         if unstable {
             let margin = settings.decide_when_unstable.unwrap_or_default();
-            let listed: Vec<&str> = flappers.iter().map(String::as_str).collect();
             verdict.reason = format!(
-                "unstable for {} ms: the accusations of {} in the last {} ms counted; {}",
+                "the picture did not hold still for {} ms: members that flapped counted unreachable; {}",
                 (settings.stable_after + margin).as_millis(),
-                listed.join(", "),
-                (settings.stable_after + margin).saturating_mul(2).as_millis(),
                 verdict.reason
             );
         }
@@ -141,82 +290,78 @@ impl Node {
             down: verdict.down.clone(),
             reason: verdict.reason.clone(),
         });
-        let survivors = |keep: &dyn Fn(&str) -> bool| -> Vec<SocketAddr> {
-            picture.members.values().filter(|c| c.name != picture.me && keep(&c.name)).map(|c| c.addr).collect()
+        let addrs = |names: &mut dyn Iterator<Item = &String>| -> Vec<SocketAddr> {
+            names.filter_map(|n| picture.members.get(n)).map(|c| c.addr).collect()
         };
         match verdict.decision {
-            Decision::Auto => {}
+            Decision::Auto | Decision::Nothing => {}
             Decision::DownAll => self.down_self(now, self.me.clone(), verdict.reason, Vec::new()),
             Decision::DownReachable => {
-                // The other side survives: this node rejoins through it.
-                let theirs: std::collections::BTreeSet<&str> = picture.unreachable_members().collect();
-                let keep = |n: &str| theirs.contains(n) && !verdict.down.iter().any(|d| d == n);
-                let addrs = survivors(&keep);
-                self.down_self(now, self.me.clone(), verdict.reason, addrs);
+                // Those that may survive: everyone it does not down with
+                // itself; it rejoins through them.
+                let mut others = picture.members.keys().filter(|n| **n != picture.me && !verdict.down.contains(n));
+                let survivors = addrs(&mut others);
+                self.down_self(now, self.me.clone(), verdict.reason, survivors);
             }
-            Decision::Nothing | Decision::DownUnreachable if verdict.downs_me(&picture) => {
-                // This node is itself indirectly connected.
-                let keep = |n: &str| !verdict.down.iter().any(|d| d == n);
-                let addrs = survivors(&keep);
-                self.down_self(now, self.me.clone(), verdict.reason, addrs);
-            }
-            Decision::Nothing | Decision::DownUnreachable => {
+            Decision::DownUnreachable => {
                 if !verdict.down.is_empty() {
                     let at = now.saturating_add(self.config.downing.down_removal_margin);
                     self.resolver.set_pending(Some(Pending {
                         decision: verdict.decision,
                         down: verdict.down,
-                        indirect: verdict.indirectly_connected,
                         reason: verdict.reason,
                         at,
                         lease_asked: false,
                         lease_holder: None,
+                        threatened: false,
                     }));
                 }
             }
             Decision::AskLease { after } => {
-                // This side's name for the lease: its member with the
-                // lowest address, as every member of the side sees it.
-                let theirs: std::collections::BTreeSet<&str> = picture.unreachable_members().collect();
-                let holder = picture
-                    .members
-                    .values()
-                    .filter(|c| !theirs.contains(c.name.as_str()) && !verdict.down.contains(&c.name))
+                // This side's name for the lease: its core's member with
+                // the lowest address, the same for every member of the core.
+                let holder = verdict
+                    .core
+                    .iter()
+                    .filter_map(|n| picture.members.get(n))
                     .min_by_key(|c| c.addr)
                     .map(|c| c.name.clone());
                 self.resolver.set_pending(Some(Pending {
                     decision: verdict.decision,
                     down: verdict.down,
-                    indirect: verdict.indirectly_connected,
                     reason: verdict.reason,
                     at: now.saturating_add(after),
                     lease_asked: false,
                     lease_holder: holder,
+                    threatened: verdict.threatened,
                 }));
             }
         }
     }
 
     /// The removal margin is over: the members the decision downs, still
-    /// live in the generation it saw, are declared dead — the indirectly
-    /// connected ones in any case, the others only if this node still
-    /// finds them unreachable (one that answered since was not on the
-    /// other side of anything).
+    /// live in the generation it saw, are declared dead, each only if this
+    /// node still finds it unreachable (or it flapped lately, for a
+    /// decision that counted that): one that answered since was not on the
+    /// other side of anything.
     fn carry_out(&mut self, now: Instant, pending: Pending) {
         let strategy = self.config.downing.strategy.to_string();
-        let ejected: std::collections::BTreeSet<String> = if self.config.gray.counts_for_downing {
-            self.gray_reports().into_iter().map(|r| r.subject).collect()
-        } else {
-            std::collections::BTreeSet::new()
-        };
+        let still: std::collections::BTreeMap<Arc<str>, Mark> =
+            self.rows.own().filter(|(_, _, m)| *m != Mark::Ejected).map(|(n, _, m)| (n.clone(), m)).collect();
         for name in &pending.down {
             let Some(m) = self.members.get(name).filter(|m| m.is_live()) else { continue };
-            let unreachable = self.suspicions.get(name).is_some_and(|s| s.is_ripe()) || ejected.contains(name);
-            if !unreachable && !pending.indirect.contains(name) {
+            if !still.contains_key(&m.name) {
                 continue;
             }
+            let gray = self.config.gray.counts_for_downing && self.suspicions.get(name).is_none_or(|s| !s.is_ripe());
             let death = Update { status: Status::Dead, ..m.update(self.me.clone()) };
             self.stats.members_downed += 1;
+            if gray {
+                self.gray_removals.push_back(now);
+                while self.gray_removals.len() > 64 {
+                    self.gray_removals.pop_front();
+                }
+            }
             self.emit(Event::Downed {
                 id: death.id.clone(),
                 by: self.me.clone(),
@@ -228,9 +373,10 @@ impl Node {
     }
 
     /// The lease's answer to [`Node::take_lease_request`]: taken, this side
-    /// survives (the others are downed after the removal margin); refused,
-    /// this node downs itself.
-    pub fn lease_answer(&mut self, now: Instant, answer: downing::LeaseAnswer) {
+    /// survives (the others are downed after the removal margin); refused
+    /// or not asked, this node downs itself if it is threatened (a side
+    /// that finds it unreachable could hold the lease), and waits if not.
+    pub fn lease_answer(&mut self, now: Instant, answer: LeaseAnswer) {
         let now = self.enter(now);
         let Some(p) = self.resolver.lease_answered() else { return };
         if self.status != Status::Alive {
@@ -247,10 +393,10 @@ impl Node {
                 lease_holder: None,
                 ..p
             }));
-        } else {
+        } else if p.threatened {
             let addrs = p.down.iter().filter_map(|n| self.members.get(n).map(|m| m.addr)).collect();
             let reason = match answer {
-                downing::LeaseAnswer::Unusable(why) => format!("the lease could not be asked: {why} ({})", p.reason),
+                LeaseAnswer::Unusable(why) => format!("the lease could not be asked: {why} ({})", p.reason),
                 _ => format!("the lease went to the other side ({})", p.reason),
             };
             self.down_self(now, self.me.clone(), reason, addrs);
@@ -272,19 +418,38 @@ impl Node {
         Some(holder.unwrap_or_else(|| self.me.name.clone()))
     }
 
-    /// A member whose word this node takes declared it dead, in its current
-    /// generation, while a strategy decides: the other side's decision
-    /// downs this node. It rejoins through the members it finds
-    /// unreachable (the side that decided) and the decider.
-    pub(super) fn downed_by_rumour(&mut self, now: Instant, by: NodeId) {
-        let mut addrs: Vec<SocketAddr> =
-            self.suspicions.ripe().filter_map(|(n, _)| self.members.get(n).map(|m| m.addr)).collect();
-        addrs.extend(self.members.get(&by.name).map(|m| m.addr));
-        if addrs.is_empty() {
-            addrs.clone_from(&self.seeds);
+    /// `teller`, a live member speaking for itself, says it holds this
+    /// node dead in its current generation: a decision downed this node
+    /// while it could not decide itself (paused, cut off on and off). Once
+    /// the members that said so could be a side the strategy keeps, this
+    /// node downs itself and rejoins through them; one member's word alone
+    /// (a member holding the key can say anything) is not enough, unless
+    /// the strategy lets one member decide (the oldest, the referee, the
+    /// lease's holder).
+    pub(super) fn heard_death(&mut self, now: Instant, teller: &NodeId) {
+        if !self.decides() || self.status != Status::Alive {
+            return;
         }
-        let reason = format!("declared dead by {}", by.name);
-        self.down_self(now, by, reason, addrs);
+        self.tellers.insert(teller.name.clone());
+        let picture = self.picture(false);
+        let side: Vec<&str> =
+            self.tellers.iter().map(String::as_str).filter(|n| picture.members.contains_key(*n)).collect();
+        if !downing::keeps(&self.config.downing.strategy, &picture, &side) {
+            return;
+        }
+        let addrs: Vec<SocketAddr> = side.iter().filter_map(|n| picture.members.get(*n)).map(|c| c.addr).collect();
+        let reason = format!("declared dead by {} (members that could be a side that survives)", side.join(", "));
+        self.down_self(now, teller.clone(), reason, addrs);
+    }
+
+    /// `m`, which this node holds dead in the generation its packet came
+    /// from, speaks for itself: a member downed by a decision that did not
+    /// learn it. It is told, first-hand, once a probe interval at most.
+    pub(super) fn tell_downed(&mut self, now: Instant, name: &str) {
+        let Some(m) = self.members.get(name).filter(|m| m.status == Status::Dead) else { return };
+        let (key, addr, death) = (m.name.clone(), m.addr, m.update(self.me.clone()));
+        self.stats.downed_told += 1;
+        self.tell(now, &key, Tell::Downed, addr, death);
     }
 
     /// This node is downed: the application hears it at once; the node
@@ -311,6 +476,10 @@ impl Node {
         self.introductions = Introductions::new(self.config.introductions_per_source, self.config.introduction_window);
         self.refuted_to.clear();
         self.resolver = Resolver::new(&self.config.downing);
+        self.rows = crate::reachability::Rows::default();
+        self.tellers.clear();
+        self.told.clear();
+        self.checks.clear();
         let mut survivors = survivors;
         survivors.sort();
         survivors.dedup();
@@ -343,7 +512,7 @@ impl Node {
         }
         Some(downing::Outlook {
             strategy: self.config.downing.strategy.to_string(),
-            records: self.picture().records.into_iter().collect(),
+            records: self.picture(false).records.into_iter().collect(),
             decide_at: self.resolver.decide_at(),
             pending: self.resolver.pending().cloned(),
         })

@@ -24,9 +24,10 @@ impl Node {
 
     /// Starts a probe of `name`: a direct ping, and, for a silent watched
     /// member or a suspicion to verify, indirect requests at once (the
-    /// silence has already lasted).
-    pub(super) fn start_probe(&mut self, now: Instant, name: &str, purpose: Purpose, level: Option<f64>) {
-        let Some((target, addr)) = self.members.get(name).map(|m| (m.id(), m.addr)) else { return };
+    /// silence has already lasted). Its sequence number, if `name` is a
+    /// member.
+    pub(super) fn start_probe(&mut self, now: Instant, name: &str, purpose: Purpose, level: Option<f64>) -> Option<u32> {
+        let (target, addr) = self.members.get(name).map(|m| (m.id(), m.addr))?;
         let seq = self.probes.next_seq();
         self.stats.probes += 1;
         self.send(addr, Message::Ping { seq, target: target.clone() });
@@ -43,6 +44,7 @@ impl Node {
             self.send_ping_reqs(seq, &mut probe);
             self.probes.insert(seq, probe, now.saturating_add(timeout / 2));
         }
+        Some(seq)
     }
 
     /// The indirect stage: the requests to others (unless they went out
@@ -96,14 +98,18 @@ impl Node {
                     };
                     self.probes.insert(seq, probe, deadline);
                 }
-                Answered::Probe(probe) => self.probe_failed(now, probe),
+                Answered::Probe(probe) => self.probe_failed(now, seq, probe),
             }
         }
     }
 
     /// No ack came: accuse the target, unless this node is the likelier
     /// problem or a heartbeat answered in the meantime.
-    pub(super) fn probe_failed(&mut self, now: Instant, probe: Probe) {
+    pub(super) fn probe_failed(&mut self, now: Instant, seq: u32, probe: Probe) {
+        if probe.purpose == Purpose::Check {
+            self.check_failed(now, seq, &probe);
+            return;
+        }
         if probe.purpose == Purpose::Introduce {
             // A candidate that does not answer is not a member.
             if self.introductions.remove(&probe.target.name) {
@@ -141,10 +147,19 @@ impl Node {
         }
         let Some(m) = self.members.get(&name) else { return };
         if probe.purpose == Purpose::Verify {
-            // Nobody's verdict came, and the suspect does not answer this
-            // node either: this node's own evidence (while a downing
-            // strategy decides, it only stays unreachable).
-            if m.is(&probe.target) && m.status == Status::Suspect && !self.decides() {
+            if !(m.is(&probe.target) && m.status == Status::Suspect) {
+                return;
+            }
+            if self.decides() {
+                // While a strategy decides, every member forms its own
+                // view of a suspect: this node's probes failed too, so it
+                // confirms the suspicion, and the suspect is in its row
+                // once the suspicion runs out.
+                let me = self.members.intern(&self.me.name);
+                self.suspicions.confirm(&name, me);
+            } else {
+                // Nobody's verdict came, and the suspect does not answer
+                // this node either: its own evidence.
                 self.declare_dead(now, &name);
             }
             return;
@@ -183,25 +198,22 @@ impl Node {
             }
             let accuser = self.suspicions.get(&name).is_some_and(|s| s.accused_by(&self.me.name));
             if self.decides() {
-                // A strategy decides: the member is unreachable, not dead.
-                // Its accusers look at it again every reconnect interval,
-                // in case it answers but does not know it is suspected.
+                // A strategy decides: the member is unreachable from those
+                // that accused it, not dead (this node's row has it if this
+                // node is one of them). It is looked at again every
+                // reconnect interval, in case it answers but does not know
+                // it is suspected, or this node has not looked yet.
                 let again = self.config.reconnect_interval;
                 let bounds = Bounds { min: again, max: again, k: 0 };
-                if self.suspicions.ripen(&name, now, bounds) {
-                    let first = self.suspicions.get(&name).and_then(|s| s.first_accuser()).cloned();
-                    if let (Some(m), Some(first)) = (self.members.get(&name), first) {
-                        let by = self.id_of(&first);
-                        self.stats.found_unreachable += 1;
-                        let (id, rumour) = (m.id(), self.rumour(m));
-                        self.emit(Event::Unreachable { id, by });
-                        // Passed on once more, now that the unreachable are
-                        // no longer gossiped to: the members of this side
-                        // that missed it the first time hear it.
-                        self.broadcast(rumour);
-                    }
+                if self.suspicions.ripen(&name, now, bounds)
+                    && let Some(m) = self.members.get(&name)
+                {
+                    // Passed on once more, now that the unreachable are no
+                    // longer gossiped to: the members that missed it hear it.
+                    let rumour = self.rumour(m);
+                    self.broadcast(rumour);
                 }
-                if accuser && !self.probes.probing(&name) {
+                if !self.probes.probing(&name) {
                     self.start_probe(now, &name, Purpose::Verify, None);
                 }
                 continue;
@@ -222,6 +234,19 @@ impl Node {
             self.declare_dead(now, &name);
             // Whatever happened, this suspicion is settled.
             self.suspicions.remove(&name);
+        }
+    }
+
+    /// While a strategy decides, a suspicion this node did not start is
+    /// checked at once with a probe of its own: every member forms its own
+    /// view (its row), so that the members of a side come to see the
+    /// cluster alike, and a forged accusation costs a probe, not a record.
+    pub(super) fn verify_soon(&mut self, now: Instant, name: &str) {
+        if !self.decides() || self.probes.probing(name) {
+            return;
+        }
+        if self.suspicions.get(name).is_some_and(|s| !s.accused_by(&self.me.name)) {
+            self.start_probe(now, name, Purpose::Verify, None);
         }
     }
 

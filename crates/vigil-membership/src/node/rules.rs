@@ -53,40 +53,35 @@ impl Node {
     }
 
     /// A rumour from a packet. A vouched packet's rumours are applied as
-    /// they are. A stranger's are weighed: a member it introduces is only
-    /// proposed (pinged, and admitted if it answers); its word that a live
-    /// member is dead or left is taken as a suspicion, which the member
-    /// refutes and nobody acts on without probing it first.
-    pub(super) fn take(&mut self, now: Instant, mut u: Update, vouched: bool, source: SocketAddr) {
-        if u.id.name == self.me.name {
-            // A stranger's word that this node is dead is an accusation to
-            // refute, never a decision to obey.
-            if !vouched && u.status == Status::Dead {
-                u.status = Status::Suspect;
+    /// they are (some checked with the member first: see `checks.rs`). A
+    /// stranger's word about a member this node knows, or about this node,
+    /// changes nothing; a member it introduces is only proposed (pinged,
+    /// and admitted if it answers). `speaker` is the packet's sender when
+    /// it speaks for itself from its own address: its word that it holds
+    /// this node dead is first-hand.
+    pub(super) fn take(&mut self, now: Instant, u: Update, vouched: bool, source: SocketAddr, speaker: Option<&NodeId>) {
+        if !vouched {
+            let known = u.id.name == self.me.name
+                || self.members.get(&u.id.name).is_some_and(|m| m.generation >= u.id.generation);
+            if known {
+                self.stats.stranger_rumours_ignored += 1;
+            } else if matches!(u.status, Status::Alive | Status::Suspect) {
+                let proposed = Update { status: Status::Alive, from: u.id.clone(), ..u };
+                self.propose(now, proposed, source);
             }
-            self.apply(now, u, None);
             return;
         }
-        if vouched {
-            self.apply(now, u, None);
-            return;
-        }
-        let known = self.members.get(&u.id.name).filter(|m| m.generation >= u.id.generation);
-        match known {
-            None => {
-                if matches!(u.status, Status::Alive | Status::Suspect) {
-                    let proposed = Update { status: Status::Alive, from: u.id.clone(), ..u };
-                    self.propose(now, proposed, source);
-                }
-            }
-            Some(m) => {
-                if matches!(u.status, Status::Dead | Status::Left) && m.is_live() && m.is(&u.id) {
-                    self.stats.stranger_verdicts_softened += 1;
-                    u.status = Status::Suspect;
-                }
-                self.apply(now, u, None);
+        if u.id == self.me
+            && u.status == Status::Dead
+            && self.decides()
+            && speaker.is_some_and(|s| *s == u.from)
+        {
+            self.heard_death(now, &u.from);
+            if self.status != Status::Alive || self.me.generation != u.id.generation {
+                return;
             }
         }
+        self.apply(now, u, None);
     }
 
     /// A stranger proposes `u` (alive), heard from `source`: within the
@@ -174,8 +169,14 @@ impl Node {
 
     /// Applies a rumour: the heart of the protocol's state rules.
     pub(super) fn apply(&mut self, now: Instant, u: Update, level: Option<f64>) {
+        self.apply_as(now, u, level, false);
+    }
+
+    /// As [`Node::apply`]; `checked` says the member was already asked
+    /// about this rumour (see `checks.rs`), so it is taken as it is.
+    pub(super) fn apply_as(&mut self, now: Instant, mut u: Update, level: Option<f64>, checked: bool) {
         if u.id.name == self.me.name {
-            self.about_me(u);
+            self.about_me(now, u);
             return;
         }
         let Some(m) = self.members.get(&u.id.name) else {
@@ -192,6 +193,18 @@ impl Node {
             tags_learned = true;
             self.emit(Event::TagsUpdated { id: u.id.clone(), tags: tags.clone() });
             self.gray_changed(&u.id, old_tags.as_ref(), tags);
+        }
+        let Some(m) = self.members.get(&u.id.name) else { return };
+        // Where a member is reached moves only when it answers there as
+        // itself: its own word that it moved is checked; anyone else's
+        // word is not taken.
+        if m.generation == u.id.generation && u.addr != m.addr {
+            let known = m.addr;
+            if u.status == Status::Alive && u.from == u.id && u.incarnation > m.incarnation && !checked {
+                let moved = u.clone();
+                self.check_rumour(now, CheckKind::Address, moved);
+            }
+            u.addr = known;
         }
         let Some(m) = self.members.get(&u.id.name) else { return };
         // The common case in anti-entropy: nothing new.
@@ -215,6 +228,13 @@ impl Node {
             return;
         }
         if u.id.generation > m.generation {
+            // A newer process at another address while the one this node
+            // knows may still run: the name is checked with the holder
+            // first (a restart in place is taken at once).
+            if m.is_live() && u.addr != m.addr && !checked {
+                self.newcomer(now, u);
+                return;
+            }
             self.forget(&u.id.name);
             if matches!(u.status, Status::Dead | Status::Left) {
                 // A member this node knew, whose next life is already over:
@@ -244,21 +264,12 @@ impl Node {
                     return;
                 }
                 // The fast path above took every incarnation not above ours.
-                self.members.set(&name, u.incarnation, Status::Alive, u.addr, now);
-                let ripe = self.suspicions.remove(&name).is_some_and(|s| s.is_ripe());
+                self.members.set(&name, u.incarnation, Status::Alive, addr, now);
+                self.suspicions.remove(&name);
                 match was {
                     Status::Suspect => {
                         self.stats.refutations_seen += 1;
                         self.emit(Event::Refuted { id: u.id.clone(), incarnation: u.incarnation, suspected_for: held });
-                        // A refuted suspicion is a flap, for the gate: a
-                        // member suspected and refuted again and again is
-                        // unstable, whether or not its suspicions ran out.
-                        if self.decides() {
-                            self.resolver.flapped(now);
-                        }
-                        if ripe {
-                            self.emit(Event::Reachable { id: u.id.clone(), incarnation: u.incarnation });
-                        }
                     }
                     Status::Dead | Status::Left => {
                         let tags = self.members.get(&name).and_then(|m| m.tags().cloned()).unwrap_or_default();
@@ -282,27 +293,23 @@ impl Node {
                         self.suspicions.set_bounds(&name, bounds);
                     }
                     let accuser = self.members.intern(&u.from.name);
-                    if self.decides() {
-                        self.resolver.saw(&u.from.name, &name, now);
-                    }
                     if let Confirmed::New(c) = self.suspicions.confirm(&name, accuser)
                         && c <= self.config.max_confirmations_gossiped as usize
                     {
                         self.broadcast(u);
                     }
+                    self.verify_soon(now, &name);
                     return;
                 }
                 self.members.set(&name, u.incarnation, Status::Suspect, addr, now);
-                if self.decides() {
-                    self.resolver.saw(&u.from.name, &name, now);
-                }
                 let accuser = self.members.intern(&u.from.name);
                 let bounds = self.suspicion_bounds(*u.from.name == *self.me.name);
-                self.suspicions.start(name, accuser, now, bounds);
+                self.suspicions.start(name.clone(), accuser, now, bounds);
                 self.emit(Event::Suspected { id: u.id.clone(), by: u.from.clone(), level });
                 self.broadcast(u);
                 // Buddy system: tell the suspect at once so it can refute.
                 self.send(addr, Message::Gossip);
+                self.verify_soon(now, &name);
             }
             Status::Dead | Status::Left => {
                 // A dead member may still be forced out (left); nothing
@@ -310,6 +317,14 @@ impl Node {
                 let forced_out = was == Status::Dead && u.status == Status::Left;
                 if u.incarnation < incarnation || (matches!(was, Status::Dead | Status::Left) && !forced_out) {
                     self.stats.stale_updates += 1;
+                    return;
+                }
+                // While a strategy decides, only a decision downs a member,
+                // and this node decides for itself: another's word that a
+                // live member is dead or left is checked with the member
+                // first (it is taken if the member does not answer).
+                if self.decides() && !checked && *u.from.name != *self.me.name && !forced_out {
+                    self.check_rumour(now, CheckKind::Verdict, u);
                     return;
                 }
                 let silent_for = self.monitor.last_heartbeat(&name).map(|t| now.saturating_duration_since(t));
@@ -367,31 +382,16 @@ impl Node {
         }
     }
 
-    /// A rumour about this node: refute accusations, ignore the rest.
-    pub(super) fn about_me(&mut self, u: Update) {
+    /// A rumour about this node: refute accusations, ignore the rest; a
+    /// rumour about another process of its name is [`Node::rival`]'s.
+    pub(super) fn about_me(&mut self, now: Instant, u: Update) {
         if u.id.generation != self.me.generation {
-            // About an older (or, impossibly, newer) process of this name.
-            self.stats.stale_updates += 1;
+            self.rival(now, u);
             return;
         }
         // A leave this node never announced is refuted like an accusation:
         // in plaintext anyone can say it.
         if !matches!(u.status, Status::Suspect | Status::Dead | Status::Left) || self.status != Status::Alive {
-            return;
-        }
-        // While a strategy decides, only a decision declares a member dead:
-        // a member whose word this node takes (a stranger's was softened
-        // into a suspicion) downed it, at its current incarnation or later.
-        // It is obeyed while this node itself finds members unreachable (a
-        // partition it is on one side of); otherwise it is refuted like any
-        // accusation, so that one forged packet cannot down a member of a
-        // healthy cluster.
-        if self.decides() && u.status == Status::Suspect {
-            self.resolver.saw(&u.from.name, &self.me.name, self.now);
-        }
-        if u.status == Status::Dead && self.decides() && self.suspicions.any_ripe() && u.incarnation >= self.incarnation
-        {
-            self.downed_by_rumour(self.now, u.from);
             return;
         }
         if u.incarnation >= self.incarnation {
@@ -412,6 +412,194 @@ impl Node {
             let alive = self.self_update(Status::Alive);
             self.send_with(addr, Message::Gossip, Some(alive));
         }
+    }
+
+    /// A member speaks of another process of this node's name. An older
+    /// one, live at another address: this node may be taking the name from
+    /// a process that still holds it; a newer one the others hold: this
+    /// node may have been replaced. Either way the other process is asked,
+    /// at its address, as itself: if it answers, the name is contested
+    /// ([`Event::NameConflict`]) and this node stops. A newer one that left
+    /// or died, or that does not answer, is outlived: this node takes a
+    /// generation above it and says it is alive, so that it is not left
+    /// out for good.
+    pub(super) fn rival(&mut self, now: Instant, u: Update) {
+        if self.status != Status::Alive {
+            return;
+        }
+        let live = matches!(u.status, Status::Alive | Status::Suspect);
+        if u.id.generation < self.me.generation {
+            if live && u.addr != self.addr {
+                self.check_rival(now, u);
+            } else {
+                self.stats.stale_updates += 1;
+            }
+            return;
+        }
+        if live && u.addr != self.addr {
+            self.check_rival(now, u);
+        } else {
+            self.outlive(u.id.generation);
+        }
+    }
+
+    /// Asks the other process of this node's name whether it runs.
+    fn check_rival(&mut self, now: Instant, u: Update) {
+        let key: Arc<str> = Arc::from(self.me.name.as_str());
+        if self.checks.is_checking(&key) || !self.checks.has_room() {
+            return;
+        }
+        let seq = self.probes.next_seq();
+        self.check_ping(now, seq, u.id.clone(), u.addr, Purpose::Check);
+        self.stats.checks_started += 1;
+        self.checks.start(key, Check { seq, kind: CheckKind::Rival, rumour: u });
+    }
+
+    /// Takes a generation above `generation` (another process of this
+    /// name's, gone), and says so: a restart would do the same.
+    pub(super) fn outlive(&mut self, generation: u64) {
+        let Some(next) = generation.checked_add(1).filter(|g| *g > self.me.generation) else { return };
+        self.me.generation = next;
+        self.incarnation = 0;
+        self.refuted_to.clear();
+        self.stats.generation_renewals += 1;
+        self.emit(Event::Renewed { id: self.me.clone() });
+        self.broadcast(self.self_update(Status::Alive));
+    }
+
+    /// A newer process of the live member `u` names, at another address:
+    /// the member this node knows is asked first (see `checks.rs`), unless
+    /// that newcomer was refused lately.
+    pub(super) fn newcomer(&mut self, now: Instant, u: Update) {
+        self.check_rumour(now, CheckKind::Newcomer, u);
+    }
+
+    /// Starts checking `u` with the member it is about (see `checks.rs`):
+    /// a probe (direct, then through others) of the member where this node
+    /// knows it, or, for a move, a ping at the new address.
+    pub(super) fn check_rumour(&mut self, now: Instant, kind: CheckKind, u: Update) {
+        let Some(m) = self.members.get(&u.id.name) else { return };
+        let name = m.name.clone();
+        if self.checks.is_checking(&name) || !self.checks.has_room() {
+            self.stats.checks_refused += 1;
+            return;
+        }
+        if kind == CheckKind::Newcomer
+            && let Some(at) = self.told.get(&(name.clone(), Tell::Refused))
+            && now.saturating_duration_since(*at) < self.config.reconnect_interval
+        {
+            // Refused lately: told again, not asked again.
+            let (holder, addr) = (m.update(m.id()), u.addr);
+            self.tell(now, &name, Tell::Refused, addr, holder);
+            return;
+        }
+        let seq = match kind {
+            CheckKind::Address => {
+                let seq = self.probes.next_seq();
+                self.check_ping(now, seq, m.id(), u.addr, Purpose::Check);
+                seq
+            }
+            _ => match self.start_probe(now, &name, Purpose::Check, None) {
+                Some(seq) => seq,
+                None => return,
+            },
+        };
+        self.stats.checks_started += 1;
+        self.checks.start(name, Check { seq, kind, rumour: u });
+    }
+
+    /// A check's probe (`seq`) was answered, as `who`, from `from`.
+    pub(super) fn check_answered(&mut self, now: Instant, seq: u32, probe: &Probe, who: &NodeId, from: SocketAddr) {
+        let key = if probe.target.name == self.me.name { self.me.name.clone() } else { probe.target.name.clone() };
+        let Some(check) = self.checks.take(&key, seq) else { return };
+        // A direct ping's answer must come from where it was sent, from the
+        // member asked; a probe's may come through another member, which
+        // relays only the member's own answer.
+        let direct = *who == probe.target && from == probe.addr;
+        match check.kind {
+            CheckKind::Verdict => self.stats.checks_refuted += 1,
+            CheckKind::Address if direct => {
+                if let Some(m) = self.members.get(&probe.target.name).filter(|m| m.is(&probe.target)) {
+                    let (name, incarnation, status) = (m.name.clone(), m.incarnation, m.status);
+                    self.members.set(&name, incarnation, status, probe.addr, now);
+                    self.stats.addresses_moved += 1;
+                }
+            }
+            CheckKind::Address => self.stats.checks_refuted += 1,
+            CheckKind::Newcomer => {
+                // The member this node knows answers: the newcomer is
+                // refused, and told who holds the name.
+                let Some(m) = self.members.get(&probe.target.name).filter(|m| m.is(&probe.target)) else { return };
+                let (holder, holder_addr, name) = (m.id(), m.addr, m.name.clone());
+                let rumour = m.update(m.id());
+                let (claimant, claimant_addr) = (check.rumour.id.clone(), check.rumour.addr);
+                self.stats.name_conflicts += 1;
+                self.emit(Event::NameConflict { holder, holder_addr, claimant, claimant_addr, refused: false });
+                self.tell(now, &name, Tell::Refused, claimant_addr, rumour);
+            }
+            CheckKind::Rival if direct => {
+                // Another process of this name answers where the others
+                // said: the name is contested, and this node stops.
+                let (holder, holder_addr) = (check.rumour.id.clone(), check.rumour.addr);
+                self.stats.name_conflicts += 1;
+                self.emit(Event::NameConflict {
+                    holder,
+                    holder_addr,
+                    claimant: self.me.clone(),
+                    claimant_addr: self.addr,
+                    refused: true,
+                });
+                self.status = Status::Left;
+                self.timers.clear();
+            }
+            CheckKind::Rival => {}
+        }
+    }
+
+    /// A check's probe went unanswered: the rumour it decided is taken (a
+    /// death, a leave, a newcomer), or dropped (a move), or the other
+    /// process of this node's name is outlived.
+    pub(super) fn check_failed(&mut self, now: Instant, seq: u32, probe: &Probe) {
+        let key = if probe.target.name == self.me.name { self.me.name.clone() } else { probe.target.name.clone() };
+        let Some(check) = self.checks.take(&key, seq) else { return };
+        match check.kind {
+            CheckKind::Verdict | CheckKind::Newcomer => {
+                self.stats.checks_confirmed += 1;
+                self.apply_as(now, check.rumour, None, true);
+            }
+            CheckKind::Address => {}
+            CheckKind::Rival => {
+                if check.rumour.id.generation > self.me.generation {
+                    self.outlive(check.rumour.id.generation);
+                }
+            }
+        }
+    }
+
+    /// Tells `name`'s process at `to` something it must hear (`rumour`,
+    /// piggybacked first), once a probe interval at most.
+    pub(super) fn tell(&mut self, now: Instant, name: &Arc<str>, what: Tell, to: SocketAddr, rumour: Update) {
+        let key = (name.clone(), what);
+        if self.told.get(&key).is_some_and(|at| now.saturating_duration_since(*at) < self.config.probe_interval) {
+            return;
+        }
+        if self.told.len() >= crate::checks::MAX_CHECKS {
+            let keep = self.config.reconnect_interval;
+            self.told.retain(|_, at| now.saturating_duration_since(*at) < keep);
+        }
+        if self.told.len() < crate::checks::MAX_CHECKS {
+            self.told.insert(key, now);
+        }
+        self.send_with(to, Message::Gossip, Some(rumour));
+    }
+
+    /// A packet came from `from` in an older generation of `name` than the
+    /// one this node knows: that process is told what the others hold (it
+    /// was replaced, or it tried to take a name that is held).
+    pub(super) fn tell_name_held(&mut self, now: Instant, name: &str, from: SocketAddr) {
+        let Some(m) = self.members.get(name) else { return };
+        let (key, rumour) = (m.name.clone(), m.update(m.id()));
+        self.tell(now, &key, Tell::NameHeld, from, rumour);
     }
 
     /// Moves this node's incarnation past `at_least`; if it cannot grow any

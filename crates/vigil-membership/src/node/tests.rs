@@ -75,18 +75,19 @@ fn an_accused_member_refutes_and_tells_its_accuser_once() {
 }
 
 #[test]
-fn a_strangers_verdict_is_only_a_suspicion_and_a_members_is_taken() {
+fn a_strangers_verdict_changes_nothing_and_a_members_is_taken() {
     let mut n = node(4, Config::lan(CLUSTER));
     // A packet in an unknown member's name, from an unknown address, says
-    // n2 is dead: n2 is only suspected, and told so it can refute.
+    // n2 is dead, n3 is suspected and n0 (this node) left: nothing changes.
     let stranger = NodeId::new("x", 1);
-    let dead = rumour(2, Status::Dead, stranger.clone());
-    n.handle_datagram(ms(2000), addr(9), &datagram(stranger, Message::Gossip, vec![dead])).unwrap();
-    assert_eq!(n.member("n2").unwrap().status, Status::Suspect);
-    assert_eq!(n.stats().stranger_verdicts_softened, 1);
+    let said = vec![rumour(2, Status::Dead, stranger.clone()), rumour(3, Status::Suspect, stranger.clone()), rumour(0, Status::Left, id(0))];
+    n.handle_datagram(ms(2000), addr(9), &datagram(stranger, Message::Gossip, said)).unwrap();
+    assert_eq!(n.member("n2").unwrap().status, Status::Alive);
+    assert_eq!(n.member("n3").unwrap().status, Status::Alive);
+    assert_eq!((n.incarnation(), n.status()), (0, Status::Alive));
+    assert_eq!(n.stats().stranger_rumours_ignored, 3);
     assert_eq!(n.stats().from_strangers, 1);
-    assert!(n.suspicions.get("n2").is_some());
-    assert!(std::iter::from_fn(|| n.poll_transmit()).any(|t| t.to == addr(2)), "the suspect hears of it");
+    assert!(n.suspicions.get("n2").is_none() && n.suspicions.get("n3").is_none());
     // A known member, at its own address, is believed: n3 is dead.
     let dead = rumour(3, Status::Dead, id(1));
     n.handle_datagram(ms(2000), addr(1), &datagram(id(1), Message::Gossip, vec![dead])).unwrap();
@@ -95,7 +96,37 @@ fn a_strangers_verdict_is_only_a_suspicion_and_a_members_is_taken() {
     // The same member's word from another address is a stranger's.
     let dead = rumour(1, Status::Dead, id(2));
     n.handle_datagram(ms(2000), addr(8), &datagram(id(2), Message::Gossip, vec![dead])).unwrap();
-    assert_eq!(n.member("n1").unwrap().status, Status::Suspect);
+    assert_eq!(n.member("n1").unwrap().status, Status::Alive);
+}
+
+#[test]
+fn an_address_moves_only_when_the_member_answers_there_as_itself() {
+    let mut n = node(3, Config::lan(CLUSTER));
+    run_to(&mut n, ms(2000));
+    let elsewhere: SocketAddr = "10.9.9.9:7946".parse().unwrap();
+    // n1's own word, relayed by n2 (a member, at its own address): n1 is
+    // at another address, at a higher incarnation.
+    let moved = Update { addr: elsewhere, incarnation: 5, ..rumour(1, Status::Alive, id(1)) };
+    n.handle_datagram(ms(2000), addr(2), &datagram(id(2), Message::Gossip, vec![moved.clone()])).unwrap();
+    assert_eq!(n.member("n1").unwrap().addr, addr(1), "not moved on anyone's word");
+    assert_eq!(n.member("n1").unwrap().incarnation, 5, "the rest of the rumour is taken");
+    // It is asked there, as itself.
+    let ping = std::iter::from_fn(|| n.poll_transmit()).find(|t| t.to == elsewhere).expect("a ping at the new address");
+    let p = wire::decode(&ping.bytes, wire::MAX_DATAGRAM).unwrap();
+    let Message::Ping { seq, target } = p.message else { panic!("{:?}", p.message) };
+    assert_eq!(target, id(1));
+    // Someone else answers from there: nothing moves.
+    let ack = datagram(id(2), Message::Ack { seq }, vec![]);
+    n.handle_datagram(ms(2100), elsewhere, &ack).unwrap();
+    assert_eq!(n.member("n1").unwrap().addr, addr(1));
+    // Asked again, n1 itself answers from there: it moved.
+    let moved = Update { incarnation: 6, ..moved };
+    n.handle_datagram(ms(3000), addr(2), &datagram(id(2), Message::Gossip, vec![moved])).unwrap();
+    let ping = std::iter::from_fn(|| n.poll_transmit()).find(|t| t.to == elsewhere).expect("asked again");
+    let Message::Ping { seq, .. } = wire::decode(&ping.bytes, wire::MAX_DATAGRAM).unwrap().message else { panic!() };
+    n.handle_datagram(ms(3100), elsewhere, &datagram(id(1), Message::Ack { seq }, vec![])).unwrap();
+    assert_eq!(n.member("n1").unwrap().addr, elsewhere);
+    assert_eq!(n.stats().addresses_moved, 1);
 }
 
 #[test]

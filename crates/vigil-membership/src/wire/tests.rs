@@ -124,6 +124,17 @@ fn message() -> impl Strategy<Value = Message> {
         Just(Message::Gossip),
         any::<u32>().prop_map(|lease_ms| Message::Subscribe { lease_ms }),
         any::<u64>().prop_map(|view| Message::Digest { view }),
+        (number(), 1u16..4, prop::collection::vec((node_id(), 0usize..3), 0..24)).prop_flat_map(|(version, pages, entries)| {
+            (0..pages).prop_map(move |page| Message::Reachability {
+                version,
+                page,
+                pages,
+                entries: entries
+                    .iter()
+                    .map(|(id, m)| RowEntry { id: id.clone(), mark: [Mark::Unreachable, Mark::Flapped, Mark::Ejected][*m] })
+                    .collect(),
+            })
+        }),
         (any::<bool>(), prop::collection::vec(any_update(), 0..24))
             .prop_map(|(reply, members)| Message::PushPull { reply, members }),
     ]
@@ -315,6 +326,13 @@ fn every_message_kind_round_trips_at_the_extremes() {
         Message::PushPull { reply: false, members },
         Message::Digest { view: 0 },
         Message::Digest { view: u64::MAX },
+        Message::Reachability { version: 0, page: 0, pages: 1, entries: Vec::new() },
+        Message::Reachability {
+            version: u64::MAX,
+            page: u16::MAX - 1,
+            pages: u16::MAX,
+            entries: vec![RowEntry { id: long.clone(), mark: Mark::Flapped }, RowEntry { id: long.clone(), mark: Mark::Ejected }],
+        },
     ] {
         let p = Packet { cluster: u64::MAX, from: long.clone(), incarnation: u64::MAX, message, updates: Vec::new() };
         let bytes = encode(&p, MAX_STREAM).unwrap();
@@ -496,13 +514,41 @@ fn another_version_is_rejected_before_the_rest_is_read() {
 
 #[test]
 fn unknown_message_kinds_are_rejected() {
-    for kind in [0, 10, 255] {
+    for kind in [0, 11, 255] {
         let mut bytes = valid_ack();
         bytes[3] = kind;
         assert_eq!(decode(&bytes, MAX_DATAGRAM), Err(WireError::UnknownMessage(kind)));
         assert_eq!(peek_kind(&bytes), Err(WireError::UnknownMessage(kind)));
     }
     assert_eq!(decode(&[0; 64], MAX_DATAGRAM), Err(WireError::BadMagic));
+}
+
+#[test]
+fn a_row_page_outside_its_pages_or_an_unknown_mark_is_rejected() {
+    let row = |page, pages| Packet {
+        cluster: 1,
+        from: NodeId::new("a", 1),
+        incarnation: 0,
+        message: Message::Reachability { version: 3, page, pages, entries: vec![RowEntry { id: NodeId::new("b", 1), mark: Mark::Unreachable }] },
+        updates: Vec::new(),
+    };
+    for (page, pages) in [(0, 0), (1, 1), (5, 2)] {
+        assert_eq!(encode(&row(page, pages), MAX_DATAGRAM), Err(WireError::BadPage { page, pages }));
+    }
+    let mut bytes = encode(&row(0, 1), MAX_DATAGRAM).unwrap();
+    // The page count is after the version: 0 pages.
+    let at = bytes.len() - 1 /* update count */ - 1 /* mark */ - 3 /* b#1 */ - 2 /* entry count */ - 2;
+    bytes[at..at + 2].copy_from_slice(&0u16.to_be_bytes());
+    assert_eq!(decode(&bytes, MAX_DATAGRAM), Err(WireError::BadPage { page: 0, pages: 0 }));
+    let mut bytes = encode(&row(0, 1), MAX_DATAGRAM).unwrap();
+    let mark = bytes.len() - 2;
+    bytes[mark] = 4;
+    assert_eq!(decode(&bytes, MAX_DATAGRAM), Err(WireError::UnknownMark(4)));
+    // A count that the rest cannot hold is refused before anything is kept.
+    let mut bytes = encode(&row(0, 1), MAX_DATAGRAM).unwrap();
+    let count = bytes.len() - 1 - 1 - 3 - 2;
+    bytes[count..count + 2].copy_from_slice(&u16::MAX.to_be_bytes());
+    assert_eq!(decode(&bytes, MAX_DATAGRAM), Err(WireError::Truncated { what: "row entries" }));
 }
 
 /// A heartbeat from "a" with one suspicion of "n" (IPv4) by another "n":
