@@ -27,7 +27,7 @@
 //! cluster exactly as it does. It decides:
 //!
 //! 1. its row is not empty, and the strategy keeps its core against the
-//!    rest of the membership ([`kept`]): it *survives*, and downs the
+//!    rest of the membership ([`keeps`]): it *survives*, and downs the
 //!    members of its row ([`Decision::DownUnreachable`]); with
 //!    `lease-majority`, it asks the lease for its core first;
 //! 2. otherwise, if it is *threatened*, it downs itself
@@ -257,8 +257,9 @@ pub enum Strategy {
         tag: Option<TagFilter>,
     },
     /// The side with at least `size` members survives; with fewer, a side
-    /// downs itself. Never let the cluster grow past `2 × size − 1`
-    /// members: then both sides of a partition can hold a quorum, and
+    /// downs itself if a quorum may be on the other side, and waits when
+    /// no side can hold one. Never let the cluster grow past `2 × size −
+    /// 1` members: then both sides of a partition can hold a quorum, and
     /// every member that finds another unreachable downs itself instead.
     StaticQuorum {
         /// The quorum.
@@ -473,7 +474,8 @@ impl Weigh<'_> {
     fn oldest(&self, tag: &Option<TagFilter>) -> Option<usize> {
         let by = |i: &usize| self.members.get(*i).map(|c| (c.age, c.addr));
         let all = 0..self.n();
-        let tagged = all.clone().filter(|&i| tag.as_ref().is_none_or(|t| self.members.get(i).is_some_and(|c| t.admits(c))));
+        let tagged =
+            all.clone().filter(|&i| tag.as_ref().is_none_or(|t| self.members.get(i).is_some_and(|c| t.admits(c))));
         tagged.min_by_key(by).or_else(|| all.min_by_key(by))
     }
 
@@ -537,22 +539,26 @@ fn rule(strategy: &Strategy, members: &[&Candidate], me: usize, rows: &[Bits]) -
     }
     // What threatens this member: a side it cannot see, or a side that
     // finds it unreachable.
-    let threatened = || if w.kept(mine) {
-        Some(Threat::Hidden)
-    } else {
-        (0..n).filter(|&c| reached(c) && row(c).contains(me)).find_map(|c| {
-            let theirs = row(c);
-            let mut could = Bits::with(n);
-            for x in 0..n {
-                let shares = if reached(x) || x == me { x != me && row(x) == theirs } else { !theirs.contains(x) };
-                if shares {
-                    could.insert(x);
+    let threatened = || {
+        if w.kept(mine) {
+            Some(Threat::Hidden)
+        } else {
+            (0..n).filter(|&c| reached(c) && row(c).contains(me)).find_map(|c| {
+                let theirs = row(c);
+                let mut could = Bits::with(n);
+                for x in 0..n {
+                    let shares = if reached(x) || x == me { x != me && row(x) == theirs } else { !theirs.contains(x) };
+                    if shares {
+                        could.insert(x);
+                    }
                 }
-            }
-            w.kept(&could).then_some(Threat::Claimed(c))
-        })
+                w.kept(&could).then_some(Threat::Claimed(c))
+            })
+        }
     };
-    let needs_threat = mine.is_empty() || !w.kept(&core) || matches!(strategy, Strategy::LeaseMajority { .. } | Strategy::DownAll | Strategy::StaticQuorum { .. });
+    let needs_threat = mine.is_empty()
+        || !w.kept(&core)
+        || matches!(strategy, Strategy::LeaseMajority { .. } | Strategy::DownAll | Strategy::StaticQuorum { .. });
     let threat = if needs_threat { threatened() } else { None };
     let me_alone = {
         let mut b = Bits::with(n);
@@ -608,13 +614,7 @@ pub fn decide(strategy: &Strategy, picture: &Picture) -> Verdict {
     let r = rule(strategy, &members, me, &rows);
     let names = |b: &Bits| b.iter().filter_map(|i| members.get(i)).map(|c| c.name.clone()).collect::<Vec<_>>();
     let reason = explain(strategy, &members, me, &rows, &r);
-    Verdict {
-        decision: r.decision,
-        down: names(&r.down),
-        core: names(&r.core),
-        threatened: r.threat.is_some(),
-        reason,
-    }
+    Verdict { decision: r.decision, down: names(&r.down), core: names(&r.core), threatened: r.threat.is_some(), reason }
 }
 
 /// Whether `strategy` keeps the members `side` (by name) against the rest
@@ -681,7 +681,11 @@ fn explain(strategy: &Strategy, members: &[&Candidate], me: usize, rows: &[Bits]
     let threat = |t: Option<Threat>| match t {
         Some(Threat::Hidden) => format!("the members it cannot reach ({}) could be a side that survives", list(&mine)),
         Some(Threat::Claimed(c)) => {
-            format!("{} finds it unreachable, and those that could see the cluster as {} does would survive", name(c), name(c))
+            format!(
+                "{} finds it unreachable, and those that could see the cluster as {} does would survive",
+                name(c),
+                name(c)
+            )
         }
         None => String::new(),
     };
@@ -693,7 +697,9 @@ fn explain(strategy: &Strategy, members: &[&Candidate], me: usize, rows: &[Bits]
             side()
         ),
         Decision::DownUnreachable => format!("{core}: it survives ({}); {} unreachable", side(), list(&mine)),
-        Decision::DownReachable if mine.is_empty() => format!("nobody is unreachable from here, but {}", threat(r.threat)),
+        Decision::DownReachable if mine.is_empty() => {
+            format!("nobody is unreachable from here, but {}", threat(r.threat))
+        }
         Decision::DownReachable => format!("{core}, not a side that survives ({}); {}", side(), threat(r.threat)),
         Decision::DownAll if matches!(strategy, Strategy::DownAll) => "down-all: a member is unreachable".into(),
         Decision::DownAll => {
@@ -1029,8 +1035,12 @@ pub struct Pending {
 pub enum LeaseAnswer {
     /// This side holds the lease: it survives.
     Granted,
-    /// Another side holds it.
-    Refused,
+    /// Another side holds it: the holder's name, when the lease says.
+    Refused {
+        /// The holder that has the lease (the name of its side's member
+        /// with the lowest address), if known.
+        holder: Option<String>,
+    },
     /// The lease could not be asked (unreachable, unreadable, unwritable):
     /// what went wrong.
     Unusable(String),
@@ -1127,7 +1137,8 @@ mod tests {
     fn survives(s: &Strategy, p: &Picture) -> bool {
         let v = decide(s, p);
         // In a clean partition a member's core is its whole side.
-        let side: Vec<&str> = p.members.keys().map(String::as_str).filter(|n| !p.row_of(&p.me).any(|s| s == *n)).collect();
+        let side: Vec<&str> =
+            p.members.keys().map(String::as_str).filter(|n| !p.row_of(&p.me).any(|s| s == *n)).collect();
         assert_eq!(v.core, side, "{s}: {}", p.me);
         matches!(v.decision, Decision::DownUnreachable)
     }
@@ -1267,7 +1278,8 @@ mod tests {
     fn a_crash_downs_the_crashed_and_a_disagreeing_member_counts_as_one_fewer() {
         let majority = Strategy::KeepMajority { tag: None };
         // e crashed: every row is {e}; every member's core is the four.
-        let crashed = |me: &str| FIVE.iter().filter(|n| **n != "e").fold(Picture::new(me, FIVE), |p, o| p.row(o, ["e"]));
+        let crashed =
+            |me: &str| FIVE.iter().filter(|n| **n != "e").fold(Picture::new(me, FIVE), |p, o| p.row(o, ["e"]));
         for me in ["a", "b", "c", "d"] {
             let v = decide(&majority, &crashed(me));
             assert_eq!((v.decision, v.down.clone()), (Decision::DownUnreachable, vec!["e".to_owned()]), "{me}");

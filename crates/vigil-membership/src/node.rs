@@ -960,12 +960,10 @@ impl Node {
                 }
             }
             Message::Digest { view } => self.compare_digest(from, view),
-            Message::Reachability { version, page, pages, entries } => {
-                match speaker.filter(|_| self.decides()) {
-                    Some(sender) => self.take_row(&sender, version, (page, pages), entries),
-                    None => self.stats.rows_refused += 1,
-                }
-            }
+            Message::Reachability { version, page, pages, entries } => match speaker.filter(|_| self.decides()) {
+                Some(sender) => self.take_row(&sender, version, (page, pages), entries),
+                None => self.stats.rows_refused += 1,
+            },
         }
     }
 

@@ -18,6 +18,9 @@ use vigil_detector::Instant;
 
 use crate::message::{MAX_MEMBERS, Mark, NodeId, RowEntry};
 
+/// Quick repeats of a changed row after its first sending.
+const REPEATS: u8 = 1;
+
 /// One member of a row: its name, the generation the row is about, and the
 /// mark.
 pub(crate) type Entry = (Arc<str>, u64, Mark);
@@ -57,11 +60,11 @@ pub(crate) struct Rows {
     version: u64,
     /// Members owed this node's current row.
     owed: BTreeSet<Arc<str>>,
-    /// When the row is next sent to everyone again, while it matters.
-    refresh_at: Option<Instant>,
-    /// Refreshes still due after the row emptied (so that a member that
-    /// missed the news hears it).
-    refreshes_left: u8,
+    /// When the row is next sent to everyone (again).
+    send_at: Option<Instant>,
+    /// Quick repeats still due after a change (a member that missed the
+    /// first hears one of them).
+    repeats_left: u8,
     theirs: HashMap<Arc<str>, Row>,
     /// Grows with every change of any row: part of the picture's version.
     changes: u64,
@@ -91,11 +94,12 @@ impl Rows {
         memory: Duration,
         live: impl Fn(&str, u64) -> bool,
     ) -> OwnChange {
-        let current: BTreeMap<Arc<str>, (u64, Mark)> = current.into_iter().map(|(n, g)| (n, (g, Mark::Unreachable))).collect();
+        let current: BTreeMap<Arc<str>, (u64, Mark)> =
+            current.into_iter().map(|(n, g)| (n, (g, Mark::Unreachable))).collect();
         let mut change = OwnChange::default();
         for (name, (generation, mark)) in &self.own {
             let still = current.get(name).is_some_and(|(g, m)| g == generation && *m == Mark::Unreachable);
-            if *mark == Mark::Unreachable && !still {
+            if *mark == Mark::Unreachable && !still && live(name, *generation) {
                 change.flapped = true;
                 self.flap_ends.insert(name.clone(), now.saturating_add(memory));
             }
@@ -114,13 +118,19 @@ impl Rows {
         // A member that flapped and is unreachable again is simply so.
         self.flap_ends.retain(|name, _| next.get(name).is_some_and(|(_, m)| *m == Mark::Flapped));
         if next != self.own || ejects != self.ejects {
+            // A member that left the row because it is no longer live (it
+            // was declared dead, or left) goes without a word: every member
+            // drops it from its picture anyway.
+            let gone_only = ejects == self.ejects
+                && next.iter().all(|(n, v)| self.own.get(n) == Some(v))
+                && self.own.iter().all(|(n, (g, _))| next.contains_key(n) || !live(n, *g));
             self.own = next;
             self.ejects = ejects;
             self.version += 1;
             self.changes += 1;
-            change.changed = true;
-            if self.own.is_empty() && self.ejects.is_empty() {
-                self.refreshes_left = 2;
+            if !gone_only {
+                change.changed = true;
+                self.repeats_left = REPEATS;
             }
         }
         change
@@ -137,7 +147,8 @@ impl Rows {
     pub(crate) fn pages(&self, per_page: usize) -> (u64, Vec<Vec<RowEntry>>) {
         let all: Vec<RowEntry> =
             self.own().map(|(n, g, mark)| RowEntry { id: NodeId::new(n.to_string(), g), mark }).collect();
-        let pages = if all.is_empty() { vec![Vec::new()] } else { all.chunks(per_page.max(1)).map(<[_]>::to_vec).collect() };
+        let pages =
+            if all.is_empty() { vec![Vec::new()] } else { all.chunks(per_page.max(1)).map(<[_]>::to_vec).collect() };
         (self.version, pages)
     }
 
@@ -160,30 +171,42 @@ impl Rows {
         !self.owed.is_empty()
     }
 
-    /// Whether everyone is to be sent the row again now (it matters: it is
-    /// not empty, or emptied lately); if so, the next time is set `every`
-    /// later.
-    pub(crate) fn refresh_due(&mut self, now: Instant, every: Duration) -> bool {
-        let matters = !self.own.is_empty() || !self.ejects.is_empty() || self.refreshes_left > 0;
-        if !matters {
-            self.refresh_at = None;
-            return false;
+    /// Whether everyone is to be sent the row now. A change is sent
+    /// `batch` after it (so that the changes of one moment go out once),
+    /// once more `gap` later, then every `slow` while the row says
+    /// anything.
+    pub(crate) fn send_due(
+        &mut self,
+        now: Instant,
+        changed: bool,
+        batch: Duration,
+        gap: Duration,
+        slow: Duration,
+    ) -> bool {
+        if changed {
+            let soon = now.saturating_add(batch);
+            if self.send_at.is_none_or(|at| at > soon) {
+                self.send_at = Some(soon);
+            }
         }
-        match self.refresh_at {
-            Some(at) if at > now => false,
-            _ => {
-                if self.own.is_empty() && self.ejects.is_empty() {
-                    self.refreshes_left = self.refreshes_left.saturating_sub(1);
-                }
-                self.refresh_at = Some(now.saturating_add(every));
+        match self.send_at {
+            Some(at) if at <= now => {
+                let says = !self.own.is_empty() || !self.ejects.is_empty();
+                self.send_at = if self.repeats_left > 0 {
+                    self.repeats_left -= 1;
+                    Some(now.saturating_add(gap))
+                } else {
+                    says.then(|| now.saturating_add(slow))
+                };
                 true
             }
+            _ => false,
         }
     }
 
-    /// When the row is next sent again, if it will be.
-    pub(crate) fn refresh_at(&self) -> Option<Instant> {
-        self.refresh_at
+    /// When the row is next sent to everyone, if it will be.
+    pub(crate) fn send_at(&self) -> Option<Instant> {
+        self.send_at
     }
 
     /// A page of `observer`'s row (at `generation`), as it sent it; names
@@ -197,7 +220,8 @@ impl Rows {
         (page, pages): (u16, u16),
         entries: Vec<Entry>,
     ) -> bool {
-        let row = self.theirs.entry(observer).or_insert(Row { generation, version: 0, entries: Vec::new(), partial: None });
+        let row =
+            self.theirs.entry(observer).or_insert(Row { generation, version: 0, entries: Vec::new(), partial: None });
         if generation < row.generation || (generation == row.generation && version < row.version) {
             return false;
         }
@@ -264,7 +288,6 @@ impl Rows {
     pub(crate) fn changes(&self) -> u64 {
         self.changes
     }
-
 }
 
 #[cfg(test)]
@@ -318,20 +341,29 @@ mod tests {
     }
 
     #[test]
-    fn the_row_is_owed_once_and_refreshed_while_it_matters() {
+    fn a_change_is_sent_after_a_moment_repeated_twice_then_slowly_while_it_says_anything() {
         let mut r = Rows::default();
         let t = Instant::from_secs(1);
-        let every = Duration::from_secs(5);
-        assert!(!r.refresh_due(t, every), "an empty row that never said anything");
-        r.set_own(t, [(Arc::from("b"), 1)].into(), BTreeMap::new(), Duration::from_secs(60), |_, _| true);
-        assert!(r.refresh_due(t, every));
-        assert!(!r.refresh_due(t + Duration::from_secs(4), every));
-        assert!(r.refresh_due(t + Duration::from_secs(5), every));
+        let (batch, gap, slow) = (Duration::from_secs(1), Duration::from_secs(2), Duration::from_secs(20));
+        let s = Duration::from_secs;
+        assert!(!r.send_due(t, false, batch, gap, slow), "an empty row that never said anything");
+        let c = r.set_own(t, [(Arc::from("b"), 1)].into(), BTreeMap::new(), s(60), |_, _| true);
+        assert!(!r.send_due(t, c.changed, batch, gap, slow), "a moment later");
+        // A member that is no longer live leaves the row without a word:
+        // every member drops it from its picture anyway.
+        let quiet = r.set_own(t, [(Arc::from("b"), 1)].into(), BTreeMap::new(), s(60), |_, _| true);
+        assert!(!quiet.changed);
+        // Another change within the moment goes out with the first.
+        let c =
+            r.set_own(t + s(0), [(Arc::from("b"), 1), (Arc::from("c"), 1)].into(), BTreeMap::new(), s(60), |_, _| true);
+        assert!(!r.send_due(t, c.changed, batch, gap, slow));
+        let times: Vec<u64> = (0..60).filter(|k| r.send_due(t + s(*k), false, batch, gap, slow)).collect();
+        assert_eq!(times, [1, 3, 23, 43], "after the moment, a repeat, then every 20 s");
         r.owe([Arc::from("x"), Arc::from("y"), Arc::from("z")]);
         assert_eq!(r.take_owed(2).len(), 2);
         assert!(r.any_owed());
         assert_eq!(r.take_owed(2).len(), 1);
         let (version, pages) = r.pages(60);
-        assert_eq!((version, pages.len(), pages[0].len()), (1, 1, 1));
+        assert_eq!((version, pages.len(), pages[0].len()), (2, 1, 2));
     }
 }

@@ -133,7 +133,7 @@
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
-use crate::message::{Mark, MAX_MEMBERS, MAX_NAME_LEN, Message, MessageKind, NodeId, Packet, RowEntry, Status, Update};
+use crate::message::{MAX_MEMBERS, MAX_NAME_LEN, Mark, Message, MessageKind, NodeId, Packet, RowEntry, Status, Update};
 use crate::tags::{MAX_TAGS_LEN, Tags};
 
 /// The first two bytes of every packet.

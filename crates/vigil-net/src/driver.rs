@@ -335,7 +335,7 @@ impl Driver {
                                 tokio::task::spawn_blocking(move || lease.acquire(&asked, crate::lease::TTL)).await;
                             match answer {
                                 Ok(Ok(true)) => LeaseAnswer::Granted,
-                                Ok(Ok(false)) => LeaseAnswer::Refused,
+                                Ok(Ok(false)) => LeaseAnswer::Refused { holder: None },
                                 Ok(Err(e)) => {
                                     tracing::warn!("{e}: this side cannot hold the lease and downs itself");
                                     LeaseAnswer::Unusable(e.to_string())

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use vigil_detector::Instant;
+use vigil_membership::downing::LeaseAnswer;
 
 /// How long a grant holds: a side that took the lease keeps it this long.
 pub(crate) const TTL: Duration = Duration::from_secs(120);
@@ -18,16 +19,17 @@ pub(crate) struct Lease {
 
 impl Lease {
     /// Asks the lease for `holder` at `now`: granted if nobody holds it,
-    /// its grant ran out, or `holder` already holds it (renewed).
-    pub(crate) fn acquire(&mut self, holder: &str, now: Instant) -> bool {
+    /// its grant ran out, or `holder` already holds it (renewed); refused
+    /// with the holder's name otherwise.
+    pub(crate) fn acquire(&mut self, holder: &str, now: Instant) -> LeaseAnswer {
         if let Some((h, until)) = &self.holder
             && h != holder
             && *until > now
         {
-            return false;
+            return LeaseAnswer::Refused { holder: Some(h.clone()) };
         }
         self.holder = Some((holder.to_owned(), now.saturating_add(TTL)));
-        true
+        LeaseAnswer::Granted
     }
 }
 
@@ -39,10 +41,10 @@ mod tests {
     fn one_holder_at_a_time_until_its_grant_runs_out() {
         let mut l = Lease::default();
         let t = Instant::from_secs(10);
-        assert!(l.acquire("n0", t));
-        assert!(l.acquire("n0", t), "the holder asks again: renewed");
-        assert!(!l.acquire("n3", t + Duration::from_secs(5)));
-        assert!(l.acquire("n3", t + TTL), "the grant ran out");
-        assert!(!l.acquire("n0", t + TTL));
+        assert!(l.acquire("n0", t).granted());
+        assert!(l.acquire("n0", t).granted(), "the holder asks again: renewed");
+        assert_eq!(l.acquire("n3", t + Duration::from_secs(5)), LeaseAnswer::Refused { holder: Some("n0".into()) });
+        assert!(l.acquire("n3", t + TTL).granted(), "the grant ran out");
+        assert!(!l.acquire("n0", t + TTL).granted());
     }
 }

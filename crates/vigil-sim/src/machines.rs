@@ -342,13 +342,8 @@ impl Machines {
     }
 
     /// The lease's answer reaches machine `i`'s node at `now`.
-    pub(crate) fn lease_answer(&mut self, i: usize, now: Instant, granted: bool) {
+    pub(crate) fn lease_answer(&mut self, i: usize, now: Instant, answer: vigil_membership::downing::LeaseAnswer) {
         if let Some(node) = self.all[i].node.as_mut() {
-            let answer = if granted {
-                vigil_membership::downing::LeaseAnswer::Granted
-            } else {
-                vigil_membership::downing::LeaseAnswer::Refused
-            };
             node.lease_answer(now, answer);
         }
     }

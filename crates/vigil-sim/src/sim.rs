@@ -543,9 +543,9 @@ impl Sim {
         let (before, after) = out.epochs;
         self.recorder.epoch(self.machines.name(i), before, after, now);
         if let Some(holder) = out.lease {
-            let granted = self.lease.acquire(&holder, now);
-            self.recorder.record(now, What::Lease { node: i, holder, granted });
-            self.machines.lease_answer(i, now, granted);
+            let answer = self.lease.acquire(&holder, now);
+            self.recorder.record(now, What::Lease { node: i, holder, granted: answer.granted() });
+            self.machines.lease_answer(i, now, answer);
             self.flush(i);
         }
     }

@@ -110,11 +110,15 @@ fn an_even_split_keeps_the_side_with_the_lowest_address_under_keep_majority() {
 }
 
 #[test]
-fn no_side_survives_an_even_split_under_a_static_quorum_of_four() {
+fn no_side_survives_an_even_split_under_a_static_quorum_of_four_and_both_wait() {
+    // Neither side can hold a quorum of four, so neither is threatened:
+    // nobody downs anybody, and the cluster is one again after the heal.
     let s = partition(6, 3, 90, "static-quorum:size=4", 1);
     let r = run(&s);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    assert_eq!((r.heals[0].surviving_sides, r.heals[0].self_downed), (0, [3, 3]));
+    assert_eq!((r.heals[0].surviving_sides, r.heals[0].self_downed), (0, [0, 0]));
+    assert!(r.heals[0].converged_after_ms.is_some_and(|ms| ms <= 10_000.0), "{:?}", r.heals[0].converged_after_ms);
+    assert_eq!(r.false_deaths + r.downed_deaths, 0);
 }
 
 #[test]

@@ -24,18 +24,15 @@ fn ten_crashes_are_one_membership_change_with_a_strategy_and_ten_without() {
 }
 
 /// One member of 100 at 80 % loss both ways, for 10 minutes. Nobody healthy
-/// is ever removed with it. Whether the lossy member itself is removed is a
-/// matter of chance at this size: it still answers a probe now and then
-/// (directly, through a relay, or over a stream's retransmissions) and
-/// refutes most suspicions, so its removal needs a suspicion that runs out
-/// unanswered. Measured on seeds 1 to 8, it was removed in 3 or 4 (with
-/// the stream ping sent at once, after half the probe's timeout, or not at
-/// all; with whole views exchanged or digests); one seed
-/// alone decides nothing, so six are run, and at least one removal is
-/// required (with a chance of removal near 0.4 a seed, six misses would
-/// come about once in twenty changes of trajectory).
+/// is ever removed with it. The lossy member itself stays: it still answers
+/// a probe now and then (directly, through a relay, or over a stream's
+/// retransmissions), and while a strategy decides every member checks a
+/// suspect itself, so the members do not come to see it alike (some reach
+/// it, some do not), and a member whose picture others do not share waits
+/// rather than downing anyone. Six seeds; the memberlist stand-in, without
+/// a strategy, churns its views instead.
 #[test]
-fn a_member_losing_most_of_its_packets_is_sometimes_removed_and_nobody_else_ever() {
+fn a_member_losing_most_of_its_packets_downs_nobody_else_ever() {
     let mut removed = 0;
     let mut changes = 0.0;
     for seed in 1..=6 {
@@ -46,11 +43,10 @@ fn a_member_losing_most_of_its_packets_is_sometimes_removed_and_nobody_else_ever
         changes += o.changes_per_member / 6.0;
     }
     println!("the lossy member removed in {removed} of 6 runs");
-    assert!(removed >= 1, "the lossy member was never removed");
     let classic = Experiment::Lossy.run(100, &setup("classic/auto"), 1);
     println!("the same on classic SWIM: {classic:?}");
-    // The memberlist stand-in removes it too, and flaps: many more changes.
-    assert!(classic.changes_per_member > 2.0 * changes, "{} {changes}", classic.changes_per_member);
+    // The memberlist stand-in removes it, and flaps: many more changes.
+    assert!(classic.faulty_removed >= 1 && classic.changes_per_member > 2.0 * changes + 1.0, "{classic:?} {changes}");
 }
 
 #[test]

@@ -60,7 +60,11 @@ fn variants(n: usize) -> Vec<Variant> {
     let referee = plain[n.min(2) - 1].addr;
     let db = Some(TagFilter { key: "role".into(), value: "db".into() });
     let mut v = vec![
-        Variant { name: "keep-majority".into(), strategy: Strategy::KeepMajority { tag: None }, members: plain.clone() },
+        Variant {
+            name: "keep-majority".into(),
+            strategy: Strategy::KeepMajority { tag: None },
+            members: plain.clone(),
+        },
         Variant {
             name: "keep-majority:tag=role=db (the last two tagged)".into(),
             strategy: Strategy::KeepMajority { tag: db.clone() },
@@ -141,11 +145,14 @@ fn holder(core: &Bits) -> Option<usize> {
 }
 
 /// Whether the decisions leave a member that survives downing another that
-/// survives, for the lease granted to `winner` (a holder) or to nobody.
-fn split_brain(d: &Decided, winner: Option<usize>) -> Option<(usize, usize)> {
-    let survives = |r: &Ruling| match r.decision {
+/// survives, for the lease granted to `winner` (a holder) or to nobody. A
+/// member refused the lease survives if nothing threatens it, or if the
+/// lease names a holder it reaches whose row does not hold it.
+fn split_brain(d: &Decided, rows: &[u32], winner: Option<usize>) -> Option<(usize, usize)> {
+    let spared = |x: usize| winner.is_some_and(|w| rows[x] & (1 << w) == 0 && rows[w] & (1 << x) == 0 && w != x);
+    let survives = |(x, r): &(usize, &Ruling)| match r.decision {
         Decision::Nothing | Decision::DownUnreachable => true,
-        Decision::AskLease { .. } => holder(&r.core) == winner || r.threat.is_none(),
+        Decision::AskLease { .. } => holder(&r.core) == winner || r.threat.is_none() || spared(*x),
         _ => false,
     };
     let downs = |r: &Ruling| match r.decision {
@@ -154,7 +161,7 @@ fn split_brain(d: &Decided, winner: Option<usize>) -> Option<(usize, usize)> {
         _ => None,
     };
     let live: Vec<(usize, &Ruling)> =
-        d.rulings.iter().enumerate().filter_map(|(i, r)| r.as_ref().map(|r| (i, r))).filter(|(_, r)| survives(r)).collect();
+        d.rulings.iter().enumerate().filter_map(|(i, r)| r.as_ref().map(|r| (i, r))).filter(|p| survives(p)).collect();
     for (a, ra) in &live {
         let Some(down) = downs(ra) else { continue };
         if let Some((b, _)) = live.iter().find(|(b, _)| down & (1 << b) != 0) {
@@ -255,8 +262,13 @@ fn check(n: usize, counted: &mut Counted) {
                     .chain([None])
                     .collect();
                 for winner in holders {
-                    if let Some((a, b)) = split_brain(&d, winner) {
-                        panic!("split brain: {} survives and downs {}, which survives ({}; lease to {winner:?})", a, b, what());
+                    if let Some((a, b)) = split_brain(&d, &rows, winner) {
+                        panic!(
+                            "split brain: {} survives and downs {}, which survives ({}; lease to {winner:?})",
+                            a,
+                            b,
+                            what()
+                        );
                     }
                 }
                 let lease = matches!(variant.strategy, Strategy::LeaseMajority { .. });
@@ -271,7 +283,12 @@ fn check(n: usize, counted: &mut Counted) {
                             (_, false) => Decision::DownUnreachable,
                         };
                         assert_eq!(r.decision, expected, "{}: member {x}", what());
-                        assert_eq!(mask(&r.down), if crashed == 0 { 0 } else { crashed }, "{}: member {x} downs", what());
+                        assert_eq!(
+                            mask(&r.down),
+                            if crashed == 0 { 0 } else { crashed },
+                            "{}: member {x} downs",
+                            what()
+                        );
                         assert!(r.threat.is_none() || lease, "{}: member {x} threatened", what());
                     }
                     // Under a lease they all ask for one holder.
@@ -346,7 +363,6 @@ fn check(n: usize, counted: &mut Counted) {
 
 #[test]
 fn no_picture_of_up_to_five_members_leaves_two_surviving_sides_or_downs_a_correct_member() {
-    let started = std::time::Instant::now();
     let mut total = Counted::default();
     for n in 2..=5 {
         let mut counted = Counted::default();
@@ -367,13 +383,7 @@ fn no_picture_of_up_to_five_members_leaves_two_surviving_sides_or_downs_a_correc
         total.cases += counted.cases;
         total.decisions += counted.decisions;
     }
-    println!(
-        "in all: {} configurations, {} cases, {} decisions in {:.1} s",
-        total.configurations,
-        total.cases,
-        total.decisions,
-        started.elapsed().as_secs_f64()
-    );
+    println!("in all: {} configurations, {} cases, {} decisions", total.configurations, total.cases, total.decisions);
     // Every configuration: for n members, the crashed sets (all but
     // everyone) and, for each, every row of every live member over the
     // other live members.

@@ -138,7 +138,8 @@ impl Node {
         }
         // The rows of members no longer live count for nothing.
         let members = &self.members;
-        self.rows.prune(|name, generation| members.get(name).is_some_and(|m| m.is_live() && m.generation == generation));
+        self.rows
+            .prune(|name, generation| members.get(name).is_some_and(|m| m.is_live() && m.generation == generation));
     }
 
     /// This node just learned that its view lacks members: a packet came

@@ -93,15 +93,16 @@ impl Node {
         if self.gray_budget_left(now) == 0 {
             return (row, ejects);
         }
-        let mut ejectors: std::collections::BTreeMap<Arc<str>, usize> =
-            ejects.keys().map(|n| (n.clone(), 1)).collect();
+        let mut ejectors: std::collections::BTreeMap<Arc<str>, usize> = ejects.keys().map(|n| (n.clone(), 1)).collect();
         for m in self.members.iter().filter(|m| m.is_live() && !row.contains_key(&m.name)) {
             let Some((g, entries)) = self.rows.row(&m.name) else { continue };
             if g != m.generation {
                 continue;
             }
             for (subject, sg, mark) in entries {
-                if *mark == Mark::Ejected && self.members.get(subject).is_some_and(|s| s.is_live() && s.generation == *sg) {
+                if *mark == Mark::Ejected
+                    && self.members.get(subject).is_some_and(|s| s.is_live() && s.generation == *sg)
+                {
                     *ejectors.entry(subject.clone()).or_default() += 1;
                 }
             }
@@ -163,13 +164,6 @@ impl Node {
         Picture { me: self.me.name.clone(), members, records }
     }
 
-    /// The members this node reaches: live, and not in its row.
-    fn reached(&self) -> Vec<Arc<str>> {
-        let unreachable: std::collections::BTreeSet<&Arc<str>> =
-            self.rows.own().filter(|(_, _, m)| *m == Mark::Unreachable).map(|(n, _, _)| n).collect();
-        self.members.iter().filter(|m| m.is_live() && !unreachable.contains(&m.name)).map(|m| m.name.clone()).collect()
-    }
-
     /// After every input, with a strategy: this node's row is brought up
     /// to date (and told), the gate hears of changes, and whatever is due
     /// is done.
@@ -181,12 +175,11 @@ impl Node {
             self.rows.own().filter(|(_, _, m)| *m == Mark::Unreachable).map(|(n, _, _)| n.clone()).collect();
         let (current, ejects) = self.own_row_now(now);
         let members = &self.members;
-        let live = |name: &str, generation: u64| members.get(name).is_some_and(|m| m.is_live() && m.generation == generation);
+        let live =
+            |name: &str, generation: u64| members.get(name).is_some_and(|m| m.is_live() && m.generation == generation);
         let change = self.rows.set_own(now, current, ejects, self.resolver.memory(), live);
         if change.changed {
             self.announce_row_changes(&before);
-            let reached = self.reached();
-            self.rows.owe(reached);
         }
         if change.flapped {
             self.resolver.flapped(now);
@@ -209,9 +202,9 @@ impl Node {
         if self.status != Status::Alive {
             return;
         }
-        self.send_rows(now);
+        self.send_rows(now, change.changed);
         let next_send = self.rows.any_owed().then(|| now.saturating_add(self.config.gossip_interval));
-        let next = [self.resolver.next_deadline(), next_send, self.rows.refresh_at()].into_iter().flatten().min();
+        let next = [self.resolver.next_deadline(), next_send, self.rows.send_at()].into_iter().flatten().min();
         self.timers.set(Timer::Downing, next);
     }
 
@@ -235,13 +228,17 @@ impl Node {
         }
     }
 
-    /// Tells this node's row to the members owed it (a turn's worth), and
-    /// to everyone again when the refresh is due.
-    fn send_rows(&mut self, now: Instant) {
-        let every = (self.config.downing.stable_after / 4).max(Duration::from_secs(1));
-        if self.rows.refresh_due(now, every) {
-            let reached = self.reached();
-            self.rows.owe(reached);
+    /// Tells this node's row to the members owed it (a turn's worth): to
+    /// every live member a moment after a change (one second, so that the
+    /// changes of one moment go out together), once more three seconds
+    /// later, then every `stable_after` while the row says anything. The
+    /// members it cannot reach are told too: one it cannot hear may hear
+    /// it, and must learn that it is found unreachable.
+    fn send_rows(&mut self, now: Instant, changed: bool) {
+        let (batch, gap) = (Duration::from_secs(1), Duration::from_secs(3));
+        if self.rows.send_due(now, changed, batch, gap, self.config.downing.stable_after) {
+            let live: Vec<Arc<str>> = self.members.iter().filter(|m| m.is_live()).map(|m| m.name.clone()).collect();
+            self.rows.owe(live);
         }
         if !self.rows.any_owed() {
             return;
@@ -375,7 +372,10 @@ impl Node {
     /// The lease's answer to [`Node::take_lease_request`]: taken, this side
     /// survives (the others are downed after the removal margin); refused
     /// or not asked, this node downs itself if it is threatened (a side
-    /// that finds it unreachable could hold the lease), and waits if not.
+    /// that finds it unreachable could hold the lease), and waits if not —
+    /// or if the lease names its holder, a member this node reaches whose
+    /// row (its side's) does not hold this node: the side that won does
+    /// not down it.
     pub fn lease_answer(&mut self, now: Instant, answer: LeaseAnswer) {
         let now = self.enter(now);
         let Some(p) = self.resolver.lease_answered() else { return };
@@ -393,7 +393,7 @@ impl Node {
                 lease_holder: None,
                 ..p
             }));
-        } else if p.threatened {
+        } else if p.threatened && !self.spared_by(&answer) {
             let addrs = p.down.iter().filter_map(|n| self.members.get(n).map(|m| m.addr)).collect();
             let reason = match answer {
                 LeaseAnswer::Unusable(why) => format!("the lease could not be asked: {why} ({})", p.reason),
@@ -402,6 +402,17 @@ impl Node {
             self.down_self(now, self.me.clone(), reason, addrs);
         }
         self.settle(now);
+    }
+
+    /// Whether the lease went to a holder whose side does not down this
+    /// node: a live member it reaches whose row does not hold it.
+    fn spared_by(&self, answer: &LeaseAnswer) -> bool {
+        let LeaseAnswer::Refused { holder: Some(holder) } = answer else { return false };
+        let picture = self.picture(false);
+        if !picture.members.contains_key(holder) || picture.row_of(&picture.me).any(|s| s == holder) {
+            return false;
+        }
+        !picture.row_of(holder).any(|s| s == picture.me)
     }
 
     /// The holder this node's side asks the lease for, when the downing

@@ -23,10 +23,18 @@ impl Node {
     }
 
     /// Starts a probe of `name`: a direct ping, and, for a silent watched
-    /// member or a suspicion to verify, indirect requests at once (the
-    /// silence has already lasted). Its sequence number, if `name` is a
-    /// member.
-    pub(super) fn start_probe(&mut self, now: Instant, name: &str, purpose: Purpose, level: Option<f64>) -> Option<u32> {
+    /// member, indirect requests at once (the silence has already lasted);
+    /// a classic round, a check of a suspect this node only heard of and a
+    /// check of a rumour go indirect only if the direct ping is not
+    /// answered (the member usually answers at once). Its sequence number,
+    /// if `name` is a member.
+    pub(super) fn start_probe(
+        &mut self,
+        now: Instant,
+        name: &str,
+        purpose: Purpose,
+        level: Option<f64>,
+    ) -> Option<u32> {
         let (target, addr) = self.members.get(name).map(|m| (m.id(), m.addr))?;
         let seq = self.probes.next_seq();
         self.stats.probes += 1;
@@ -36,6 +44,8 @@ impl Node {
         let timeout = self.health.scale(self.config.probe_timeout);
         if purpose == Purpose::Classic {
             self.probes.insert(seq, probe, now.saturating_add(timeout));
+        } else if matches!(purpose, Purpose::Verify | Purpose::Check) {
+            self.probes.insert(seq, probe, now.saturating_add(timeout / 2));
         } else {
             // The silence has lasted: the indirect requests go at once; the
             // stream ping, dearer, only if the direct ping is not answered
@@ -50,7 +60,7 @@ impl Node {
     /// The indirect stage: the requests to others (unless they went out
     /// with the direct ping) and the stream ping.
     fn send_indirect(&mut self, seq: u32, probe: &mut Probe) {
-        if probe.purpose == Purpose::Classic {
+        if matches!(probe.purpose, Purpose::Classic | Purpose::Verify | Purpose::Check) {
             self.send_ping_reqs(seq, probe);
         }
         // The target once more, on a stream: its retransmissions get
@@ -213,7 +223,12 @@ impl Node {
                     let rumour = self.rumour(m);
                     self.broadcast(rumour);
                 }
-                if !self.probes.probing(&name) {
+                // Looked at again by the members that watch it, or that
+                // accused it first: the others hear of it if it answers.
+                let first =
+                    self.suspicions.get(&name).and_then(|s| s.first_accuser()).is_some_and(|a| **a == *self.me.name);
+                let watches = self.monitor.watched().any(|w| **w == *name);
+                if (first || watches || !accuser) && !self.probes.probing(&name) {
                     self.start_probe(now, &name, Purpose::Verify, None);
                 }
                 continue;
@@ -226,7 +241,12 @@ impl Node {
                 // answers but does not refute.
                 let bounds = self.suspicion_bounds(false);
                 self.suspicions.restart(&name, now, bounds);
-                if !self.probes.probing(&name) {
+                // Looked at again by the members that watch it, or that
+                // accused it first: the others hear of it if it answers.
+                let first =
+                    self.suspicions.get(&name).and_then(|s| s.first_accuser()).is_some_and(|a| **a == *self.me.name);
+                let watches = self.monitor.watched().any(|w| **w == *name);
+                if (first || watches || !accuser) && !self.probes.probing(&name) {
                     self.start_probe(now, &name, Purpose::Verify, None);
                 }
                 continue;

@@ -59,7 +59,14 @@ impl Node {
     /// and admitted if it answers). `speaker` is the packet's sender when
     /// it speaks for itself from its own address: its word that it holds
     /// this node dead is first-hand.
-    pub(super) fn take(&mut self, now: Instant, u: Update, vouched: bool, source: SocketAddr, speaker: Option<&NodeId>) {
+    pub(super) fn take(
+        &mut self,
+        now: Instant,
+        u: Update,
+        vouched: bool,
+        source: SocketAddr,
+        speaker: Option<&NodeId>,
+    ) {
         if !vouched {
             let known = u.id.name == self.me.name
                 || self.members.get(&u.id.name).is_some_and(|m| m.generation >= u.id.generation);
@@ -71,11 +78,7 @@ impl Node {
             }
             return;
         }
-        if u.id == self.me
-            && u.status == Status::Dead
-            && self.decides()
-            && speaker.is_some_and(|s| *s == u.from)
-        {
+        if u.id == self.me && u.status == Status::Dead && self.decides() && speaker.is_some_and(|s| *s == u.from) {
             self.heard_death(now, &u.from);
             if self.status != Status::Alive || self.me.generation != u.id.generation {
                 return;

@@ -80,7 +80,11 @@ fn a_strangers_verdict_changes_nothing_and_a_members_is_taken() {
     // A packet in an unknown member's name, from an unknown address, says
     // n2 is dead, n3 is suspected and n0 (this node) left: nothing changes.
     let stranger = NodeId::new("x", 1);
-    let said = vec![rumour(2, Status::Dead, stranger.clone()), rumour(3, Status::Suspect, stranger.clone()), rumour(0, Status::Left, id(0))];
+    let said = vec![
+        rumour(2, Status::Dead, stranger.clone()),
+        rumour(3, Status::Suspect, stranger.clone()),
+        rumour(0, Status::Left, id(0)),
+    ];
     n.handle_datagram(ms(2000), addr(9), &datagram(stranger, Message::Gossip, said)).unwrap();
     assert_eq!(n.member("n2").unwrap().status, Status::Alive);
     assert_eq!(n.member("n3").unwrap().status, Status::Alive);

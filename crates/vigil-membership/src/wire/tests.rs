@@ -124,17 +124,22 @@ fn message() -> impl Strategy<Value = Message> {
         Just(Message::Gossip),
         any::<u32>().prop_map(|lease_ms| Message::Subscribe { lease_ms }),
         any::<u64>().prop_map(|view| Message::Digest { view }),
-        (number(), 1u16..4, prop::collection::vec((node_id(), 0usize..3), 0..24)).prop_flat_map(|(version, pages, entries)| {
-            (0..pages).prop_map(move |page| Message::Reachability {
-                version,
-                page,
-                pages,
-                entries: entries
-                    .iter()
-                    .map(|(id, m)| RowEntry { id: id.clone(), mark: [Mark::Unreachable, Mark::Flapped, Mark::Ejected][*m] })
-                    .collect(),
-            })
-        }),
+        (number(), 1u16..4, prop::collection::vec((node_id(), 0usize..3), 0..24)).prop_flat_map(
+            |(version, pages, entries)| {
+                (0..pages).prop_map(move |page| Message::Reachability {
+                    version,
+                    page,
+                    pages,
+                    entries: entries
+                        .iter()
+                        .map(|(id, m)| RowEntry {
+                            id: id.clone(),
+                            mark: [Mark::Unreachable, Mark::Flapped, Mark::Ejected][*m],
+                        })
+                        .collect(),
+                })
+            }
+        ),
         (any::<bool>(), prop::collection::vec(any_update(), 0..24))
             .prop_map(|(reply, members)| Message::PushPull { reply, members }),
     ]
@@ -331,7 +336,10 @@ fn every_message_kind_round_trips_at_the_extremes() {
             version: u64::MAX,
             page: u16::MAX - 1,
             pages: u16::MAX,
-            entries: vec![RowEntry { id: long.clone(), mark: Mark::Flapped }, RowEntry { id: long.clone(), mark: Mark::Ejected }],
+            entries: vec![
+                RowEntry { id: long.clone(), mark: Mark::Flapped },
+                RowEntry { id: long.clone(), mark: Mark::Ejected },
+            ],
         },
     ] {
         let p = Packet { cluster: u64::MAX, from: long.clone(), incarnation: u64::MAX, message, updates: Vec::new() };
@@ -529,7 +537,12 @@ fn a_row_page_outside_its_pages_or_an_unknown_mark_is_rejected() {
         cluster: 1,
         from: NodeId::new("a", 1),
         incarnation: 0,
-        message: Message::Reachability { version: 3, page, pages, entries: vec![RowEntry { id: NodeId::new("b", 1), mark: Mark::Unreachable }] },
+        message: Message::Reachability {
+            version: 3,
+            page,
+            pages,
+            entries: vec![RowEntry { id: NodeId::new("b", 1), mark: Mark::Unreachable }],
+        },
         updates: Vec::new(),
     };
     for (page, pages) in [(0, 0), (1, 1), (5, 2)] {
