@@ -35,8 +35,8 @@
 //! ```
 
 use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::{File, FileType, OpenOptions};
+use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -101,6 +101,103 @@ impl FileLease {
     fn error(&self, problem: impl fmt::Display) -> LeaseError {
         LeaseError { at: self.path.display().to_string(), problem: problem.to_string() }
     }
+
+    /// The file, open for reading and writing (created empty if absent):
+    /// refused, before and after it is opened, unless it is a regular file.
+    /// Opening never waits: a named pipe is refused by its type before it
+    /// is opened, and opened without blocking should it become one
+    /// meanwhile.
+    fn open(&self) -> Result<File, LeaseError> {
+        // Absent, it is created below if its directory exists; anything
+        // else that cannot be looked at is said by the opening.
+        if let Ok(m) = std::fs::metadata(&self.path)
+            && !m.is_file()
+        {
+            return Err(self.error(not_a_file(m.file_type())));
+        }
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+        let file = options.open(&self.path).map_err(|e| self.open_error(&e))?;
+        let m = file.metadata().map_err(|e| self.error(plain(&e)))?;
+        if !m.is_file() {
+            return Err(self.error(not_a_file(m.file_type())));
+        }
+        Ok(file)
+    }
+
+    /// Why the file could not be opened, in plain words: a directory that
+    /// does not exist is named.
+    fn open_error(&self, e: &io::Error) -> LeaseError {
+        if e.kind() != ErrorKind::NotFound {
+            return self.error(plain(e));
+        }
+        let dir = match self.path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            return self.error(format!("no such directory ({})", dir.display()));
+        }
+        match std::fs::read_link(&self.path) {
+            Ok(target) => self.error(format!("a symbolic link to {}, which cannot be created", target.display())),
+            Err(_) => self.error(plain(e)),
+        }
+    }
+
+    /// What the open file holds: at most [`MAX_LEASE_FILE`] bytes are
+    /// read, whatever its length says (a file of `/proc` says 0).
+    fn read(&self, file: &mut File) -> Result<Option<(String, u64)>, LeaseError> {
+        let len = file.metadata().map_err(|e| self.error(plain(&e)))?.len();
+        if len > MAX_LEASE_FILE {
+            return Err(self.error(format!("{len} bytes: not a lease (at most {MAX_LEASE_FILE})")));
+        }
+        let mut bytes = Vec::new();
+        Read::by_ref(file).take(MAX_LEASE_FILE + 1).read_to_end(&mut bytes).map_err(|e| self.error(plain(&e)))?;
+        if bytes.len() as u64 > MAX_LEASE_FILE {
+            return Err(self.error(format!("more than {MAX_LEASE_FILE} bytes: not a lease")));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| self.error("not text (UTF-8): not a lease"))?;
+        parse(&text).map_err(|e| self.error(e))
+    }
+}
+
+/// What a path that is not a regular file is, for a person: "not a regular
+/// file (a character device)".
+fn not_a_file(t: FileType) -> String {
+    #[cfg(unix)]
+    let special = {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_char_device() {
+            Some("a character device")
+        } else if t.is_block_device() {
+            Some("a block device")
+        } else if t.is_fifo() {
+            Some("a named pipe")
+        } else if t.is_socket() {
+            Some("a socket")
+        } else {
+            None
+        }
+    };
+    #[cfg(not(unix))]
+    let special = None;
+    let what = special.unwrap_or(if t.is_dir() { "a directory" } else { "neither a file nor a directory" });
+    format!("not a regular file ({what})")
+}
+
+/// An I/O error in plain words, without the system's error number.
+fn plain(e: &io::Error) -> String {
+    match e.kind() {
+        ErrorKind::ReadOnlyFilesystem => "read-only file system".into(),
+        ErrorKind::PermissionDenied => "permission denied".into(),
+        ErrorKind::NotFound => "no such file or directory".into(),
+        ErrorKind::NotADirectory => "a part of the path is not a directory".into(),
+        ErrorKind::IsADirectory => "not a regular file (a directory)".into(),
+        ErrorKind::StorageFull => "no space left on the device".into(),
+        _ => e.to_string(),
+    }
 }
 
 /// The holder and until when, as the file says; `None` for an empty file.
@@ -136,23 +233,11 @@ impl Lease for FileLease {
         if holder.is_empty() || holder.contains(['\n', '\r']) {
             return Err(self.error(format!("{holder:?} cannot hold a lease (an empty name, or a line break)")));
         }
-        let mut file: File = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&self.path)
-            .map_err(|e| self.error(e))?;
+        let mut file = self.open()?;
         // Held until the file is closed, at the end of this call.
-        file.lock().map_err(|e| self.error(format!("cannot lock it: {e}")))?;
-        let len = file.metadata().map_err(|e| self.error(e))?.len();
-        if len > MAX_LEASE_FILE {
-            return Err(self.error(format!("{len} bytes: not a lease (at most {MAX_LEASE_FILE})")));
-        }
-        let mut text = String::new();
-        file.read_to_string(&mut text).map_err(|e| self.error(e))?;
+        file.lock().map_err(|e| self.error(format!("cannot lock it: {}", plain(&e))))?;
         let now = unix_ms();
-        if let Some((current, until)) = parse(&text).map_err(|e| self.error(e))?
+        if let Some((current, until)) = self.read(&mut file)?
             && current != holder
             && until > now
         {
@@ -160,10 +245,11 @@ impl Lease for FileLease {
         }
         let until = now.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
         let body = format!("holder={holder}\nuntil_ms={until}\n");
-        file.set_len(0).map_err(|e| self.error(e))?;
-        file.seek(SeekFrom::Start(0)).map_err(|e| self.error(e))?;
-        file.write_all(body.as_bytes()).map_err(|e| self.error(e))?;
-        file.sync_all().map_err(|e| self.error(e))?;
+        let write = |e: io::Error| self.error(format!("cannot write it: {}", plain(&e)));
+        file.set_len(0).map_err(write)?;
+        file.seek(SeekFrom::Start(0)).map_err(write)?;
+        file.write_all(body.as_bytes()).map_err(write)?;
+        file.sync_all().map_err(write)?;
         Ok(true)
     }
 }
@@ -210,6 +296,98 @@ mod tests {
         assert!(e.to_string().contains("5000 bytes: not a lease"), "{e}");
         let e = FileLease::new(temp("name")).acquire("a\nuntil_ms=0", TTL).unwrap_err();
         assert!(e.to_string().contains("cannot hold a lease"), "{e}");
+    }
+
+    /// `f` run on a thread of its own, its result if it returns within
+    /// 30 s: a bound for a call that must never wait, not a measurement.
+    fn returns<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("{what} still waits after 30 s"))
+    }
+
+    /// A symbolic link at `temp(name)` to `target`.
+    fn link_to(name: &str, target: &str) -> PathBuf {
+        let path = temp(name);
+        let _ = std::fs::remove_file(&path);
+        std::os::unix::fs::symlink(target, &path).unwrap();
+        path
+    }
+
+    #[test]
+    fn devices_behind_a_link_are_refused_unread() {
+        for device in ["/dev/full", "/dev/zero"] {
+            let path = link_to(&format!("dev-{}", &device[5..]), device);
+            let lease = FileLease::new(&path);
+            let e = returns(device, move || lease.acquire("a", TTL)).unwrap_err();
+            assert_eq!(e.at, path.display().to_string());
+            assert_eq!(e.problem, "not a regular file (a character device)", "{device}");
+        }
+    }
+
+    #[test]
+    fn a_named_pipe_is_refused_without_waiting() {
+        let path = temp("fifo");
+        let _ = std::fs::remove_file(&path);
+        match std::process::Command::new("mkfifo").arg(&path).status() {
+            Ok(s) if s.success() => {}
+            other => {
+                println!("SKIPPED: a named pipe could not be made with mkfifo ({other:?})");
+                return;
+            }
+        }
+        let lease = FileLease::new(&path);
+        let e = returns("acquire on a named pipe", move || lease.acquire("a", TTL)).unwrap_err();
+        assert_eq!(e.problem, "not a regular file (a named pipe)");
+    }
+
+    #[test]
+    fn a_directory_or_a_missing_one_is_named() {
+        let dir = temp("dir");
+        let _ = std::fs::remove_file(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = FileLease::new(&dir).acquire("a", TTL).unwrap_err();
+        assert_eq!(e.problem, "not a regular file (a directory)");
+        let gone = dir.join("not-here");
+        let e = FileLease::new(gone.join("lease")).acquire("a", TTL).unwrap_err();
+        assert_eq!(e.problem, format!("no such directory ({})", gone.display()));
+        assert!(!gone.exists(), "nothing is created on the way");
+        let e = FileLease::new(link_to("dangling", "/nonexistent-vigil/lease")).acquire("a", TTL).unwrap_err();
+        assert_eq!(e.problem, "a symbolic link to /nonexistent-vigil/lease, which cannot be created");
+    }
+
+    #[test]
+    fn a_file_of_proc_is_read_no_further_than_the_limit_and_left_alone() {
+        // /proc/version says it is 0 bytes long; it cannot be written by
+        // anyone but root, and root may open it but not write it: what a
+        // lease finds there is not a lease either way.
+        let before = std::fs::read_to_string("/proc/version").unwrap();
+        let e = FileLease::new("/proc/version").acquire("a", TTL).unwrap_err();
+        assert!(e.problem == "permission denied" || e.problem.contains("is not a line of a lease"), "{}", e.problem);
+        assert_eq!(std::fs::read_to_string("/proc/version").unwrap(), before);
+        // A file longer than its length says is read up to the limit only:
+        // /proc/self/smaps of this test is several times longer than 4096 bytes.
+        assert!(std::fs::read_to_string("/proc/self/smaps").unwrap().len() > 4 * 4096);
+        let e = FileLease::new("/proc/self/smaps").acquire("a", TTL).unwrap_err();
+        assert!(e.problem == "permission denied" || e.problem == "more than 4096 bytes: not a lease", "{}", e.problem);
+    }
+
+    #[test]
+    fn io_errors_are_said_in_plain_words() {
+        for (kind, said) in [
+            (ErrorKind::ReadOnlyFilesystem, "read-only file system"),
+            (ErrorKind::PermissionDenied, "permission denied"),
+            (ErrorKind::StorageFull, "no space left on the device"),
+            (ErrorKind::NotADirectory, "a part of the path is not a directory"),
+        ] {
+            assert_eq!(plain(&io::Error::from(kind)), said);
+        }
+        let file = temp("plain");
+        std::fs::write(&file, "").unwrap();
+        let e = FileLease::new(file.join("lease")).acquire("a", TTL).unwrap_err();
+        assert_eq!(e.problem, "a part of the path is not a directory");
     }
 
     #[test]
