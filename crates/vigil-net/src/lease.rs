@@ -47,6 +47,12 @@ pub const TTL: Duration = Duration::from_secs(120);
 /// The most a lease file may hold; a longer one is not a lease.
 const MAX_LEASE_FILE: u64 = 4096;
 
+/// How long a [`FileLease`] waits for the lock on its file. Another
+/// member holds it for a few milliseconds, while it reads and writes the
+/// lease; a process that holds it longer (anyone who can open the file can
+/// lock it) must not hold a decision with it.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
 /// Something every side of a partition can reach and that grants one
 /// holder at a time. See the module documentation.
 pub trait Lease: Send + Sync + fmt::Debug + 'static {
@@ -146,6 +152,28 @@ impl FileLease {
         }
     }
 
+    /// Locks the open file, for as long as it stays open: waits for
+    /// another holder of the lock at most [`LOCK_WAIT`].
+    fn lock(&self, file: &File) -> Result<(), LeaseError> {
+        let until = std::time::Instant::now() + LOCK_WAIT;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(()),
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < until => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(
+                        self.error(format!("locked by another process for more than {} s", LOCK_WAIT.as_secs()))
+                    );
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(self.error(format!("cannot lock it: {}", plain(&e))));
+                }
+            }
+        }
+    }
+
     /// What the open file holds: at most [`MAX_LEASE_FILE`] bytes are
     /// read, whatever its length says (a file of `/proc` says 0).
     fn read(&self, file: &mut File) -> Result<Option<(String, u64)>, LeaseError> {
@@ -235,7 +263,7 @@ impl Lease for FileLease {
         }
         let mut file = self.open()?;
         // Held until the file is closed, at the end of this call.
-        file.lock().map_err(|e| self.error(format!("cannot lock it: {}", plain(&e))))?;
+        self.lock(&file)?;
         let now = unix_ms();
         if let Some((current, until)) = self.read(&mut file)?
             && current != holder
@@ -388,6 +416,20 @@ mod tests {
         std::fs::write(&file, "").unwrap();
         let e = FileLease::new(file.join("lease")).acquire("a", TTL).unwrap_err();
         assert_eq!(e.problem, "a part of the path is not a directory");
+    }
+
+    #[test]
+    fn a_lock_held_by_another_process_is_waited_for_a_while_only() {
+        let path = temp("locked");
+        let lease = FileLease::new(&path);
+        assert!(lease.acquire("a", TTL).unwrap());
+        // A lock of another open file of it is another process's, to flock.
+        let other = File::open(&path).unwrap();
+        other.lock().unwrap();
+        let e = returns("acquire of a locked lease", move || lease.acquire("a", TTL)).unwrap_err();
+        assert_eq!(e.problem, "locked by another process for more than 5 s");
+        drop(other);
+        assert!(FileLease::new(&path).acquire("a", TTL).unwrap(), "granted once the lock is let go");
     }
 
     #[test]
