@@ -66,6 +66,21 @@ pub trait Lease: Send + Sync + fmt::Debug + 'static {
     /// A [`LeaseError`] when the lease cannot be read or written; the side
     /// then counts it as not granted.
     fn acquire(&self, holder: &str, ttl: Duration) -> Result<bool, LeaseError>;
+
+    /// Checks, without asking for it, that the lease could be asked now:
+    /// reachable, readable, writable, and holding a lease or nothing. The
+    /// runtime calls it at intervals and when a member becomes unreachable
+    /// (a decision is coming), so that a lease that cannot be asked is said
+    /// before a decision needs it. Blocking, like
+    /// [`acquire`](Lease::acquire). The default finds nothing wrong:
+    /// override it where the lease can tell.
+    ///
+    /// # Errors
+    ///
+    /// A [`LeaseError`] saying why the lease could not be asked now.
+    fn check(&self) -> Result<(), LeaseError> {
+        Ok(())
+    }
 }
 
 /// A lease that could not be asked.
@@ -280,6 +295,38 @@ impl Lease for FileLease {
         file.sync_all().map_err(write)?;
         Ok(true)
     }
+
+    /// Checks the file without taking the lease or changing what it holds:
+    /// it is a regular file this member can open for reading and writing
+    /// and lock, and it holds a lease or nothing. Where there is nothing
+    /// yet, its directory must exist, and the file is created empty, as
+    /// [`acquire`](Lease::acquire) would create it: that is how a
+    /// directory this member cannot write is found.
+    ///
+    /// ```
+    /// use vigil_net::lease::{FileLease, Lease};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("vigil-lease-check-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("lease");
+    /// FileLease::new(&path).check()?;
+    /// assert_eq!(std::fs::read_to_string(&path)?, "", "created empty; nobody holds it");
+    ///
+    /// std::fs::write(&path, "#!/bin/sh\n")?;
+    /// let e = FileLease::new(&path).check().unwrap_err();
+    /// assert!(e.problem.starts_with("'#!/bin/sh' is not a line of a lease"), "{e}");
+    /// assert_eq!(std::fs::read_to_string(&path)?, "#!/bin/sh\n", "left as it was");
+    ///
+    /// let e = FileLease::new(dir.join("gone/lease")).check().unwrap_err();
+    /// assert_eq!(e.problem, format!("no such directory ({})", dir.join("gone").display()));
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn check(&self) -> Result<(), LeaseError> {
+        let mut file = self.open()?;
+        self.lock(&file)?;
+        self.read(&mut file).map(drop)
+    }
 }
 
 #[cfg(test)]
@@ -316,6 +363,8 @@ mod tests {
             std::fs::write(&path, body).unwrap();
             let e = FileLease::new(&path).acquire("a", TTL).unwrap_err();
             assert!(e.to_string().contains(why), "{e}");
+            let e = FileLease::new(&path).check().unwrap_err();
+            assert!(e.to_string().contains(why), "{e}");
             assert_eq!(std::fs::read_to_string(&path).unwrap(), body, "nothing is written over it");
         }
         let path = temp("big");
@@ -349,9 +398,11 @@ mod tests {
         for device in ["/dev/full", "/dev/zero"] {
             let path = link_to(&format!("dev-{}", &device[5..]), device);
             let lease = FileLease::new(&path);
-            let e = returns(device, move || lease.acquire("a", TTL)).unwrap_err();
-            assert_eq!(e.at, path.display().to_string());
-            assert_eq!(e.problem, "not a regular file (a character device)", "{device}");
+            let e = returns(device, move || (lease.acquire("a", TTL).unwrap_err(), lease.check().unwrap_err()));
+            for e in [e.0, e.1] {
+                assert_eq!(e.at, path.display().to_string());
+                assert_eq!(e.problem, "not a regular file (a character device)", "{device}");
+            }
         }
     }
 
@@ -367,8 +418,9 @@ mod tests {
             }
         }
         let lease = FileLease::new(&path);
-        let e = returns("acquire on a named pipe", move || lease.acquire("a", TTL)).unwrap_err();
-        assert_eq!(e.problem, "not a regular file (a named pipe)");
+        let e = returns("a named pipe", move || (lease.acquire("a", TTL).unwrap_err(), lease.check().unwrap_err()));
+        assert_eq!(e.0.problem, "not a regular file (a named pipe)");
+        assert_eq!(e.1.problem, "not a regular file (a named pipe)");
     }
 
     #[test]
@@ -376,14 +428,18 @@ mod tests {
         let dir = temp("dir");
         let _ = std::fs::remove_file(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let e = FileLease::new(&dir).acquire("a", TTL).unwrap_err();
-        assert_eq!(e.problem, "not a regular file (a directory)");
         let gone = dir.join("not-here");
-        let e = FileLease::new(gone.join("lease")).acquire("a", TTL).unwrap_err();
-        assert_eq!(e.problem, format!("no such directory ({})", gone.display()));
+        let dangling = link_to("dangling", "/nonexistent-vigil/lease");
+        for (path, problem) in [
+            (dir.clone(), "not a regular file (a directory)".to_owned()),
+            (gone.join("lease"), format!("no such directory ({})", gone.display())),
+            (dangling, "a symbolic link to /nonexistent-vigil/lease, which cannot be created".to_owned()),
+        ] {
+            let lease = FileLease::new(&path);
+            assert_eq!(lease.acquire("a", TTL).unwrap_err().problem, problem);
+            assert_eq!(lease.check().unwrap_err().problem, problem);
+        }
         assert!(!gone.exists(), "nothing is created on the way");
-        let e = FileLease::new(link_to("dangling", "/nonexistent-vigil/lease")).acquire("a", TTL).unwrap_err();
-        assert_eq!(e.problem, "a symbolic link to /nonexistent-vigil/lease, which cannot be created");
     }
 
     #[test]
@@ -392,14 +448,26 @@ mod tests {
         // anyone but root, and root may open it but not write it: what a
         // lease finds there is not a lease either way.
         let before = std::fs::read_to_string("/proc/version").unwrap();
-        let e = FileLease::new("/proc/version").acquire("a", TTL).unwrap_err();
-        assert!(e.problem == "permission denied" || e.problem.contains("is not a line of a lease"), "{}", e.problem);
+        let lease = FileLease::new("/proc/version");
+        for e in [lease.acquire("a", TTL).unwrap_err(), lease.check().unwrap_err()] {
+            assert!(
+                e.problem == "permission denied" || e.problem.contains("is not a line of a lease"),
+                "{}",
+                e.problem
+            );
+        }
         assert_eq!(std::fs::read_to_string("/proc/version").unwrap(), before);
         // A file longer than its length says is read up to the limit only:
         // /proc/self/smaps of this test is several times longer than 4096 bytes.
         assert!(std::fs::read_to_string("/proc/self/smaps").unwrap().len() > 4 * 4096);
-        let e = FileLease::new("/proc/self/smaps").acquire("a", TTL).unwrap_err();
-        assert!(e.problem == "permission denied" || e.problem == "more than 4096 bytes: not a lease", "{}", e.problem);
+        let lease = FileLease::new("/proc/self/smaps");
+        for e in [lease.acquire("a", TTL).unwrap_err(), lease.check().unwrap_err()] {
+            assert!(
+                e.problem == "permission denied" || e.problem == "more than 4096 bytes: not a lease",
+                "{}",
+                e.problem
+            );
+        }
     }
 
     #[test]
@@ -414,8 +482,9 @@ mod tests {
         }
         let file = temp("plain");
         std::fs::write(&file, "").unwrap();
-        let e = FileLease::new(file.join("lease")).acquire("a", TTL).unwrap_err();
-        assert_eq!(e.problem, "a part of the path is not a directory");
+        let lease = FileLease::new(file.join("lease"));
+        assert_eq!(lease.acquire("a", TTL).unwrap_err().problem, "a part of the path is not a directory");
+        assert_eq!(lease.check().unwrap_err().problem, "a part of the path is not a directory");
     }
 
     #[test]
@@ -426,10 +495,34 @@ mod tests {
         // A lock of another open file of it is another process's, to flock.
         let other = File::open(&path).unwrap();
         other.lock().unwrap();
-        let e = returns("acquire of a locked lease", move || lease.acquire("a", TTL)).unwrap_err();
-        assert_eq!(e.problem, "locked by another process for more than 5 s");
+        let e = returns("a locked lease", move || (lease.acquire("a", TTL).unwrap_err(), lease.check().unwrap_err()));
+        assert_eq!(e.0.problem, "locked by another process for more than 5 s");
+        assert_eq!(e.1.problem, "locked by another process for more than 5 s");
         drop(other);
         assert!(FileLease::new(&path).acquire("a", TTL).unwrap(), "granted once the lock is let go");
+    }
+
+    #[test]
+    fn a_check_takes_nothing_and_changes_nothing() {
+        let path = temp("check");
+        let _ = std::fs::remove_file(&path);
+        let lease = FileLease::new(&path);
+        lease.check().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "created empty: nobody holds it");
+        assert!(lease.acquire("a", TTL).unwrap());
+        let held = std::fs::read_to_string(&path).unwrap();
+        FileLease::new(&path).check().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), held, "a's lease is as it was");
+        assert!(!FileLease::new(&path).acquire("d", TTL).unwrap(), "still a's");
+        // The default of the trait finds nothing wrong.
+        #[derive(Debug)]
+        struct Always;
+        impl Lease for Always {
+            fn acquire(&self, _: &str, _: Duration) -> Result<bool, LeaseError> {
+                Ok(true)
+            }
+        }
+        assert!(Always.check().is_ok());
     }
 
     #[test]
