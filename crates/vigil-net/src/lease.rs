@@ -38,6 +38,7 @@ use std::fmt;
 use std::fs::{File, FileType, OpenOptions};
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long a side holds the lease it took, by default (Akka's Kubernetes
@@ -52,6 +53,16 @@ const MAX_LEASE_FILE: u64 = 4096;
 /// lease; a process that holds it longer (anyone who can open the file can
 /// lock it) must not hold a decision with it.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// How often a running member checks its lease ([`Lease::check`]) while
+/// `lease-majority` decides; it also checks it when a member becomes
+/// unreachable. Within the default `stable_after` (20 s) a check falls
+/// between the first unreachable member and the decision either way.
+pub const CHECK_EVERY: Duration = Duration::from_secs(15);
+
+/// How long a running member waits for its lease to answer a check before
+/// it counts as unusable meanwhile (a file system that does not answer).
+pub const CHECK_WAIT: Duration = Duration::from_secs(10);
 
 /// Something every side of a partition can reach and that grants one
 /// holder at a time. See the module documentation.
@@ -240,6 +251,116 @@ fn plain(e: &io::Error) -> String {
         ErrorKind::IsADirectory => "not a regular file (a directory)".into(),
         ErrorKind::StorageFull => "no space left on the device".into(),
         _ => e.to_string(),
+    }
+}
+
+/// What a running member found when it last checked its lease
+/// ([`Snapshot::lease`](crate::Snapshot::lease)): checked every
+/// [`CHECK_EVERY`] and when a member becomes unreachable, while
+/// `lease-majority` decides.
+///
+/// # Examples
+///
+/// ```
+/// use vigil_net::lease::LeaseHealth;
+///
+/// let health = LeaseHealth::default();
+/// assert_eq!(health.usable(), None, "not checked yet");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct LeaseHealth {
+    /// Checks made.
+    pub checks: u64,
+    /// Checks that found the lease could not be asked.
+    pub checks_failed: u64,
+    /// What the last check found wrong; `None` if it found nothing wrong
+    /// (or none was made yet).
+    pub problem: Option<String>,
+}
+
+impl LeaseHealth {
+    /// Whether the last check found the lease could be asked; `None`
+    /// before the first check.
+    pub fn usable(&self) -> Option<bool> {
+        (self.checks > 0).then_some(self.problem.is_none())
+    }
+}
+
+/// A running member's watch over its lease: checks it off the event loop
+/// every [`CHECK_EVERY`] and when poked, keeps what it found, and logs
+/// once when the lease becomes unusable (or unusable for another reason)
+/// and once when it is usable again.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Watch {
+    health: Arc<Mutex<LeaseHealth>>,
+    poke: Arc<tokio::sync::Notify>,
+}
+
+impl Watch {
+    /// What the last check found.
+    pub(crate) fn health(&self) -> LeaseHealth {
+        self.health.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Checks at once (after the check under way, if any).
+    pub(crate) fn poke(&self) {
+        self.poke.notify_one();
+    }
+
+    /// Checks `lease` for as long as the task runs. One check at a time:
+    /// one that does not answer within [`CHECK_WAIT`] counts as failed and
+    /// is waited for before the next.
+    pub(crate) async fn run(self, lease: Arc<dyn Lease>) {
+        loop {
+            let checked = lease.clone();
+            let mut check = tokio::task::spawn_blocking(move || checked.check());
+            let answer = match tokio::time::timeout(CHECK_WAIT, &mut check).await {
+                Ok(answer) => answer,
+                Err(_) => {
+                    self.record(Err(format!("the lease did not answer a check within {} s", CHECK_WAIT.as_secs())));
+                    check.await
+                }
+            };
+            self.record(match answer {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(format!("the lease's check did not run: {e}")),
+            });
+            tokio::select! {
+                () = tokio::time::sleep(CHECK_EVERY) => {}
+                () = self.poke.notified() => {}
+            }
+        }
+    }
+
+    /// Keeps what a check found, and says it when it changed.
+    fn record(&self, found: Result<(), String>) {
+        let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        health.checks += 1;
+        match found {
+            Ok(()) => match health.problem.take() {
+                Some(was) => tracing::info!(
+                    "the lease can be asked again (it was: {was}): lease-majority can keep this side at its \
+                     next decision"
+                ),
+                None if health.checks == 1 => tracing::debug!("the lease can be asked"),
+                None => {}
+            },
+            Err(problem) => {
+                health.checks_failed += 1;
+                if health.problem.as_ref() != Some(&problem) {
+                    tracing::warn!(
+                        "{problem}: lease-majority cannot keep this side at its next decision; every side that \
+                         needs the lease will down itself. Make the lease readable, writable and lockable by \
+                         this member again (a file lease: a regular file, or nothing in a directory that \
+                         exists); a line will say when it can be asked again"
+                    );
+                }
+                health.problem = Some(problem);
+            }
+        }
     }
 }
 
@@ -523,6 +644,60 @@ mod tests {
             }
         }
         assert!(Always.check().is_ok());
+    }
+
+    /// A lease whose check finds what the test says.
+    #[derive(Debug, Default)]
+    struct Switch {
+        broken: std::sync::atomic::AtomicBool,
+    }
+
+    impl Lease for Switch {
+        fn acquire(&self, _: &str, _: Duration) -> Result<bool, LeaseError> {
+            Ok(true)
+        }
+
+        fn check(&self) -> Result<(), LeaseError> {
+            if self.broken.load(std::sync::atomic::Ordering::Relaxed) {
+                Err(LeaseError { at: "/x/lease".into(), problem: "no such directory (/x)".into() })
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_watch_checks_when_poked_and_keeps_what_it_found() {
+        let lease = Arc::new(Switch::default());
+        let watch = Watch::default();
+        let task = tokio::spawn(watch.clone().run(lease.clone()));
+        // Waits (in real time: the checks run on blocking threads) until
+        // `n` checks were made.
+        let checked = |n: u64| {
+            let watch = watch.clone();
+            async move {
+                for _ in 0..3000 {
+                    if watch.health().checks >= n {
+                        return watch.health();
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                panic!("{n} checks were not made: {:?}", watch.health());
+            }
+        };
+        assert_eq!(checked(1).await.usable(), Some(true), "checked at the start");
+        lease.broken.store(true, std::sync::atomic::Ordering::Relaxed);
+        watch.poke();
+        let h = checked(2).await;
+        assert_eq!((h.usable(), h.checks_failed), (Some(false), 1));
+        assert_eq!(h.problem.as_deref(), Some("lease /x/lease: no such directory (/x)"));
+        watch.poke();
+        assert_eq!(checked(3).await.checks_failed, 2, "counted each time");
+        lease.broken.store(false, std::sync::atomic::Ordering::Relaxed);
+        watch.poke();
+        let h = checked(4).await;
+        assert_eq!((h.usable(), h.checks_failed, h.problem), (Some(true), 2, None));
+        task.abort();
     }
 
     #[test]
