@@ -339,34 +339,7 @@ impl Driver {
             if let Some(holder) = self.node.take_lease_request() {
                 let (lease, tx) = (self.lease.clone(), lease_tx.clone());
                 tokio::spawn(async move {
-                    use vigil_membership::downing::LeaseAnswer;
-                    let answer = match lease {
-                        Some(lease) => {
-                            let asked = holder.clone();
-                            let answer =
-                                tokio::task::spawn_blocking(move || lease.acquire(&asked, crate::lease::TTL)).await;
-                            match answer {
-                                Ok(Ok(true)) => LeaseAnswer::Granted,
-                                Ok(Ok(false)) => LeaseAnswer::Refused,
-                                Ok(Err(e)) => {
-                                    tracing::warn!("{e}: this side cannot hold the lease and downs itself");
-                                    LeaseAnswer::Unusable(e.to_string())
-                                }
-                                Err(e) => {
-                                    tracing::warn!("the lease was not asked ({e}): this side downs itself");
-                                    LeaseAnswer::Unusable(format!("the request did not run: {e}"))
-                                }
-                            }
-                        }
-                        None => {
-                            tracing::warn!(
-                                "lease-majority wants a lease and none is configured: this side downs itself"
-                            );
-                            LeaseAnswer::Unusable("no lease is configured".into())
-                        }
-                    };
-                    tracing::info!(holder, granted = answer.granted(), "lease asked");
-                    let _ = tx.send(answer).await;
+                    let _ = tx.send(crate::lease::ask(lease, holder).await).await;
                 });
             }
             // Alone, the node asked its seeds again: resolve their names

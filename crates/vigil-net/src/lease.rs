@@ -41,6 +41,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use vigil_membership::downing::LeaseAnswer;
+
 /// How long a side holds the lease it took, by default (Akka's Kubernetes
 /// lease: 120 s).
 pub const TTL: Duration = Duration::from_secs(120);
@@ -60,9 +62,13 @@ const LOCK_WAIT: Duration = Duration::from_secs(5);
 /// between the first unreachable member and the decision either way.
 pub const CHECK_EVERY: Duration = Duration::from_secs(15);
 
-/// How long a running member waits for its lease to answer a check before
-/// it counts as unusable meanwhile (a file system that does not answer).
-pub const CHECK_WAIT: Duration = Duration::from_secs(10);
+/// How long a running member waits for its lease to answer, a request or
+/// a check, before it counts as unusable (a file system or a server that
+/// does not answer). A request that times out is a lease not taken, as
+/// with Akka's `lease-operation-timeout`: a side that waited for ever
+/// would neither survive nor down itself. A [`FileLease`] may wait 5 s
+/// for its lock alone.
+pub const ANSWER_WAIT: Duration = Duration::from_secs(10);
 
 /// Something every side of a partition can reach and that grants one
 /// holder at a time. See the module documentation.
@@ -288,6 +294,42 @@ impl LeaseHealth {
     }
 }
 
+/// Asks `lease` for `holder` off the event loop, as a running member does
+/// when its downing strategy wants the lease: waits [`ANSWER_WAIT`] at
+/// most, and says in the log why a lease that could not be asked downs
+/// this side.
+pub(crate) async fn ask(lease: Option<Arc<dyn Lease>>, holder: String) -> LeaseAnswer {
+    let answer = match lease {
+        Some(lease) => {
+            let asked = holder.clone();
+            let asking = tokio::task::spawn_blocking(move || lease.acquire(&asked, TTL));
+            match tokio::time::timeout(ANSWER_WAIT, asking).await {
+                Ok(Ok(Ok(true))) => LeaseAnswer::Granted,
+                Ok(Ok(Ok(false))) => LeaseAnswer::Refused,
+                Ok(Ok(Err(e))) => {
+                    tracing::warn!("{e}: this side cannot hold the lease and downs itself");
+                    LeaseAnswer::Unusable(e.to_string())
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!("the lease was not asked ({e}): this side downs itself");
+                    LeaseAnswer::Unusable(format!("the request did not run: {e}"))
+                }
+                Err(_) => {
+                    let why = format!("no answer within {} s", ANSWER_WAIT.as_secs());
+                    tracing::warn!("the lease gave {why}: this side downs itself");
+                    LeaseAnswer::Unusable(why)
+                }
+            }
+        }
+        None => {
+            tracing::warn!("lease-majority wants a lease and none is configured: this side downs itself");
+            LeaseAnswer::Unusable("no lease is configured".into())
+        }
+    };
+    tracing::info!(holder, granted = answer.granted(), "lease asked");
+    answer
+}
+
 /// A running member's watch over its lease: checks it off the event loop
 /// every [`CHECK_EVERY`] and when poked, keeps what it found, and logs
 /// once when the lease becomes unusable (or unusable for another reason)
@@ -310,16 +352,16 @@ impl Watch {
     }
 
     /// Checks `lease` for as long as the task runs. One check at a time:
-    /// one that does not answer within [`CHECK_WAIT`] counts as failed and
+    /// one that does not answer within [`ANSWER_WAIT`] counts as failed and
     /// is waited for before the next.
     pub(crate) async fn run(self, lease: Arc<dyn Lease>) {
         loop {
             let checked = lease.clone();
             let mut check = tokio::task::spawn_blocking(move || checked.check());
-            let answer = match tokio::time::timeout(CHECK_WAIT, &mut check).await {
+            let answer = match tokio::time::timeout(ANSWER_WAIT, &mut check).await {
                 Ok(answer) => answer,
                 Err(_) => {
-                    self.record(Err(format!("the lease did not answer a check within {} s", CHECK_WAIT.as_secs())));
+                    self.record(Err(format!("the lease did not answer a check within {} s", ANSWER_WAIT.as_secs())));
                     check.await
                 }
             };
@@ -698,6 +740,39 @@ mod tests {
         let h = checked(4).await;
         assert_eq!((h.usable(), h.checks_failed, h.problem), (Some(true), 2, None));
         task.abort();
+    }
+
+    /// A lease that answers nothing until the test lets it go.
+    #[derive(Debug)]
+    struct Stuck(Mutex<std::sync::mpsc::Receiver<()>>);
+
+    impl Lease for Stuck {
+        fn acquire(&self, _: &str, _: Duration) -> Result<bool, LeaseError> {
+            let _ = self.0.lock().unwrap().recv();
+            Ok(true)
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_lease_that_does_not_answer_is_not_taken() {
+        let (release, stuck) = std::sync::mpsc::channel();
+        let lease: Arc<dyn Lease> = Arc::new(Stuck(Mutex::new(stuck)));
+        let answer = ask(Some(lease.clone()), "a".into()).await;
+        assert_eq!(answer, LeaseAnswer::Unusable("no answer within 10 s".into()));
+        release.send(()).unwrap();
+        let path = temp("ask");
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(ask(Some(Arc::new(FileLease::new(&path))), "a".into()).await, LeaseAnswer::Granted);
+        assert_eq!(ask(Some(Arc::new(FileLease::new(&path))), "d".into()).await, LeaseAnswer::Refused);
+        let e = ask(Some(Arc::new(FileLease::new(path.join("lease")))), "a".into()).await;
+        assert_eq!(
+            e,
+            LeaseAnswer::Unusable(format!(
+                "lease {}: a part of the path is not a directory",
+                path.join("lease").display()
+            ))
+        );
+        assert_eq!(ask(None, "a".into()).await, LeaseAnswer::Unusable("no lease is configured".into()));
     }
 
     #[test]
