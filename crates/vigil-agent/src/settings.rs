@@ -617,6 +617,8 @@ pub enum Problem {
     Downing(vigil_net::downing::BadStrategy),
     /// `lease-majority` without a lease to ask.
     NoLease,
+    /// A lease that cannot be asked ([`Lease::check`](vigil_net::lease::Lease::check)).
+    Lease(vigil_net::lease::LeaseError),
     /// The settings file is not TOML, or holds a key it should not.
     Toml(String),
     /// Sealing asked for without keys.
@@ -650,6 +652,7 @@ impl fmt::Display for Problem {
             Problem::NoLease => f.write_str(
                 "lease-majority needs a lease that every side can reach: give --lease-file (or pick another strategy)",
             ),
+            Problem::Lease(e) => write!(f, "{}: {}", e.at, e.problem),
             Problem::Toml(e) => f.write_str(e.trim_end()),
             Problem::NoKeys => f.write_str("sealing needs keys (--key-file)"),
             Problem::TooMuchMemory { per_member, members } => write!(
@@ -756,8 +759,9 @@ pub struct AgentConfig {
     pub log_level: LogLevel,
     /// The log's format.
     pub log_format: LogFormat,
-    /// The lease `lease-majority` asks for (`--lease-file`).
-    pub lease_file: Option<PathBuf>,
+    /// The lease `lease-majority` asks for (`--lease-file`), and where it
+    /// was given.
+    pub lease_file: Option<(PathBuf, Origin)>,
     /// The settings file, to read again on SIGHUP, with what it said at the
     /// start.
     pub file: Option<(PathBuf, FileSettings)>,
@@ -1049,8 +1053,9 @@ impl Flags {
             protocol.validate().map_err(protocol_error(from))?;
         }
         let lease_file = match (&a.lease_file, &file.lease_file) {
-            (Some(p), _) => Some(p.clone()),
-            (None, p) => p.clone(),
+            (Some(p), _) => Some((p.clone(), Origin::Flag("--lease-file"))),
+            (None, Some(p)) => Some((p.clone(), origin(false, "lease_file", "--lease-file", path))),
+            (None, None) => None,
         };
         if let Some((text, from)) = pick(&a.downing, &file.downing, "downing", "--downing") {
             let strategy: vigil_net::downing::Strategy =
@@ -1345,6 +1350,24 @@ mod tests {
         std::fs::write(&path, "name = \"x\"\nbindd = \"127.0.0.1:1\"\n").unwrap();
         let e = error(Flags { config: Some(path.clone()), ..Flags::default() });
         assert!(e.starts_with(&format!("{}: ", path.display())) && e.contains("bindd"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_lease_file_says_where_it_was_given() {
+        let dir = std::env::temp_dir().join(format!("vigil-settings-lease-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("agent.toml");
+        std::fs::write(&path, "name = \"x\"\nbind = \"127.0.0.1:1\"\nlease_file = \"/run/lease\"\n").unwrap();
+        let c = Flags { config: Some(path.clone()), ..Flags::default() }.resolve().unwrap();
+        let (lease, at) = c.lease_file.unwrap();
+        assert_eq!((lease.to_str(), at.to_string()), (Some("/run/lease"), format!("{}: lease_file", path.display())));
+        let f = Flags { config: Some(path.clone()), lease_file: Some("l".into()), ..Flags::default() };
+        let (lease, at) = f.resolve().unwrap().lease_file.unwrap();
+        assert_eq!((lease.to_str(), at), (Some("l"), Origin::Flag("--lease-file")), "the flag overrides the file");
+        let e = vigil_net::lease::LeaseError { at: "l".into(), problem: "not a regular file (a directory)".into() };
+        let e = SettingsError::new(Origin::Flag("--lease-file"), Problem::Lease(e));
+        assert_eq!(e.to_string(), "--lease-file: l: not a regular file (a directory)");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
