@@ -401,7 +401,9 @@ pub struct Flags {
     pub decide_when_unstable: Option<String>,
     /// The lease `lease-majority` asks for: a file every member can reach
     /// (one host, or a shared file system), locked while it is read and
-    /// written.
+    /// written. A regular file, or nothing yet in a directory that exists,
+    /// that this member can write: checked at the start (a lease that
+    /// cannot be asked stops the agent), then every 15 s.
     #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub lease_file: Option<PathBuf>,
     /// What becomes of outlier verdicts (ejections from the outcomes

@@ -19,6 +19,25 @@
 //! written in a transaction that compares its revision under an etcd
 //! lease, or a row in a database updated with a compare-and-set.
 //!
+//! A lease that cannot be asked downs every side that needs it, so it is
+//! looked at before a decision needs it. [`Lease::check`] says, without
+//! taking the lease, whether it could be asked now: `vigil agent` refuses
+//! to start with a lease that fails it, and a running member checks its
+//! lease every [`CHECK_EVERY`] and when a member becomes unreachable, off
+//! its event loop, logs once when it cannot be asked and once when it can
+//! again, and keeps what it found ([`LeaseHealth`], in
+//! [`Snapshot::lease`](crate::Snapshot::lease)). A lease that does not
+//! answer within [`ANSWER_WAIT`] is not taken.
+//!
+//! A [`FileLease`] takes a regular file only: a link to a device, a named
+//! pipe or a directory is refused before anything is read (and opening
+//! never waits), at most 4096 bytes are read whatever the file's length
+//! says, its lock is waited for 5 s at most, and its errors name the path
+//! and what is wrong in plain words (`not a regular file (a character
+//! device)`, `read-only file system`, `no such directory
+//! (/var/lib/vigil)`). A file that holds anything but a lease is never
+//! written over.
+//!
 //! ```
 //! use std::time::Duration;
 //! use vigil_net::lease::{FileLease, Lease};
