@@ -223,6 +223,13 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
             config.bind
         );
     }
+    if let Origin::Host(from) = &config.name_origin {
+        tracing::info!(
+            "no --name given: the member is named {} after this host ({from}); every member's name must be unique \
+             in the cluster",
+            config.name
+        );
+    }
     // The lease and the API's address are checked before the member
     // starts.
     check_lease(&config).await?;
