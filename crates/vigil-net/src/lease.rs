@@ -371,24 +371,22 @@ impl Watch {
     }
 
     /// Checks `lease` for as long as the task runs. One check at a time:
-    /// one that does not answer within [`ANSWER_WAIT`] counts as failed and
-    /// is waited for before the next.
+    /// one that does not answer within [`ANSWER_WAIT`] fails (a request
+    /// would not be answered in time either), and is waited for before the
+    /// next.
     pub(crate) async fn run(self, lease: Arc<dyn Lease>) {
         loop {
             let checked = lease.clone();
             let mut check = tokio::task::spawn_blocking(move || checked.check());
-            let answer = match tokio::time::timeout(ANSWER_WAIT, &mut check).await {
-                Ok(answer) => answer,
+            match tokio::time::timeout(ANSWER_WAIT, &mut check).await {
+                Ok(Ok(Ok(()))) => self.record(Ok(())),
+                Ok(Ok(Err(e))) => self.record(Err(e.to_string())),
+                Ok(Err(e)) => self.record(Err(format!("the lease's check did not run: {e}"))),
                 Err(_) => {
                     self.record(Err(format!("the lease did not answer a check within {} s", ANSWER_WAIT.as_secs())));
-                    check.await
+                    let _ = check.await;
                 }
-            };
-            self.record(match answer {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(e) => Err(format!("the lease's check did not run: {e}")),
-            });
+            }
             tokio::select! {
                 () = tokio::time::sleep(CHECK_EVERY) => {}
                 () = self.poke.notified() => {}
@@ -792,6 +790,48 @@ mod tests {
             ))
         );
         assert_eq!(ask(None, "a".into()).await, LeaseAnswer::Unusable("no lease is configured".into()));
+    }
+
+    /// A lease whose check answers nothing until the test lets it go.
+    #[derive(Debug)]
+    struct Hung(Mutex<std::sync::mpsc::Receiver<()>>);
+
+    impl Lease for Hung {
+        fn acquire(&self, _: &str, _: Duration) -> Result<bool, LeaseError> {
+            Ok(true)
+        }
+
+        fn check(&self) -> Result<(), LeaseError> {
+            let _ = self.0.lock().unwrap().recv();
+            Ok(())
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_check_that_does_not_answer_fails_and_is_not_checked_twice() {
+        let (release, hung) = std::sync::mpsc::channel();
+        let watch = Watch::default();
+        let task = tokio::spawn(watch.clone().run(Arc::new(Hung(Mutex::new(hung)))));
+        let mut waited = 0;
+        while watch.health().checks == 0 {
+            assert!(waited < 30_000, "no check failed in 30 s");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            waited += 10;
+        }
+        let h = watch.health();
+        assert_eq!((h.checks, h.checks_failed), (1, 1));
+        assert_eq!(h.problem.as_deref(), Some("the lease did not answer a check within 10 s"));
+        // Poked meanwhile, it does not start a second check beside the first.
+        watch.poke();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(watch.health().checks, 1);
+        release.send(()).unwrap();
+        release.send(()).unwrap();
+        while watch.health().checks < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(watch.health().usable(), Some(true), "the next check answered");
+        task.abort();
     }
 
     #[test]
