@@ -138,7 +138,7 @@ async fn start(config: &AgentConfig) -> Result<(Cluster, vigil_net::Events), Age
     if let Some((dir, _)) = &config.data_dir {
         builder = builder.data_dir(dir);
     }
-    if let Some(path) = &config.lease_file {
+    if let Some((path, _)) = &config.lease_file {
         builder = builder.lease(std::sync::Arc::new(vigil_net::lease::FileLease::new(path)));
     }
     // Subscribed before the start: the members met while joining are in
@@ -156,6 +156,23 @@ async fn start(config: &AgentConfig) -> Result<(Cluster, vigil_net::Events), Age
         other => AgentError::Start(other),
     })?;
     Ok((member, events))
+}
+
+/// With `lease-majority`, the lease must be one this member can ask
+/// before it starts ([`Lease::check`](vigil_net::lease::Lease::check)): a
+/// lease found unusable only when a partition needs it downs every side
+/// that asks it.
+async fn check_lease(config: &AgentConfig) -> Result<(), AgentError> {
+    let Some((path, origin)) = &config.lease_file else { return Ok(()) };
+    if !matches!(config.protocol.downing.strategy, vigil_net::downing::Strategy::LeaseMajority { .. }) {
+        return Ok(());
+    }
+    let lease = vigil_net::lease::FileLease::new(path);
+    match tokio::task::spawn_blocking(move || vigil_net::lease::Lease::check(&lease)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(AgentError::Setting(SettingsError::new(origin.clone(), crate::settings::Problem::Lease(e)))),
+        Err(e) => Err(AgentError::Io { what: "checking the lease", source: std::io::Error::other(e) }),
+    }
 }
 
 /// SIGHUP: the configuration file again. The tags are applied (a change is
@@ -206,7 +223,16 @@ pub async fn run(config: AgentConfig) -> Result<(), AgentError> {
             config.bind
         );
     }
-    // The API's address is checked before the member starts.
+    if let Origin::Host(from) = &config.name_origin {
+        tracing::info!(
+            "no --name given: the member is named {} after this host ({from}); every member's name must be unique \
+             in the cluster",
+            config.name
+        );
+    }
+    // The lease and the API's address are checked before the member
+    // starts.
+    check_lease(&config).await?;
     let http = http_listener(&config.http).await?;
     let (member, mut events) = start(&config).await?;
     tracing::info!(

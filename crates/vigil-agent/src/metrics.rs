@@ -17,7 +17,11 @@
 //! start, at zero (`increase()` and `rate()` see a counter's first
 //! increment only if the series existed before it): members by status,
 //! queues, rejections by reason, ejections by reason, decisions, sinks.
-//! Only the per-member families wait for their members. Beside them:
+//! Only the per-member families wait for their members, and the lease's
+//! (`vigil_lease_usable`, `vigil_lease_checks_total`,
+//! `vigil_lease_checks_failed_total`) are served only by an agent that
+//! checks a lease (`--downing lease-majority`), from its first scrape.
+//! Beside them:
 //! `vigil_build_info`, `vigil_ready`, and the standard `process_*` metrics
 //! read from `/proc` at each scrape ([`crate::process`]).
 
@@ -249,9 +253,16 @@ pub struct Metrics {
     addresses_moved: Counter,
     decisions: Family<DecisionLabel, Counter>,
     downed: Family<SideLabel, Counter>,
+    lease_usable: Family<NoLabels, Gauge>,
+    lease_checks: Family<NoLabels, Counter>,
+    lease_checks_failed: Family<NoLabels, Counter>,
     ready: Gauge,
     process: ProcessMetrics,
 }
+
+/// The label set of a series that exists only on some agents (with a lease
+/// to check): none, written without braces.
+type NoLabels = Vec<(&'static str, &'static str)>;
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -317,6 +328,9 @@ impl Metrics {
             addresses_moved: Counter::default(),
             decisions: Family::default(),
             downed: Family::default(),
+            lease_usable: Family::default(),
+            lease_checks: Family::default(),
+            lease_checks_failed: Family::default(),
             ready: Gauge::default(),
             process: ProcessMetrics::default(),
         };
@@ -420,6 +434,17 @@ impl Metrics {
             "downed",
             "Members downed by a decision: this member itself (side=self) or others (side=other)",
             m.downed.clone(),
+        );
+        r.register(
+            "lease_usable",
+            "With lease-majority: 1 when the last check found the lease could be asked, 0 when this side would down itself at its next decision",
+            m.lease_usable.clone(),
+        );
+        r.register("lease_checks", "With lease-majority: checks of the lease", m.lease_checks.clone());
+        r.register(
+            "lease_checks_failed",
+            "With lease-majority: checks that found the lease could not be asked",
+            m.lease_checks_failed.clone(),
         );
         r.register("flaps", "Suspicions refuted within 10 s", m.flaps.clone());
         r.register("deaths", "Members declared dead", m.deaths.clone());
@@ -575,6 +600,14 @@ impl Metrics {
             advance(&self.rejected.get_or_create(&ReasonLabel { reason }), n);
         }
         self.ejected.set(s.node.outliers.values().filter(|r| r.ejected.is_some()).count() as i64);
+        // Only an agent that checks a lease has these series.
+        if let Some(lease) = &s.lease {
+            if let Some(usable) = lease.usable() {
+                self.lease_usable.get_or_create(&Vec::new()).set(i64::from(usable));
+            }
+            advance(&self.lease_checks.get_or_create(&Vec::new()), lease.checks);
+            advance(&self.lease_checks_failed.get_or_create(&Vec::new()), lease.checks_failed);
+        }
         for (outcome, n) in [
             ("proposed", node.introductions_proposed),
             ("admitted", node.introductions_admitted),

@@ -224,7 +224,8 @@ pub struct Flags {
     /// key). SIGHUP reads it again.
     #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub config: Option<PathBuf>,
-    /// This member's name (1 to 64 bytes).
+    /// This member's name (1 to 64 bytes), unique in the cluster (default:
+    /// the host's name, from /proc/sys/kernel/hostname or $HOSTNAME).
     #[cfg_attr(feature = "clap", arg(long))]
     pub name: Option<String>,
     /// Address to listen on, UDP and TCP (default 0.0.0.0:7946).
@@ -401,7 +402,9 @@ pub struct Flags {
     pub decide_when_unstable: Option<String>,
     /// The lease `lease-majority` asks for: a file every member can reach
     /// (one host, or a shared file system), locked while it is read and
-    /// written.
+    /// written. A regular file, or nothing yet in a directory that exists,
+    /// that this member can write: checked at the start (a lease that
+    /// cannot be asked stops the agent), then every 15 s.
     #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub lease_file: Option<PathBuf>,
     /// What becomes of outlier verdicts (ejections from the outcomes
@@ -569,6 +572,9 @@ pub enum Origin {
         /// The key (`bind`); `None` for the file as a whole.
         key: Option<&'static str>,
     },
+    /// The host's name, for a member given no name: where it was read
+    /// (`/proc/sys/kernel/hostname`, or `$HOSTNAME`).
+    Host(&'static str),
 }
 
 impl fmt::Display for Origin {
@@ -577,6 +583,7 @@ impl fmt::Display for Origin {
             Origin::Flag(flag) => f.write_str(flag),
             Origin::File { path, key: Some(key) } => write!(f, "{}: {key}", path.display()),
             Origin::File { path, key: None } => write!(f, "{}", path.display()),
+            Origin::Host(from) => write!(f, "the host's name ({from})"),
         }
     }
 }
@@ -615,8 +622,17 @@ pub enum Problem {
     Detector(SpecError),
     /// A downing strategy that does not read.
     Downing(vigil_net::downing::BadStrategy),
+    /// No name given, and the host's name cannot be a member's.
+    HostName {
+        /// The host's name, if it has one.
+        name: Option<String>,
+        /// Why it cannot.
+        why: String,
+    },
     /// `lease-majority` without a lease to ask.
     NoLease,
+    /// A lease that cannot be asked ([`Lease::check`](vigil_net::lease::Lease::check)).
+    Lease(vigil_net::lease::LeaseError),
     /// The settings file is not TOML, or holds a key it should not.
     Toml(String),
     /// Sealing asked for without keys.
@@ -647,9 +663,16 @@ impl fmt::Display for Problem {
             Problem::Policy(e) => e.fmt(f),
             Problem::Detector(e) => e.fmt(f),
             Problem::Downing(e) => e.fmt(f),
+            Problem::HostName { name: Some(name), why } => write!(
+                f,
+                "not given, and the host's name {} cannot be a member's name ({why}): give --name",
+                quoted(name)
+            ),
+            Problem::HostName { name: None, why } => write!(f, "not given, and {why}: give --name"),
             Problem::NoLease => f.write_str(
                 "lease-majority needs a lease that every side can reach: give --lease-file (or pick another strategy)",
             ),
+            Problem::Lease(e) => write!(f, "{}: {}", e.at, e.problem),
             Problem::Toml(e) => f.write_str(e.trim_end()),
             Problem::NoKeys => f.write_str("sealing needs keys (--key-file)"),
             Problem::TooMuchMemory { per_member, members } => write!(
@@ -716,7 +739,8 @@ pub enum Http {
 pub struct AgentConfig {
     /// This member's name, and where it was given.
     pub name: String,
-    /// Where the name was given (a start refused for the name says so).
+    /// Where the name was given (a start refused for the name says so), or
+    /// [`Origin::Host`] when it is the host's.
     pub name_origin: Origin,
     /// Where the sockets are bound.
     pub bind: SocketAddr,
@@ -756,8 +780,9 @@ pub struct AgentConfig {
     pub log_level: LogLevel,
     /// The log's format.
     pub log_format: LogFormat,
-    /// The lease `lease-majority` asks for (`--lease-file`).
-    pub lease_file: Option<PathBuf>,
+    /// The lease `lease-majority` asks for (`--lease-file`), and where it
+    /// was given.
+    pub lease_file: Option<(PathBuf, Origin)>,
     /// The settings file, to read again on SIGHUP, with what it said at the
     /// start.
     pub file: Option<(PathBuf, FileSettings)>,
@@ -910,15 +935,79 @@ fn host_names(texts: &[String], origin: Origin) -> Result<Vec<Host>, SettingsErr
         .collect()
 }
 
+/// Where the kernel keeps the host's name.
+const KERNEL_HOST_NAME: &str = "/proc/sys/kernel/hostname";
+
+/// Host names that many hosts have (the kernel's when none was set, and
+/// the loopback's): as members' names, they would clash.
+const SHARED_HOST_NAMES: [&str; 3] = ["(none)", "localhost", "localhost.localdomain"];
+
+/// The host's name as each source gives it, for a member given no name.
+#[derive(Debug, Clone, Default)]
+struct HostNames {
+    /// [`KERNEL_HOST_NAME`], as read.
+    kernel: Option<String>,
+    /// `$HOSTNAME`.
+    env: Option<String>,
+}
+
+impl HostNames {
+    /// This host's.
+    fn here() -> HostNames {
+        HostNames {
+            kernel: read_text(Path::new(KERNEL_HOST_NAME), "host name", 4096).ok(),
+            env: std::env::var("HOSTNAME").ok(),
+        }
+    }
+
+    /// The first usable name, trimmed, with where it was read: the
+    /// kernel's, else `$HOSTNAME`. A name must be one the protocol takes
+    /// (1 to 64 bytes, no control character), and not one many hosts have.
+    fn name(&self) -> Result<(String, Origin), Problem> {
+        use vigil_membership::message::MAX_NAME_LEN;
+        use vigil_membership::wire::{BadNameReason, control_character};
+        let mut refused = None;
+        for (text, from) in [(&self.kernel, KERNEL_HOST_NAME), (&self.env, "$HOSTNAME")] {
+            let Some(name) = text.as_deref().map(str::trim).filter(|n| !n.is_empty()) else { continue };
+            let why = if name.len() > MAX_NAME_LEN {
+                Some(BadNameReason::TooLong { len: name.len() }.to_string())
+            } else if let Some(at) = control_character(name) {
+                Some(BadNameReason::ControlCharacter { at }.to_string())
+            } else if SHARED_HOST_NAMES.contains(&name) {
+                Some("many hosts have it".to_owned())
+            } else {
+                None
+            };
+            match why {
+                None => return Ok((name.to_owned(), Origin::Host(from))),
+                Some(why) => {
+                    refused.get_or_insert(Problem::HostName { name: Some(name.to_owned()), why });
+                }
+            }
+        }
+        Err(refused.unwrap_or_else(|| Problem::HostName {
+            name: None,
+            why: format!("this host has no name ({KERNEL_HOST_NAME} and $HOSTNAME are empty or unreadable)"),
+        }))
+    }
+}
+
 impl Flags {
     /// Reads the settings file (if given) and the secrets, and checks every
-    /// setting: the one configuration the agent starts with.
+    /// setting: the one configuration the agent starts with. Without a
+    /// name, the member is named after the host
+    /// (`/proc/sys/kernel/hostname`, else `$HOSTNAME`).
     ///
     /// # Errors
     ///
     /// A [`SettingsError`] naming the first setting at fault, where it was
     /// given, and what is wrong with it.
     pub fn resolve(&self) -> Result<AgentConfig, SettingsError> {
+        self.resolve_on(&HostNames::here())
+    }
+
+    /// [`Flags::resolve`] on a host named as `host` says.
+    fn resolve_on(&self, host: &HostNames) -> Result<AgentConfig, SettingsError> {
         let a = self;
         let path = a.config.as_deref();
         let file = match path {
@@ -933,8 +1022,10 @@ impl Flags {
                 (None, Some(v)) => Some((v.clone(), origin(false, key, flag_name, path))),
                 _ => None,
             };
-        let (name, name_origin) = pick(&a.name, &file.name, "name", "--name")
-            .ok_or_else(|| SettingsError::new(Origin::Flag("--name"), Problem::Missing("every member needs a name")))?;
+        let (name, name_origin) = match pick(&a.name, &file.name, "name", "--name") {
+            Some(given) => given,
+            None => host.name().map_err(|p| SettingsError::new(Origin::Flag("--name"), p))?,
+        };
         if let Some(at) = vigil_membership::wire::control_character(&name) {
             return Err(invalid(
                 name_origin,
@@ -1049,8 +1140,9 @@ impl Flags {
             protocol.validate().map_err(protocol_error(from))?;
         }
         let lease_file = match (&a.lease_file, &file.lease_file) {
-            (Some(p), _) => Some(p.clone()),
-            (None, p) => p.clone(),
+            (Some(p), _) => Some((p.clone(), Origin::Flag("--lease-file"))),
+            (None, Some(p)) => Some((p.clone(), origin(false, "lease_file", "--lease-file", path))),
+            (None, None) => None,
         };
         if let Some((text, from)) = pick(&a.downing, &file.downing, "downing", "--downing") {
             let strategy: vigil_net::downing::Strategy =
@@ -1235,9 +1327,61 @@ mod tests {
         assert!(!flags("x").resolve().unwrap().protocol.downing.decides());
     }
 
+    fn host(kernel: Option<&str>, env: Option<&str>) -> HostNames {
+        HostNames { kernel: kernel.map(Into::into), env: env.map(Into::into) }
+    }
+
+    #[test]
+    fn without_a_name_the_member_is_named_after_the_host() {
+        let f = Flags { bind: Some("127.0.0.1:0".into()), ..Flags::default() };
+        let named = |kernel, env| {
+            let c = f.resolve_on(&host(kernel, env)).unwrap();
+            (c.name, c.name_origin.to_string())
+        };
+        let kernel = || "the host's name (/proc/sys/kernel/hostname)".to_owned();
+        let env = || "the host's name ($HOSTNAME)".to_owned();
+        assert_eq!(named(Some("db-7\n"), Some("web-2")), ("db-7".into(), kernel()), "the kernel's first, trimmed");
+        assert_eq!(named(None, Some(" web-2 ")), ("web-2".into(), env()));
+        assert_eq!(named(Some(" \n"), Some("web-2")), ("web-2".into(), env()), "an empty name is none");
+        assert_eq!(named(Some("(none)"), Some("web-2")), ("web-2".into(), env()), "the kernel's when none was set");
+        assert_eq!(named(Some(&"h".repeat(64)), None), ("h".repeat(64), kernel()));
+        // A name given, as a flag or in the file, is the name.
+        let c = Flags { name: Some("x".into()), ..f.clone() }.resolve_on(&host(Some("db-7"), None)).unwrap();
+        assert_eq!((c.name.as_str(), c.name_origin), ("x", Origin::Flag("--name")));
+        let refused = |kernel, env| f.resolve_on(&host(kernel, env)).unwrap_err().to_string();
+        assert_eq!(
+            refused(None, Some("")),
+            "--name: not given, and this host has no name (/proc/sys/kernel/hostname and $HOSTNAME are empty or \
+             unreadable): give --name"
+        );
+        assert_eq!(
+            refused(Some("(none)"), None),
+            "--name: not given, and the host's name '(none)' cannot be a member's name (many hosts have it): give --name"
+        );
+        assert_eq!(
+            refused(Some("localhost"), Some("localhost.localdomain")),
+            "--name: not given, and the host's name 'localhost' cannot be a member's name (many hosts have it): give \
+             --name",
+            "the first refused is said"
+        );
+        let long = "h".repeat(65);
+        assert_eq!(
+            refused(Some(&long), None),
+            format!(
+                "--name: not given, and the host's name {} cannot be a member's name (65 bytes long, more than the \
+                 maximum of 64): give --name",
+                quoted(&long)
+            )
+        );
+        assert_eq!(
+            refused(None, Some("web\u{1b}[2J")),
+            "--name: not given, and the host's name 'web\\u{1b}[2J' cannot be a member's name (a control character \
+             at byte 3): give --name"
+        );
+    }
+
     #[test]
     fn flags_name_what_is_wrong_and_where() {
-        assert_eq!(error(Flags::default()), "--name: every member needs a name");
         let mut f = flags("x");
         f.join = vec!["10.0.0.1:7946,,10.0.0.2:7946".into()];
         assert!(error(f).starts_with(
@@ -1345,6 +1489,24 @@ mod tests {
         std::fs::write(&path, "name = \"x\"\nbindd = \"127.0.0.1:1\"\n").unwrap();
         let e = error(Flags { config: Some(path.clone()), ..Flags::default() });
         assert!(e.starts_with(&format!("{}: ", path.display())) && e.contains("bindd"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_lease_file_says_where_it_was_given() {
+        let dir = std::env::temp_dir().join(format!("vigil-settings-lease-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("agent.toml");
+        std::fs::write(&path, "name = \"x\"\nbind = \"127.0.0.1:1\"\nlease_file = \"/run/lease\"\n").unwrap();
+        let c = Flags { config: Some(path.clone()), ..Flags::default() }.resolve().unwrap();
+        let (lease, at) = c.lease_file.unwrap();
+        assert_eq!((lease.to_str(), at.to_string()), (Some("/run/lease"), format!("{}: lease_file", path.display())));
+        let f = Flags { config: Some(path.clone()), lease_file: Some("l".into()), ..Flags::default() };
+        let (lease, at) = f.resolve().unwrap().lease_file.unwrap();
+        assert_eq!((lease.to_str(), at), (Some("l"), Origin::Flag("--lease-file")), "the flag overrides the file");
+        let e = vigil_net::lease::LeaseError { at: "l".into(), problem: "not a regular file (a directory)".into() };
+        let e = SettingsError::new(Origin::Flag("--lease-file"), Problem::Lease(e));
+        assert_eq!(e.to_string(), "--lease-file: l: not a regular file (a directory)");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -221,7 +221,7 @@ fn bad_settings_exit_2_naming_the_setting() {
     std::fs::create_dir_all(&frozen).unwrap();
     std::fs::write(frozen.join("generation"), format!("{}\n", u64::MAX)).unwrap();
     let fresh = dir.join("fresh-data");
-    let cases: [(Vec<&str>, &str); 27] = [
+    let cases: [(Vec<&str>, &str); 26] = [
         (
             vec!["agent", "--name", "x", "--reconnect-timeout", "30"],
             "--reconnect-timeout: '30' is not a duration: it has no unit; write 30ms",
@@ -279,7 +279,6 @@ fn bad_settings_exit_2_naming_the_setting() {
             ],
             "--name: invalid membership configuration: name is 0 bytes long",
         ),
-        (vec!["agent"], "--name: every member needs a name"),
         (vec!["agent", "--name", "x", "--bind", "1.2.3"], "--bind: '1.2.3' is not an address"),
         (vec!["agent", "--name", "x", "--key-file", keys.to_str().unwrap()], "--key-file: line 1: not a 32-byte key"),
         (vec!["agent", "--config", config.to_str().unwrap()], "agent.toml: bind: 'nowhere' is not an address"),
@@ -317,4 +316,96 @@ fn bad_settings_exit_2_naming_the_setting() {
     assert!(!fresh.exists());
     assert_eq!(std::fs::read_to_string(frozen.join("generation")).unwrap(), format!("{}\n", u64::MAX));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The first line of `child`'s standard error holding `text`, within 10 s
+/// (and every line before it).
+fn stderr_until(child: &mut Child, text: &str) -> Vec<String> {
+    let err = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = channel();
+    let wanted = text.to_owned();
+    std::thread::spawn(move || {
+        for line in err.lines().map_while(Result::ok) {
+            let done = line.contains(&wanted);
+            if tx.send(line).is_err() || done {
+                break;
+            }
+        }
+    });
+    let mut lines = Vec::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
+        let done = line.contains(text);
+        lines.push(line);
+        if done {
+            return lines;
+        }
+    }
+    panic!("no line with {text:?} on stderr within 10 s: {lines:?}");
+}
+
+#[test]
+fn without_a_name_the_agent_is_named_after_the_host() {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_owned();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vigil"));
+    cmd.args(["agent", "--bind", "127.0.0.1:0", "--http", "off"]).env_remove("HOSTNAME");
+    if ["(none)", "localhost", "localhost.localdomain"].contains(&host.as_str()) || host.len() > 64 {
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.starts_with(&format!("vigil: --name: not given, and the host's name '{host}'")), "{err}");
+        println!("SKIPPED the naming: this host's name {host:?} cannot be a member's (it was refused, as it must be)");
+        return;
+    }
+    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let lines = stderr_until(&mut child, " started ");
+    let _ = child.kill();
+    let _ = child.wait();
+    let said = format!(
+        "no --name given: the member is named {host} after this host (/proc/sys/kernel/hostname); every member's \
+         name must be unique in the cluster"
+    );
+    assert!(lines.iter().any(|l| l.contains(" INFO ") && l.ends_with(&said)), "{lines:?}");
+    assert!(lines.last().unwrap().contains(&format!(" started {host} (generation ")), "{lines:?}");
+    println!("named after the host: {}", lines.last().unwrap());
+}
+
+#[test]
+fn a_host_name_many_hosts_have_is_refused_and_hostname_taken_instead() {
+    // The host renamed in a namespace of the agent's own (root in CI).
+    let renamed = |name: &str| {
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--uts", "sh", "-c", "hostname \"$1\" && shift && exec \"$@\"", "sh", name]);
+        cmd.env_remove("HOSTNAME");
+        cmd
+    };
+    match renamed("localhost").arg("true").status() {
+        Ok(s) if s.success() => {}
+        other => {
+            println!("SKIPPED: the host cannot be renamed here (unshare --uts, as root): {other:?}");
+            return;
+        }
+    }
+    let o = renamed("localhost")
+        .args([env!("CARGO_BIN_EXE_vigil"), "agent", "--bind", "127.0.0.1:0", "--http", "off"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "vigil: --name: not given, and the host's name 'localhost' cannot be a member's name (many hosts have it): \
+         give --name\n"
+    );
+    // $HOSTNAME when the kernel's name will not do.
+    let mut child = renamed("localhost")
+        .env("HOSTNAME", "web-2")
+        .args([env!("CARGO_BIN_EXE_vigil"), "agent", "--bind", "127.0.0.1:0", "--http", "off"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = stderr_until(&mut child, " started ");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(lines.iter().any(|l| l.contains("the member is named web-2 after this host ($HOSTNAME)")), "{lines:?}");
+    assert!(lines.last().unwrap().contains(" started web-2 (generation "), "{lines:?}");
 }

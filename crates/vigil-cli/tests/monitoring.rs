@@ -66,7 +66,7 @@ fn the_rules_are_valid_and_pass_their_own_unit_tests() {
     }
     let m = mixin();
     let checked = run_promtool(&["check", "rules", path(&m.join("rules.yml")), path(&m.join("alerts.yml"))]);
-    assert!(checked.contains("SUCCESS: 10 rules found") && checked.contains("SUCCESS: 9 rules found"), "{checked}");
+    assert_eq!(checked.matches("SUCCESS: 10 rules found").count(), 2, "{checked}");
     run_promtool(&["test", "rules", path(&m.join("tests.yml"))]);
 }
 

@@ -433,7 +433,11 @@ impl Builder {
     /// The lease a `lease-majority` downing strategy asks for
     /// ([`Config::downing`]): see [`lease`](crate::lease). Without one,
     /// such a member's side never takes it, and downs itself whenever the
-    /// strategy asks.
+    /// strategy asks. With `lease-majority`, the running member checks it
+    /// ([`Lease::check`](crate::lease::Lease::check)) every
+    /// [`CHECK_EVERY`](crate::lease::CHECK_EVERY) and when a member becomes
+    /// unreachable, logs once when it cannot be asked and once when it can
+    /// again, and keeps what it found in [`Snapshot::lease`](crate::Snapshot::lease).
     ///
     /// # Examples
     ///

@@ -157,6 +157,8 @@ pub(crate) struct Driver {
     /// if anything does (tests and demonstrations).
     intercept: Option<Arc<dyn Intercept>>,
     lease: Option<Arc<dyn crate::lease::Lease>>,
+    /// The watch over the lease, while `lease-majority` decides.
+    lease_watch: Option<crate::lease::Watch>,
     /// The seeds as given: by address, and by name (resolved again when the
     /// member is alone).
     seed_addrs: Vec<SocketAddr>,
@@ -203,6 +205,9 @@ impl Driver {
     ) -> Driver {
         let (seed_addrs, seed_names) = seeds;
         let budget = Arc::new(Semaphore::new(net.frame_budget));
+        let leased =
+            matches!(node.config().downing.strategy, vigil_membership::downing::Strategy::LeaseMajority { .. });
+        let lease_watch = (leased && lease.is_some()).then(crate::lease::Watch::default);
         Driver {
             node,
             seal,
@@ -219,6 +224,7 @@ impl Driver {
             answers: std::collections::HashMap::new(),
             intercept,
             lease,
+            lease_watch,
             seed_addrs,
             seed_names,
             data_dir,
@@ -242,6 +248,12 @@ impl Driver {
             let (shared, net, frames) = (self.shared.clone(), self.net.clone(), frames_tx.clone());
             tokio::spawn(listen(tcp, frames, shared, net, self.budget.clone()))
         });
+        // The lease is checked off the loop, so that one that cannot be
+        // asked is said before a decision needs it.
+        let lease_watch = match (&self.lease_watch, &self.lease) {
+            (Some(watch), Some(lease)) => Some(tokio::spawn(watch.clone().run(lease.clone()))),
+            _ => None,
+        };
         let mut buf = vec![0u8; MAX_DATAGRAM_ACCEPTED + OVERHEAD + 1];
         let mut leaving: Option<tokio::time::Instant> = None;
         let mut forget_known = false;
@@ -327,34 +339,7 @@ impl Driver {
             if let Some(holder) = self.node.take_lease_request() {
                 let (lease, tx) = (self.lease.clone(), lease_tx.clone());
                 tokio::spawn(async move {
-                    use vigil_membership::downing::LeaseAnswer;
-                    let answer = match lease {
-                        Some(lease) => {
-                            let asked = holder.clone();
-                            let answer =
-                                tokio::task::spawn_blocking(move || lease.acquire(&asked, crate::lease::TTL)).await;
-                            match answer {
-                                Ok(Ok(true)) => LeaseAnswer::Granted,
-                                Ok(Ok(false)) => LeaseAnswer::Refused { holder: None },
-                                Ok(Err(e)) => {
-                                    tracing::warn!("{e}: this side cannot hold the lease and downs itself");
-                                    LeaseAnswer::Unusable(e.to_string())
-                                }
-                                Err(e) => {
-                                    tracing::warn!("the lease was not asked ({e}): this side downs itself");
-                                    LeaseAnswer::Unusable(format!("the request did not run: {e}"))
-                                }
-                            }
-                        }
-                        None => {
-                            tracing::warn!(
-                                "lease-majority wants a lease and none is configured: this side downs itself"
-                            );
-                            LeaseAnswer::Unusable("no lease is configured".into())
-                        }
-                    };
-                    tracing::info!(holder, granted = answer.granted(), "lease asked");
-                    let _ = tx.send(answer).await;
+                    let _ = tx.send(crate::lease::ask(lease, holder).await).await;
                 });
             }
             // Alone, the node asked its seeds again: resolve their names
@@ -380,6 +365,9 @@ impl Driver {
         }
         if let Some(l) = listener {
             l.abort();
+        }
+        if let Some(w) = lease_watch {
+            w.abort();
         }
         match (&self.data_dir, forget_known) {
             (Some(dir), true) => {
@@ -687,6 +675,7 @@ impl Driver {
                     node: self.node.snapshot(now),
                     seal: self.seal.stats(),
                     net: self.net_stats(),
+                    lease: self.lease_watch.as_ref().map(crate::lease::Watch::health),
                 });
             }
             Command::Arrivals(name, after, tx) => {
@@ -831,6 +820,11 @@ impl Driver {
         // Connections the node did not answer are closed.
         self.answers.clear();
         while let Some(e) = self.node.poll_event() {
+            // A member unreachable: a decision is coming, which may need
+            // the lease.
+            if let (vigil_membership::Event::Unreachable { .. }, Some(watch)) = (&e, &self.lease_watch) {
+                watch.poke();
+            }
             // Nobody listening is not an error.
             let _ = self.events.send(ClusterEvent { unix_ms: unix_ms(), event: e });
         }

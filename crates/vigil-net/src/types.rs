@@ -245,6 +245,10 @@ pub struct Snapshot {
     pub seal: SealStats,
     /// The runtime's counters.
     pub net: NetStats,
+    /// What the last check of the lease found, while `lease-majority`
+    /// decides with a lease ([`Builder::lease`](crate::Builder::lease));
+    /// `None` otherwise.
+    pub lease: Option<crate::lease::LeaseHealth>,
 }
 
 impl Snapshot {
