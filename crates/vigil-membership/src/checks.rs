@@ -3,11 +3,12 @@
 //!
 //! Some rumours would take something from a member on nobody's evidence
 //! but the teller's: a death or a leave while a downing strategy decides
-//! (only a decision downs a member, and this node decides for itself), a
-//! move to another address, a newer process of the member's name at
-//! another address while the old one may still run. Each is checked with a
-//! probe of the member first, and taken or dropped by the answer: the
-//! member itself confirms or refutes it. One check per member at a time,
+//! (only a decision downs a member, and this node decides for itself: such
+//! a rumour only sets it to look, and an unanswered look is its own
+//! accusation), a move to another address, a newer process of the
+//! member's name at another address while the old one may still run. Each
+//! is checked with a probe of the member first, and taken or dropped by
+//! the answer: the member itself confirms or refutes it. One check per member at a time,
 //! and at most [`MAX_CHECKS`] at once; a rumour that finds a check under
 //! way, or no room, is dropped (the teller says it again, or this node's
 //! own probes find the truth).
@@ -24,8 +25,9 @@ pub(crate) const MAX_CHECKS: usize = 1_024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     /// A death or a leave of a member this node holds live, while a
-    /// downing strategy decides: taken if the member does not answer
-    /// (directly or through others).
+    /// downing strategy decides: never taken (only a decision downs a
+    /// member); if the member does not answer (directly or through
+    /// others), this node accuses it itself.
     Verdict,
     /// A member's own word that it is reached at another address: taken
     /// if it answers there as itself.

@@ -998,8 +998,12 @@ pub struct Pending {
     pub decision: Decision,
     /// The members it downs, by name: each only if this member still finds
     /// it unreachable when the margin ends (one that answered since was
-    /// not on the other side of anything).
+    /// not on the other side of anything), in the generation it had then.
     pub down: Vec<String>,
+    /// The generation of each member of `down`, when decided: a newer
+    /// process of the name is not what was decided about.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub generations: Vec<u64>,
     /// Why, for a person.
     pub reason: String,
     /// When it is carried out (the removal margin's end), or the lease

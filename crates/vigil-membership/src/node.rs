@@ -67,6 +67,19 @@ mod rules;
 #[cfg(test)]
 mod tests;
 
+/// A side that downed itself for want of the lease, and may re-form.
+#[derive(Debug, Clone)]
+struct Reform {
+    /// When to re-form, if no member of the side that won answered.
+    at: Instant,
+    /// Its own side's addresses and the given seeds: where to re-form.
+    seeds: Vec<SocketAddr>,
+    /// The members of the other side, counted again when it re-forms (a
+    /// side that is gone is then found unreachable, and the strategy
+    /// decides again).
+    others: Vec<(Arc<str>, u64, SocketAddr)>,
+}
+
 /// What this node tells a member, at most once a probe interval each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Tell {
@@ -134,6 +147,13 @@ pub struct Node {
     /// that survived) are heard, so that the members downed together do
     /// not form a cluster of their own again.
     rejoining: bool,
+    /// The seeds the runtime gave, kept while the seeds are the surviving
+    /// side's after a downing (a name resolved again does not undo that).
+    given_seeds: Vec<SocketAddr>,
+    /// Downed because the lease could not be had: when, if the side that
+    /// took it (or nobody) does not answer, this node re-forms with its own
+    /// side and asks again.
+    reform: Option<Reform>,
     /// Members proposed by strangers, waiting for their answer.
     introductions: Introductions,
     /// Accusers told of this incarnation's refutation.
@@ -237,6 +257,8 @@ impl Node {
             join_backoff: JOIN_RETRY_FIRST,
             seed_refresh: false,
             rejoining: false,
+            given_seeds: Vec::new(),
+            reform: None,
             refuted_to: std::collections::BTreeSet::new(),
             members: MemberTable::new(),
             suspicions: Suspicions::default(),
@@ -271,6 +293,12 @@ impl Node {
     /// or was downed with nobody to rejoin through ([`Event::Downed`]).
     pub fn status(&self) -> Status {
         self.status
+    }
+
+    /// Whether this node was downed and is not yet back: it acts as no
+    /// member, hears only the surviving side, and rejoins through it.
+    pub fn is_rejoining(&self) -> bool {
+        self.rejoining
     }
 
     /// Lifeguard's local health score (0 is healthy).
@@ -545,6 +573,12 @@ impl Node {
         if self.status == Status::Left {
             return;
         }
+        if self.rejoining {
+            // Downed: the seeds stay the surviving side's until it answers.
+            self.given_seeds = seeds.to_vec();
+            self.settle(now);
+            return;
+        }
         let before = std::mem::take(&mut self.seeds);
         self.keep_seeds(seeds);
         if self.members.live_count() == 0 {
@@ -602,6 +636,7 @@ impl Node {
                 kept.push(s);
             }
         }
+        self.given_seeds.clone_from(&kept);
         self.seeds = kept;
     }
 
@@ -615,6 +650,7 @@ impl Node {
     /// backing off; once one is, the retries stop until this node is alone
     /// again.
     fn rejoin(&mut self, now: Instant) {
+        self.reform_if_due(now);
         if self.members.live_count() > 0 || self.seeds.is_empty() {
             self.join_backoff = JOIN_RETRY_FIRST;
             self.timers.set(Timer::Rejoin, None);
@@ -660,8 +696,10 @@ impl Node {
         self.status = Status::Left;
         self.broadcast(self.self_update(Status::Left));
         // Tell a few members directly so the leave spreads even though this
-        // node's gossip stops.
-        let targets = self.members.pick(&mut self.rng, self.config.gossip_nodes.max(3), |m| m.status == Status::Alive);
+        // node's gossip stops; while a strategy decides, every member (a
+        // leave is taken there only from the member itself).
+        let few = if self.decides() { self.members.len() } else { self.config.gossip_nodes.max(3) };
+        let targets = self.members.pick(&mut self.rng, few, |m| m.status == Status::Alive);
         for name in targets {
             if let Some(addr) = self.members.get(&name).map(|m| m.addr) {
                 self.send(addr, Message::Gossip);

@@ -136,6 +136,13 @@ impl Rows {
         change
     }
 
+    /// Whether `name` left the unreachable part of this node's row (it
+    /// answered again) within `within` before `now`, given how long a
+    /// flap is remembered (`memory`).
+    pub(crate) fn flapped_within(&self, name: &str, now: Instant, within: Duration, memory: Duration) -> bool {
+        self.flap_ends.get(name).is_some_and(|end| end.saturating_sub(memory).saturating_add(within) >= now)
+    }
+
     /// This node's row as published: every unreachable and flapped member,
     /// in name order, then every member it ejects.
     pub(crate) fn own(&self) -> impl Iterator<Item = (&Arc<str>, u64, Mark)> {

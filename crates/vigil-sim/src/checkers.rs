@@ -15,8 +15,21 @@
 //! - [`AT_MOST_ONE_SIDE_SURVIVES`]: with a downing strategy, no partition
 //!   ends with members of both sides having downed the other side;
 //! - [`DECISIONS_WAIT_FOR_STABILITY`]: with a downing strategy, no node
-//!   decides before its picture has held still for `stable_after` (but
-//!   for a decision on members that flapped for too long).
+//!   decides before its row and its membership have held still for
+//!   `stable_after` (but for a decision on members that flapped for too
+//!   long);
+//! - [`NO_COLLATERAL`]: with a downing strategy and the faulty members
+//!   (crashed, and members forging as holders of the key) within the
+//!   strategy's tolerance, no member inside the liveness envelope is
+//!   downed, downs itself, or is declared dead, whatever is forged;
+//! - [`DOWNED_MEMBERS_STOP`]: a member that others downed downs itself
+//!   (or is gone) within a bound, unless paused then;
+//! - [`ONE_CLUSTER_AFTER_FAULTS`]: once no fault has been in force for the
+//!   scenario's outage bound, and the faulty members are within the
+//!   strategy's tolerance, every running member is alive (none downed for
+//!   good) and sees every other alive;
+//! - [`NOTHING_MOVED_BY_A_FORGERY`]: no member ever holds another at the
+//!   address a forged move named.
 //!
 //! # Example
 //!
@@ -85,6 +98,39 @@ pub const AT_MOST_ONE_SIDE_SURVIVES: &str = "at most one side survives a partiti
 /// assert!(!vigil_sim::checkers::DECISIONS_WAIT_FOR_STABILITY.is_empty());
 /// ```
 pub const DECISIONS_WAIT_FOR_STABILITY: &str = "decisions wait for stable-after";
+
+/// The checker name of [`no_collateral`].
+///
+/// # Example
+///
+/// ```
+/// assert!(!vigil_sim::checkers::NO_COLLATERAL.is_empty());
+/// ```
+pub const NO_COLLATERAL: &str = "no correct member downed or declared dead";
+/// The checker name of [`downed_members_stop`].
+///
+/// # Example
+///
+/// ```
+/// assert!(!vigil_sim::checkers::DOWNED_MEMBERS_STOP.is_empty());
+/// ```
+pub const DOWNED_MEMBERS_STOP: &str = "a member others downed downs itself";
+/// The checker name of [`one_cluster_after_faults`].
+///
+/// # Example
+///
+/// ```
+/// assert!(!vigil_sim::checkers::ONE_CLUSTER_AFTER_FAULTS.is_empty());
+/// ```
+pub const ONE_CLUSTER_AFTER_FAULTS: &str = "one cluster again once faults stop";
+/// The checker name of [`nothing_moved_by_a_forgery`].
+///
+/// # Example
+///
+/// ```
+/// assert!(!vigil_sim::checkers::NOTHING_MOVED_BY_A_FORGERY.is_empty());
+/// ```
+pub const NOTHING_MOVED_BY_A_FORGERY: &str = "no address moved by a forgery";
 
 /// A violated invariant.
 ///
@@ -296,6 +342,90 @@ pub fn decision_waits_for_stability(node: &str, calm_ms: f64, stable_after_ms: f
             stable_after_ms / 1e3
         )
     })
+}
+
+/// `what` happened to `victim` (`downed by n2`, `downed itself`,
+/// `declared dead by n3`): a violation if it runs inside the liveness
+/// envelope, forges nothing, and the faulty members are within the
+/// strategy's tolerance (`inside`).
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::checkers::no_collateral;
+///
+/// assert!(no_collateral("n3#1", "downed by n0", false).is_none());
+/// assert_eq!(
+///     no_collateral("n3#1", "downed by n0", true).unwrap(),
+///     "n3#1 downed by n0, but it runs, is reachable, was not disturbed, and the faulty members are within the strategy's tolerance"
+/// );
+/// ```
+pub fn no_collateral(victim: &str, what: &str, inside: bool) -> Option<String> {
+    inside.then(|| {
+        format!(
+            "{victim} {what}, but it runs, is reachable, was not disturbed, and the faulty members are within the \
+             strategy's tolerance"
+        )
+    })
+}
+
+/// `victim`, downed by others and acting as a member since `at_ms`, had
+/// not downed itself `bound_ms` later.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::checkers::downed_members_stop;
+///
+/// assert_eq!(
+///     downed_members_stop("n4#1", 30_000.0, 60_000.0),
+///     "n4#1, downed by others, acted as a member from 30.0 s and had not downed itself 60.0 s later"
+/// );
+/// ```
+pub fn downed_members_stop(victim: &str, at_ms: f64, bound_ms: f64) -> String {
+    format!(
+        "{victim}, downed by others, acted as a member from {:.1} s and had not downed itself {:.1} s later",
+        at_ms / 1e3,
+        bound_ms / 1e3
+    )
+}
+
+/// `quiet_ms` after the last fault, `out` (members downed for good) and
+/// `disagreeing` pairs of live members that do not see each other alive.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::checkers::one_cluster_after_faults;
+///
+/// assert!(one_cluster_after_faults(180_000.0, &[], 0).is_none());
+/// assert_eq!(
+///     one_cluster_after_faults(180_000.0, &["n2"], 3).unwrap(),
+///     "180 s after the last fault: out for good: n2; 3 pairs of live members do not see each other alive"
+/// );
+/// ```
+pub fn one_cluster_after_faults(quiet_ms: f64, out: &[&str], disagreeing: u64) -> Option<String> {
+    (!out.is_empty() || disagreeing > 0).then(|| {
+        let out = if out.is_empty() { "none".to_owned() } else { out.join(", ") };
+        format!(
+            "{:.0} s after the last fault: out for good: {out}; {disagreeing} pairs of live members do not see each \
+             other alive",
+            quiet_ms / 1e3
+        )
+    })
+}
+
+/// `holder` holds `member` at `addr`, which a forgery named.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::checkers::nothing_moved_by_a_forgery;
+///
+/// assert_eq!(nothing_moved_by_a_forgery("n0", "n2", "10.255.255.253:7946"), "n0 holds n2 at 10.255.255.253:7946, where a forgery said it moved");
+/// ```
+pub fn nothing_moved_by_a_forgery(holder: &str, member: &str, addr: &str) -> String {
+    format!("{holder} holds {member} at {addr}, where a forgery said it moved")
 }
 
 #[cfg(test)]

@@ -242,11 +242,81 @@ pub enum Fault {
     /// it lasts and sends each again to its receiver one duration after the
     /// original.
     Replay,
+    /// An attacker sends every running machine a forged datagram every
+    /// second while it lasts: `by` a stranger (a host that is not a
+    /// member: its packets are plaintext, so a sealed cluster does not
+    /// open them) or a member holding the key (its packets come from its
+    /// own address, sealed, in its own name; its node runs as before).
+    Forge {
+        /// Who sends the forgeries.
+        by: Forger,
+        /// What they say.
+        forgery: Forgery,
+    },
+    /// The lease `lease-majority` asks for cannot be asked while it lasts
+    /// (unreachable, read-only, gone).
+    LeaseDown,
+    /// A second process takes machine `node`'s name, at an address of its
+    /// own, and joins through n0 (n1 if `node` is 0) while it lasts; it
+    /// leaves at the end, if it is still running.
+    Impostor {
+        /// The machine whose name it takes.
+        node: usize,
+    },
+}
+
+/// Who sends a [`Fault::Forge`]'s datagrams.
+///
+/// # Example
+///
+/// ```
+/// use vigil_sim::Forger;
+///
+/// assert_eq!(Forger::Stranger.to_string(), "a stranger");
+/// assert_eq!(Forger::Insider { node: 2 }.to_string(), "n2, holding the key");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
+pub enum Forger {
+    /// A host that is not a member.
+    Stranger,
+    /// A member that lies: machine `node`.
+    Insider {
+        /// The machine.
+        node: usize,
+    },
+}
+
+impl std::fmt::Display for Forger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Forger::Stranger => f.write_str("a stranger"),
+            Forger::Insider { node } => write!(f, "n{node}, holding the key"),
+        }
+    }
+}
+
+/// What a [`Fault::Forge`]'s datagrams say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
+pub enum Forgery {
+    /// For every ordered pair (x, y) of the other running members: "x is
+    /// suspected, accused by y", and "x is dead, declared by y"; from a
+    /// member holding the key, also its own reachability row naming every
+    /// other member unreachable.
+    Accuse,
+    /// "`victim` is alive at another address" (its generation, a much
+    /// higher incarnation): the address is one no machine has.
+    Move {
+        /// The member said to have moved.
+        victim: usize,
+    },
 }
 
 impl Fault {
     /// A short name: `crash`, `restart`, `pause`, `slow`, `block`,
-    /// `partition`, `loss`, `lossy`, `degrade`, `replay`.
+    /// `partition`, `loss`, `lossy`, `degrade`, `replay`, `forge`,
+    /// `lease-down`, `impostor`.
     ///
     /// # Example
     ///
@@ -267,6 +337,9 @@ impl Fault {
             Fault::Lossy { .. } => "lossy",
             Fault::Degrade { .. } => "degrade",
             Fault::Replay => "replay",
+            Fault::Forge { .. } => "forge",
+            Fault::LeaseDown => "lease-down",
+            Fault::Impostor { .. } => "impostor",
         }
     }
 }
@@ -464,6 +537,27 @@ mod file {
             #[serde(with = "crate::secs")]
             duration: Duration,
         },
+        Forge {
+            by: super::Forger,
+            forgery: super::Forgery,
+            #[serde(with = "crate::secs")]
+            at: Duration,
+            #[serde(with = "crate::secs")]
+            duration: Duration,
+        },
+        LeaseDown {
+            #[serde(with = "crate::secs")]
+            at: Duration,
+            #[serde(with = "crate::secs")]
+            duration: Duration,
+        },
+        Impostor {
+            node: usize,
+            #[serde(with = "crate::secs")]
+            at: Duration,
+            #[serde(with = "crate::secs")]
+            duration: Duration,
+        },
     }
 
     impl From<Fault> for Timed {
@@ -476,6 +570,9 @@ mod file {
                 Fault::Block { from, to, at, duration } => (at, Some(duration), Model::Block { from, to }.into()),
                 Fault::Partition { split, at, duration } => (at, Some(duration), Model::Partition { split }.into()),
                 Fault::Loss { p, at, duration } => (at, Some(duration), Model::Loss { p }.into()),
+                Fault::Forge { by, forgery, at, duration } => (at, Some(duration), Model::Forge { by, forgery }.into()),
+                Fault::LeaseDown { at, duration } => (at, Some(duration), Model::LeaseDown.into()),
+                Fault::Impostor { node, at, duration } => (at, Some(duration), Model::Impostor { node }.into()),
                 Fault::Lossy { node, p, way, at, duration } => {
                     (at, Some(duration), Model::Lossy { node, p, way }.into())
                 }
@@ -513,6 +610,9 @@ mod file {
                     Fault::Degrade { base_ms, jitter_ms, at, duration }
                 }
                 Action::Fault(Model::Replay) => Fault::Replay { at, duration },
+                Action::Fault(Model::Forge { by, forgery }) => Fault::Forge { by, forgery, at, duration },
+                Action::Fault(Model::LeaseDown) => Fault::LeaseDown { at, duration },
+                Action::Fault(Model::Impostor { node }) => Fault::Impostor { node, at, duration },
                 Action::Operation(Operation::RotateKey) => Fault::RotateKey { at, spread: duration / Operation::STEPS },
                 Action::Operation(Operation::EnableSealing) => {
                     Fault::EnableSealing { at, spread: duration / Operation::STEPS }

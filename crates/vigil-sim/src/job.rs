@@ -52,6 +52,10 @@ pub(crate) enum Job {
         /// The captured bytes.
         bytes: Vec<u8>,
     },
+    /// Scenario entry `k` (a forgery) sends its next datagrams.
+    Forge(usize, u64),
+    /// The impostor of scenario entry `k` goes down (it left a moment ago).
+    ImpostorGone(usize),
     /// Check whether the cluster converged.
     Check,
     /// Check whether the cluster converged after partition `k` ended, until

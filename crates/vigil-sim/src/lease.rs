@@ -15,6 +15,8 @@ pub(crate) const TTL: Duration = Duration::from_secs(120);
 pub(crate) struct Lease {
     /// The holder and until when.
     holder: Option<(String, Instant)>,
+    /// Faults that make it impossible to ask, in force.
+    down: u32,
 }
 
 impl Lease {
@@ -22,6 +24,9 @@ impl Lease {
     /// its grant ran out, or `holder` already holds it (renewed); refused
     /// with the holder's name otherwise.
     pub(crate) fn acquire(&mut self, holder: &str, now: Instant) -> LeaseAnswer {
+        if self.down > 0 {
+            return LeaseAnswer::Unusable("the lease cannot be reached".into());
+        }
         if let Some((h, until)) = &self.holder
             && h != holder
             && *until > now
@@ -30,6 +35,18 @@ impl Lease {
         }
         self.holder = Some((holder.to_owned(), now.saturating_add(TTL)));
         LeaseAnswer::Granted
+    }
+}
+
+impl Lease {
+    /// A fault makes the lease impossible to ask (until [`Lease::up`]).
+    pub(crate) fn down(&mut self) {
+        self.down += 1;
+    }
+
+    /// A fault that made it impossible to ask ended.
+    pub(crate) fn up(&mut self) {
+        self.down = self.down.saturating_sub(1);
     }
 }
 
@@ -46,5 +63,9 @@ mod tests {
         assert_eq!(l.acquire("n3", t + Duration::from_secs(5)), LeaseAnswer::Refused { holder: Some("n0".into()) });
         assert!(l.acquire("n3", t + TTL).granted(), "the grant ran out");
         assert!(!l.acquire("n0", t + TTL).granted());
+        l.down();
+        assert!(matches!(l.acquire("n3", t + TTL), LeaseAnswer::Unusable(_)), "down: nobody gets it");
+        l.up();
+        assert!(l.acquire("n3", t + TTL).granted());
     }
 }

@@ -37,6 +37,7 @@
 #![forbid(unsafe_code)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
+mod adversary;
 pub mod checkers;
 mod clock;
 pub mod experiment;
@@ -56,9 +57,10 @@ mod sealer;
 mod secs;
 mod shown;
 mod sim;
+pub mod swarm;
 
 pub use checkers::{Violation, Violations};
-pub use fault::{Action, Fault, Operation, Timed, Way};
+pub use fault::{Action, Fault, Forger, Forgery, Operation, Timed, Way};
 pub use preset::{CLUSTER, preset};
 pub use record::{Record, What};
 pub use report::{CrashReport, FaultWindow, HealReport, Report, SealReport, Stretch, Totals};

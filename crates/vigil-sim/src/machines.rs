@@ -56,6 +56,9 @@ struct Machine {
     seen: (u64, u64),
     /// What it sends is sealed with this, and what it receives opened.
     seal: Seal,
+    /// A second process of another machine's name ([`crate::Fault::Impostor`]):
+    /// not a member of the cluster the checkers look at.
+    impostor: bool,
 }
 
 impl Machine {
@@ -159,6 +162,7 @@ impl Machines {
                 epoch: (*generation, 0),
                 seen: (0, 0),
                 seal: sealer.seal_for_start(None, unix_secs(START)),
+                impostor: false,
             });
         }
         let by_addr = all.iter().enumerate().map(|(i, m)| (m.addr, i)).collect();
@@ -178,6 +182,117 @@ impl Machines {
     /// Machine `i`'s node name.
     pub(crate) fn name(&self, i: usize) -> &str {
         &self.all[i].name
+    }
+
+    /// The generation machine `i` runs, or ran last.
+    pub(crate) fn generation(&self, i: usize) -> u64 {
+        self.all[i].generation
+    }
+
+    /// Machine `i`'s address.
+    pub(crate) fn addr(&self, i: usize) -> SocketAddr {
+        self.all[i].addr
+    }
+
+    /// Whether machine `i` is an impostor's (not one of the cluster's).
+    pub(crate) fn is_impostor(&self, i: usize) -> bool {
+        self.all[i].impostor
+    }
+
+    /// The generation machine `i` runs now, if it is up and its node alive.
+    pub(crate) fn running_generation(&self, i: usize) -> Option<u64> {
+        self.all[i].node.as_ref().filter(|n| n.status() == Status::Alive).map(|n| n.id().generation)
+    }
+
+    /// The generation machine `i` acts as a member in now: up, alive, and
+    /// not downed and waiting to rejoin.
+    pub(crate) fn acting_generation(&self, i: usize) -> Option<u64> {
+        self.all[i]
+            .node
+            .as_ref()
+            .filter(|n| n.status() == Status::Alive && !n.is_rejoining())
+            .map(|n| n.id().generation)
+    }
+
+    /// Whether machine `i` is paused now.
+    pub(crate) fn paused(&self, i: usize) -> bool {
+        self.all[i].paused_until.is_some()
+    }
+
+    /// What an adversary can learn of the running members (impostors
+    /// aside): identity, address, incarnation.
+    pub(crate) fn known(&self) -> Vec<crate::adversary::Known> {
+        self.all
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.impostor)
+            .filter_map(|(i, m)| {
+                let node = m.node.as_ref()?;
+                Some(crate::adversary::Known {
+                    index: i,
+                    id: node.id().clone(),
+                    addr: m.addr,
+                    incarnation: node.incarnation(),
+                })
+            })
+            .collect()
+    }
+
+    /// Starts an impostor of machine `k`'s name at an address of its own,
+    /// a newer generation, joining through `k`'s seed: the machine it runs
+    /// on.
+    pub(crate) fn spawn_impostor(
+        &mut self,
+        k: usize,
+        now: Instant,
+        config: &Config,
+        rng: &mut ChaCha8Rng,
+        sealer: &mut Sealer,
+    ) -> Option<usize> {
+        let i = self.all.len();
+        let victim = self.all.get(k)?;
+        let name = victim.name.clone();
+        let generation = victim.generation.saturating_add(1_000_000);
+        let addr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 254, (k >> 8) as u8, k as u8), 7946));
+        let seed = rng.random::<u64>();
+        let mut node = Node::new(NodeId::new(name.clone(), generation), addr, config.clone(), seed, now).ok()?;
+        node.join(now, &[addr_of(seed_of(k))]);
+        let seal = sealer.seal_for_start(Some(&victim.seal), unix_secs(now));
+        self.all.push(Machine {
+            node: Some(node),
+            name,
+            generation,
+            addr,
+            crashed: Vec::new(),
+            downs: Vec::new(),
+            paused_until: None,
+            inbox: Vec::new(),
+            slow: Duration::ZERO,
+            disturbed_until: now,
+            timer_gen: 0,
+            scheduled: None,
+            epoch: (generation, 0),
+            seen: (0, 0),
+            seal,
+            impostor: true,
+        });
+        self.by_addr.insert(addr, i);
+        Some(i)
+    }
+
+    /// The impostor on machine `i` stops: it leaves (if it still runs),
+    /// and its machine goes down once it has sent that.
+    pub(crate) fn stop_impostor(&mut self, i: usize, now: Instant) {
+        if let Some(node) = self.all.get_mut(i).and_then(|m| m.node.as_mut()) {
+            node.leave(now);
+        }
+    }
+
+    /// Takes the impostor on machine `i` down for good.
+    pub(crate) fn drop_impostor(&mut self, i: usize) {
+        if let Some(m) = self.all.get_mut(i).filter(|m| m.impostor) {
+            m.node = None;
+        }
     }
 
     /// The machine whose node is named `name`.
@@ -204,9 +319,24 @@ impl Machines {
         self.all[i].up_throughout(from, to)
     }
 
-    /// How many machines were up at `t`.
+    /// How many machines were up at `t` (impostors aside).
     pub(crate) fn running_at(&self, t: Instant) -> usize {
-        self.all.iter().filter(|m| m.up_throughout(t, t)).count()
+        self.all.iter().filter(|m| !m.impostor && m.up_throughout(t, t)).count()
+    }
+
+    /// The cluster's machines that run a node now (impostors aside), with
+    /// whether it is alive (not left, not downed with nobody to rejoin).
+    pub(crate) fn running(&self) -> impl Iterator<Item = (usize, bool)> + '_ {
+        self.all
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.impostor)
+            .filter_map(|(i, m)| m.node.as_ref().map(|n| (i, n.status() == Status::Alive)))
+    }
+
+    /// Every address machine `i`'s node holds some member at.
+    pub(crate) fn addresses_held(&self, i: usize) -> Vec<(String, SocketAddr)> {
+        self.all[i].node.as_ref().map(|n| n.members().map(|m| (m.id.name, m.addr)).collect()).unwrap_or_default()
     }
 
     /// Whether machine `i`, gone down at `down`, was up again by `by`.
@@ -296,7 +426,24 @@ impl Machines {
     /// another key) is counted by the seal and never reaches the protocol.
     pub(crate) fn handle(&mut self, to: usize, from: usize, bytes: &[u8], stream: bool, now: Instant) -> Arrival {
         let from_addr = self.all[from].addr;
+        self.handle_from(to, from_addr, bytes, stream, now)
+    }
+
+    /// As [`Machines::handle`], from an address that may be no machine's
+    /// (a stranger's). A paused machine does not take it (a stranger's
+    /// datagrams are not worth keeping for it).
+    pub(crate) fn handle_from(
+        &mut self,
+        to: usize,
+        from_addr: SocketAddr,
+        bytes: &[u8],
+        stream: bool,
+        now: Instant,
+    ) -> Arrival {
         let m = &mut self.all[to];
+        if m.paused_until.is_some() {
+            return Arrival::Dropped;
+        }
         let Some(node) = m.node.as_mut() else { return Arrival::Dropped };
         let max = if stream { MAX_STREAM } else { MAX_DATAGRAM };
         m.seal.tick(unix_secs(now));
@@ -435,8 +582,9 @@ impl Machines {
     /// `enough`.
     pub(crate) fn disagreements(&self, enough: u64) -> u64 {
         let mut count = 0;
-        // A node that left, or was downed with nobody to rejoin, is out.
-        let live = |m: &Machine| m.node.as_ref().is_some_and(|n| n.status() == Status::Alive);
+        // A node that left, or was downed with nobody to rejoin, is out; an
+        // impostor is not one of the cluster.
+        let live = |m: &Machine| !m.impostor && m.node.as_ref().is_some_and(|n| n.status() == Status::Alive);
         for (i, a) in self.all.iter().enumerate() {
             let Some(node) = a.node.as_ref().filter(|_| live(a)) else { continue };
             for (j, b) in self.all.iter().enumerate() {

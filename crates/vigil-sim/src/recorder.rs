@@ -75,6 +75,8 @@ pub(crate) struct Recorder {
     check_liveness: bool,
     /// The most loss inside the liveness envelope.
     max_loss: f64,
+    /// How long a disturbance keeps a member outside the envelope.
+    grace: Duration,
     /// How soon a healed partition must converge.
     heal_bound: Duration,
     /// The downing strategy's `stable_after`, when one decides.
@@ -87,6 +89,25 @@ pub(crate) struct Recorder {
     downed_ids: BTreeSet<(String, u64)>,
     /// Deaths of members a decision downed, as nodes learned them.
     downed_deaths: u64,
+    /// The downing strategy, when one decides.
+    strategy: Option<vigil_membership::downing::Strategy>,
+    /// The removal margin, when a strategy decides.
+    removal_margin: Duration,
+    /// Machines that forge as holders of the key: not correct members.
+    insiders: BTreeSet<usize>,
+    /// The lease has been usable since then (`None` while it is down).
+    lease_up_since: Option<Instant>,
+    /// Forged datagrams sent.
+    forged: u64,
+    /// Members others downed: machine, generation → when the member first
+    /// acted as one after that (its bound runs from then), if it did yet.
+    downed_by_others: BTreeMap<(usize, u64), Option<Instant>>,
+    /// Members that downed themselves: machine, generation, when.
+    self_downs: BTreeMap<(usize, u64), Instant>,
+    /// How long after the last fault the cluster must be one again.
+    outage_bound: Duration,
+    /// When the last fault ends.
+    faults_end: Instant,
 }
 
 impl Recorder {
@@ -109,6 +130,7 @@ impl Recorder {
             ineffective_faults: Vec::new(),
             check_liveness: scenario.check_liveness,
             max_loss: scenario.envelope.max_loss,
+            grace: scenario.envelope.grace,
             heal_bound: scenario.heal_bound,
             stable_after: scenario
                 .downing
@@ -120,7 +142,124 @@ impl Recorder {
             last_change: HashMap::new(),
             downed_ids: BTreeSet::new(),
             downed_deaths: 0,
+            strategy: scenario
+                .downing
+                .as_ref()
+                .and_then(|d| d.settings().ok())
+                .filter(|d| d.decides())
+                .map(|d| d.strategy),
+            removal_margin: scenario
+                .downing
+                .as_ref()
+                .and_then(|d| d.settings().ok())
+                .map_or(Duration::ZERO, |d| d.down_removal_margin),
+            insiders: scenario
+                .faults
+                .iter()
+                .filter_map(|f| match f.action {
+                    Action::Fault(Fault::Forge { by: crate::fault::Forger::Insider { node }, .. }) => Some(node),
+                    _ => None,
+                })
+                .collect(),
+            lease_up_since: Some(START),
+            forged: 0,
+            downed_by_others: BTreeMap::new(),
+            self_downs: BTreeMap::new(),
+            outage_bound: scenario.outage_bound,
+            faults_end: scenario
+                .faults
+                .iter()
+                .map(|f| START.saturating_add(f.at).saturating_add(f.duration.unwrap_or_default()))
+                .max()
+                .unwrap_or(START),
         }
+    }
+
+    /// Machine `i` acts as a member in `generation` now (`None`: it does
+    /// not: down, left, or downed and waiting to rejoin): a member others
+    /// downed that acts again starts the bound of its own downing.
+    pub(crate) fn acting(&mut self, i: usize, generation: Option<u64>, now: Instant) {
+        let Some(g) = generation else { return };
+        if let Some(since) = self.downed_by_others.get_mut(&(i, g))
+            && since.is_none()
+        {
+            *since = Some(now);
+        }
+    }
+
+    /// The lease became impossible to ask.
+    pub(crate) fn lease_down(&mut self, _now: Instant) {
+        self.lease_up_since = None;
+    }
+
+    /// The lease can be asked again.
+    pub(crate) fn lease_up(&mut self, now: Instant) {
+        self.lease_up_since = Some(now);
+    }
+
+    /// `n` forged datagrams went out.
+    pub(crate) fn forged(&mut self, n: usize) {
+        self.forged += n as u64;
+    }
+
+    /// Whether the faulty members (those not running, and those forging as
+    /// holders of the key) are within the strategy's tolerance at `now`:
+    /// the strategy keeps the correct members, as one side, against them;
+    /// with `lease-majority`, the lease can be asked and could for the
+    /// grace period; never for a strategy that stops the cluster by design.
+    fn within_tolerance(&self, now: Instant, machines: &Machines, grace: Duration) -> bool {
+        use vigil_membership::downing::{Candidate, Picture, Strategy, keeps};
+        let Some(strategy) = &self.strategy else { return false };
+        if matches!(strategy, Strategy::DownAll) {
+            return false;
+        }
+        // Under lease-majority whoever takes the lease decides: the promise
+        // holds while the lease can be asked and the only faults are
+        // crashes and forgeries (a member that flaps can take the lease).
+        if matches!(strategy, Strategy::LeaseMajority { .. })
+            && (self.lease_up_since.is_none_or(|since| now < since.saturating_add(grace))
+                || machines.running().any(|(i, _)| !machines.calm(i, now)))
+        {
+            return false;
+        }
+        let mut members = BTreeMap::new();
+        let mut correct: Vec<String> = Vec::new();
+        for i in (0..machines.len()).filter(|&i| !machines.is_impostor(i)) {
+            let name = machines.name(i).to_owned();
+            let age = machines.generation(i);
+            members.insert(
+                name.clone(),
+                Candidate { name: name.clone(), addr: machines.addr(i), age, tags: Default::default() },
+            );
+            if machines.running_generation(i).is_some() && !self.insiders.contains(&i) {
+                correct.push(name);
+            }
+        }
+        let picture = Picture { me: String::new(), members, records: BTreeSet::new() };
+        let side: Vec<&str> = correct.iter().map(String::as_str).collect();
+        keeps(strategy, &picture, &side)
+    }
+
+    /// Whether what happens to machine `j`'s generation `generation` now
+    /// would be collateral: it runs that generation inside the liveness
+    /// envelope, forges nothing, and the faulty members are within the
+    /// strategy's tolerance.
+    fn correct(
+        &self,
+        j: usize,
+        generation: u64,
+        now: Instant,
+        machines: &Machines,
+        links: &Links,
+        grace: Duration,
+    ) -> bool {
+        self.check_liveness
+            && !self.insiders.contains(&j)
+            && !machines.is_impostor(j)
+            && machines.running_generation(j) == Some(generation)
+            && machines.calm(j, now)
+            && links.calm_for(j, now, self.max_loss)
+            && self.within_tolerance(now, machines, grace)
     }
 
     /// Partition `k` (machines below `split` against the rest) started.
@@ -133,9 +272,9 @@ impl Recorder {
     fn watch_sides(&mut self, i: usize, event: &Event, now: Instant, machines: &Machines) {
         let me = machines.name(i);
         match event {
+            // What changes a member's picture that it tells: its own row
+            // (unreachable, reachable) and the membership.
             Event::Up { .. }
-            | Event::Suspected { .. }
-            | Event::Refuted { .. }
             | Event::Unreachable { .. }
             | Event::Reachable { .. }
             | Event::Dead { .. }
@@ -170,6 +309,11 @@ impl Recorder {
             _ => return,
         };
         let Some(j) = machines.index_of(&subject.name).filter(|_| against_other) else { return };
+        // Downing a member that already downed itself (its side lost
+        // earlier) is the end of that story, not a side surviving this one.
+        if self.self_downs.contains_key(&(j, subject.generation)) {
+            return;
+        }
         for s in &mut self.sides {
             if s.side(i) != s.side(j) {
                 let side = s.side(i);
@@ -244,12 +388,41 @@ impl Recorder {
             }
             Event::Downed { id, .. } => {
                 self.downed_ids.insert((id.name.clone(), id.generation));
+                if let Some(j) = machines.index_of(&id.name).filter(|&j| !machines.is_impostor(j)) {
+                    let own = j == i;
+                    if own {
+                        self.self_downs.entry((j, id.generation)).or_insert(now);
+                    } else {
+                        let acting = (machines.acting_generation(j) == Some(id.generation)).then_some(now);
+                        self.downed_by_others.entry((j, id.generation)).or_insert(acting);
+                    }
+                    let what = if own { "downed itself".to_owned() } else { format!("downed by {}", machines.name(i)) };
+                    let inside = self.correct(j, id.generation, now, machines, links, self.grace);
+                    self.violations.add(
+                        ms(now),
+                        checkers::NO_COLLATERAL,
+                        checkers::no_collateral(&id.to_string(), &what, inside),
+                    );
+                }
             }
             Event::Dead { id, .. } => {
                 if let Some(j) = machines.index_of(&id.name) {
                     if self.downed_ids.contains(&(id.name.clone(), id.generation)) {
                         // A downing decision, not a detection's mistake.
                         self.downed_deaths += 1;
+                    } else if self.strategy.is_some() && !machines.crashed(j, id.generation) {
+                        // While a strategy decides, only a decision declares a
+                        // member dead (a forged or checked rumour taken): no
+                        // correct member, whatever is forged.
+                        let inside = self.correct(j, id.generation, now, machines, links, self.grace);
+                        let what = format!("declared dead by {}", machines.name(i));
+                        self.violations.add(
+                            ms(now),
+                            checkers::NO_COLLATERAL,
+                            checkers::no_collateral(&id.to_string(), &what, inside),
+                        );
+                        self.totals.false_deaths += 1;
+                        *self.false_deaths_of.entry(id.name.clone()).or_default() += 1;
                     } else if !machines.crashed(j, id.generation) {
                         self.totals.false_deaths += 1;
                         *self.false_deaths_of.entry(id.name.clone()).or_default() += 1;
@@ -444,6 +617,46 @@ impl Recorder {
         (report, (checkable && in_time < survivors.len()).then_some(in_time))
     }
 
+    /// What the downing checkers look at once the run is over: every member
+    /// others downed stopped within its bound; one cluster again after the
+    /// faults; no address a forgery named.
+    fn check_downing_at_the_end(&mut self, end: Instant, machines: &Machines) {
+        let bound = self.stable_after.unwrap_or_default() + self.removal_margin + Duration::from_secs(60);
+        for (&(j, g), &since) in &self.downed_by_others {
+            // It never acted as a member again: nothing to stop.
+            let Some(at) = since else { continue };
+            let deadline = at.saturating_add(bound);
+            if deadline > end || machines.crashed(j, g) {
+                continue;
+            }
+            let late = match self.self_downs.get(&(j, g)) {
+                Some(when) => *when > deadline,
+                None => machines.acting_generation(j) == Some(g) && !machines.paused(j),
+            };
+            if late {
+                let victim = format!("{}#{g}", machines.name(j));
+                let detail = checkers::downed_members_stop(&victim, ms(at), bound.as_secs_f64() * 1e3);
+                self.violations.add(ms(deadline), checkers::DOWNED_MEMBERS_STOP, Some(detail));
+            }
+        }
+        let quiet = end.saturating_duration_since(self.faults_end);
+        if self.strategy.is_some() && quiet >= self.outage_bound && self.within_tolerance(end, machines, self.grace) {
+            let out: Vec<&str> =
+                machines.running().filter(|(_, alive)| !alive).map(|(i, _)| machines.name(i)).collect();
+            let disagreeing = machines.disagreements(u64::MAX);
+            let detail = checkers::one_cluster_after_faults(quiet.as_secs_f64() * 1e3, &out, disagreeing);
+            self.violations.add(ms(end), checkers::ONE_CLUSTER_AFTER_FAULTS, detail);
+        }
+        for (i, _) in machines.running() {
+            for (member, addr) in machines.addresses_held(i) {
+                if addr == crate::adversary::FORGED_ADDR {
+                    let detail = checkers::nothing_moved_by_a_forgery(machines.name(i), &member, &addr.to_string());
+                    self.violations.add(ms(end), checkers::NOTHING_MOVED_BY_A_FORGERY, Some(detail));
+                }
+            }
+        }
+    }
+
     /// The report of a run of `scenario` that ended at `end`, with the
     /// seals' figures.
     pub(crate) fn finish(
@@ -471,6 +684,7 @@ impl Recorder {
             }
             crashes.push(report);
         }
+        self.check_downing_at_the_end(end, machines);
         let first_fault = scenario.faults.iter().map(|f| START.saturating_add(f.at)).min().unwrap_or(end);
         let steady = self.stretch(START, first_fault, machines);
         let fault_windows = scenario
@@ -516,6 +730,7 @@ impl Recorder {
             ineffective_faults: self.ineffective_faults,
             sealing,
             final_disagreements: machines.disagreements(u64::MAX),
+            forged: self.forged,
             log_hash: self.log.hash(),
             records: self.log.into_records(),
         }

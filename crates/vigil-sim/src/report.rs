@@ -345,6 +345,9 @@ pub struct Report {
     /// Pairs (observer, member) of live nodes where the observer does not
     /// see the member alive, at the end of the run.
     pub final_disagreements: u64,
+    /// Forged datagrams the adversary sent ([`crate::Fault::Forge`]), one
+    /// per receiver.
+    pub forged: u64,
     /// A hash of the run's records (equal for equal seeds).
     pub log_hash: u64,
     /// The records, in time order, when kept ([`crate::Sim::keep_records`]).

@@ -274,6 +274,12 @@ pub struct Scenario {
     /// Default 60 s.
     #[serde(with = "crate::secs", default = "default_heal_bound")]
     pub heal_bound: Duration,
+    /// With a downing strategy: if the run goes on this long after the last
+    /// fault ended, every running member must then be alive and see every
+    /// other alive (the faulty members within the strategy's tolerance).
+    /// Default 180 s.
+    #[serde(with = "crate::secs", default = "default_outage_bound")]
+    pub outage_bound: Duration,
     /// Whether the liveness checker applies.
     #[serde(default = "default_true")]
     pub check_liveness: bool,
@@ -348,6 +354,9 @@ fn default_bound() -> Duration {
 }
 fn default_heal_bound() -> Duration {
     Duration::from_secs(60)
+}
+fn default_outage_bound() -> Duration {
+    Duration::from_secs(180)
 }
 fn default_true() -> bool {
     true
@@ -460,6 +469,7 @@ impl Scenario {
             faults: Vec::new(),
             detection_bound: default_bound(),
             heal_bound: default_heal_bound(),
+            outage_bound: default_outage_bound(),
             check_liveness: true,
             envelope: Envelope::default(),
             converge_after: None,
@@ -559,6 +569,12 @@ impl Scenario {
                 format!("{} s is outside (0, 30 days]", shown(self.detection_bound.as_secs_f64())),
             ));
         }
+        if self.outage_bound.is_zero() || self.outage_bound > MAX_DURATION {
+            return Err(err(
+                "outage_bound",
+                format!("{} s is outside (0, 30 days]", shown(self.outage_bound.as_secs_f64())),
+            ));
+        }
         if self.heal_bound.is_zero() || self.heal_bound > MAX_DURATION {
             return Err(err(
                 "heal_bound",
@@ -631,7 +647,16 @@ impl Scenario {
                         }
                     }
                 }
-                Action::Fault(Fault::Replay) => {}
+                Action::Fault(Fault::Replay | Fault::LeaseDown) => {}
+                Action::Fault(Fault::Impostor { node: v }) => node("node", *v)?,
+                Action::Fault(Fault::Forge { by, forgery }) => {
+                    if let crate::fault::Forger::Insider { node: v } = by {
+                        node("by.node", *v)?;
+                    }
+                    if let crate::fault::Forgery::Move { victim } = forgery {
+                        node("forgery.victim", *victim)?;
+                    }
+                }
                 Action::Operation(Operation::RotateKey) => {
                     if self.sealing == Sealing::Plaintext {
                         return Err(err(

@@ -92,6 +92,10 @@ pub struct Sim {
     /// The sender of the stream message being handled: the first stream
     /// message back to it is an answer on the same connection.
     answering: Option<usize>,
+    /// Forgeries in force, by scenario entry.
+    forging: std::collections::BTreeSet<usize>,
+    /// Impostors running, by scenario entry: their machines.
+    impostors: std::collections::BTreeMap<usize, usize>,
 }
 
 impl Sim {
@@ -168,6 +172,8 @@ impl Sim {
             sealer,
             recorder: Recorder::new(scenario),
             lease: Lease::default(),
+            forging: std::collections::BTreeSet::new(),
+            impostors: std::collections::BTreeMap::new(),
         };
         for i in 0..scenario.nodes {
             sim.schedule_wake(i);
@@ -344,6 +350,12 @@ impl Sim {
                 }
             }
             Job::Key(i, step) => self.sealer.step(self.machines.seal_mut(i), step),
+            Job::Forge(k, tick) => self.forge(k, tick),
+            Job::ImpostorGone(k) => {
+                if let Some(i) = self.impostors.remove(&k) {
+                    self.machines.drop_impostor(i);
+                }
+            }
             Job::FaultStart(k) => self.start(k),
             Job::FaultEnd(k) => self.end(k),
             Job::Check => {
@@ -411,6 +423,26 @@ impl Sim {
                 self.sealer.start_replay(now, lasting);
                 true
             }
+            Action::Fault(Fault::Forge { .. }) => {
+                self.forging.insert(k);
+                self.queue.push(now, Job::Forge(k, 0));
+                true
+            }
+            Action::Fault(Fault::LeaseDown) => {
+                self.lease.down();
+                self.recorder.lease_down(now);
+                true
+            }
+            Action::Fault(Fault::Impostor { node }) => {
+                match self.machines.spawn_impostor(*node, now, &self.config, &mut self.rng, &mut self.sealer) {
+                    Some(i) => {
+                        self.impostors.insert(k, i);
+                        self.settle(i);
+                        true
+                    }
+                    None => false,
+                }
+            }
             Action::Operation(operation) => {
                 let steps = self.sealer.start(operation, now, lasting, self.machines.len());
                 self.queue.extend(steps);
@@ -469,10 +501,62 @@ impl Sim {
                 self.links.restore(base_ms, jitter_ms);
                 self.links.disturbed_until(calm);
             }
+            Fault::Forge { .. } => {
+                self.forging.remove(&k);
+            }
+            Fault::LeaseDown => {
+                self.lease.up();
+                self.recorder.lease_up(now);
+            }
+            Fault::Impostor { .. } => {
+                if let Some(&i) = self.impostors.get(&k) {
+                    self.machines.stop_impostor(i, now);
+                    self.settle(i);
+                    self.queue.push(now.saturating_add(std::time::Duration::from_secs(1)), Job::ImpostorGone(k));
+                }
+            }
             // Nothing to undo: a crash or a restart is over at once, and a
             // replay stops capturing by itself.
             Fault::Crash { .. } | Fault::Restart { .. } | Fault::Replay => {}
         }
+    }
+
+    /// Scenario entry `k` (a forgery) sends its datagrams of tick `tick` to
+    /// every running member but its sender, and the next tick a second
+    /// later while it lasts: a stranger's plaintext, from an address no
+    /// machine has, straight to each member; a member's, sealed, over the
+    /// links from its own address.
+    fn forge(&mut self, k: usize, tick: u64) {
+        if !self.forging.contains(&k) {
+            return;
+        }
+        let Action::Fault(Fault::Forge { by, forgery }) = self.scenario.faults[k].action else { return };
+        let known = self.machines.known();
+        let packets = crate::adversary::forge(by, forgery, &known, tick);
+        let targets: Vec<usize> = known.iter().map(|m| m.index).collect();
+        self.recorder.forged(packets.len() * targets.len());
+        for bytes in packets {
+            for &to in &targets {
+                match by {
+                    crate::fault::Forger::Stranger => {
+                        let arrival =
+                            self.machines.handle_from(to, crate::adversary::STRANGER, &bytes, false, self.now);
+                        self.after(to, arrival);
+                    }
+                    crate::fault::Forger::Insider { node } => {
+                        if to == node {
+                            continue;
+                        }
+                        let sealed = self.machines.seal_mut(node).seal(&bytes);
+                        if let Some(latency) = self.links.send(node, to, Carrier::Datagram, &mut self.rng) {
+                            let job = Job::Deliver { to, from: node, bytes: sealed, stream: false };
+                            self.queue.push(self.now.saturating_add(latency), job);
+                        }
+                    }
+                }
+            }
+        }
+        self.queue.push(self.now.saturating_add(std::time::Duration::from_secs(1)), Job::Forge(k, tick + 1));
     }
 
     /// A message reaches machine `to` now, straight to its node.
@@ -542,6 +626,7 @@ impl Sim {
         }
         let (before, after) = out.epochs;
         self.recorder.epoch(self.machines.name(i), before, after, now);
+        self.recorder.acting(i, self.machines.acting_generation(i), now);
         if let Some(holder) = out.lease {
             let answer = self.lease.acquire(&holder, now);
             self.recorder.record(now, What::Lease { node: i, holder, granted: answer.granted() });

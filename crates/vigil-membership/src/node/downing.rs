@@ -303,8 +303,10 @@ impl Node {
             Decision::DownUnreachable => {
                 if !verdict.down.is_empty() {
                     let at = now.saturating_add(self.config.downing.down_removal_margin);
+                    let generations = self.generations_of(&verdict.down);
                     self.resolver.set_pending(Some(Pending {
                         decision: verdict.decision,
+                        generations,
                         down: verdict.down,
                         reason: verdict.reason,
                         at,
@@ -323,8 +325,10 @@ impl Node {
                     .filter_map(|n| picture.members.get(n))
                     .min_by_key(|c| c.addr)
                     .map(|c| c.name.clone());
+                let generations = self.generations_of(&verdict.down);
                 self.resolver.set_pending(Some(Pending {
                     decision: verdict.decision,
+                    generations,
                     down: verdict.down,
                     reason: verdict.reason,
                     at: now.saturating_add(after),
@@ -336,17 +340,32 @@ impl Node {
         }
     }
 
+    /// The generations of the members `names`, as this node knows them.
+    fn generations_of(&self, names: &[String]) -> Vec<u64> {
+        names.iter().map(|n| self.members.get(n).map_or(0, |m| m.generation)).collect()
+    }
+
     /// The removal margin is over: the members the decision downs, still
     /// live in the generation it saw, are declared dead, each only if this
-    /// node still finds it unreachable (or it flapped lately, for a
-    /// decision that counted that): one that answered since was not on the
-    /// other side of anything.
+    /// node still finds it unreachable, or it flapped within the last
+    /// `stable_after` (a decision that counted flaps): one that answered
+    /// since, and stayed, was not on the other side of anything.
     fn carry_out(&mut self, now: Instant, pending: Pending) {
         let strategy = self.config.downing.strategy.to_string();
-        let still: std::collections::BTreeMap<Arc<str>, Mark> =
-            self.rows.own().filter(|(_, _, m)| *m != Mark::Ejected).map(|(n, _, m)| (n.clone(), m)).collect();
-        for name in &pending.down {
-            let Some(m) = self.members.get(name).filter(|m| m.is_live()) else { continue };
+        let (stable, memory) = (self.config.downing.stable_after, self.resolver.memory());
+        let still: std::collections::BTreeMap<Arc<str>, Mark> = self
+            .rows
+            .own()
+            .filter(|(n, _, m)| {
+                *m == Mark::Unreachable || (*m == Mark::Flapped && self.rows.flapped_within(n, now, stable, memory))
+            })
+            .map(|(n, _, m)| (n.clone(), m))
+            .collect();
+        for (k, name) in pending.down.iter().enumerate() {
+            let decided = pending.generations.get(k).copied();
+            let Some(m) = self.members.get(name).filter(|m| m.is_live() && Some(m.generation) == decided) else {
+                continue;
+            };
             if !still.contains_key(&m.name) {
                 continue;
             }
@@ -395,11 +414,33 @@ impl Node {
             }));
         } else if p.threatened && !self.spared_by(&answer) {
             let addrs = p.down.iter().filter_map(|n| self.members.get(n).map(|m| m.addr)).collect();
+            // If the side that has the lease (or nobody: the lease could
+            // not be asked) does not answer, this side re-forms and asks
+            // again, counting the other side's members as before.
+            let others: Vec<(Arc<str>, u64, SocketAddr)> = p
+                .down
+                .iter()
+                .filter_map(|n| {
+                    self.members.get(n).filter(|m| m.is_live()).map(|m| (m.name.clone(), m.generation, m.addr))
+                })
+                .collect();
+            let mut seeds: Vec<SocketAddr> = self
+                .members
+                .iter()
+                .filter(|m| m.is_live() && !p.down.iter().any(|d| **d == *m.name))
+                .map(|m| m.addr)
+                .collect();
+            seeds.extend(self.given_seeds.iter().copied());
+            let settings = &self.config.downing;
+            let at = now.saturating_add(settings.stable_after.saturating_add(settings.down_removal_margin));
             let reason = match answer {
                 LeaseAnswer::Unusable(why) => format!("the lease could not be asked: {why} ({})", p.reason),
                 _ => format!("the lease went to the other side ({})", p.reason),
             };
             self.down_self(now, self.me.clone(), reason, addrs);
+            if self.status == Status::Alive {
+                self.reform = Some(super::Reform { at, seeds, others });
+            }
         }
         self.settle(now);
     }
@@ -432,24 +473,31 @@ impl Node {
     /// `teller`, a live member speaking for itself, says it holds this
     /// node dead in its current generation: a decision downed this node
     /// while it could not decide itself (paused, cut off on and off). Once
-    /// the members that said so could be a side the strategy keeps, this
-    /// node downs itself and rejoins through them; one member's word alone
-    /// (a member holding the key can say anything) is not enough, unless
-    /// the strategy lets one member decide (the oldest, the referee, the
-    /// lease's holder).
+    /// the members that said so, with the members this node cannot reach
+    /// (they may be on their side), could be a side the strategy keeps,
+    /// this node downs itself and rejoins through them; one member's word
+    /// alone (a member holding the key can say anything) is not enough,
+    /// unless the strategy lets one member decide (the oldest, the
+    /// referee, the lease's holder) or the members this node cannot reach
+    /// are most of the cluster already.
     pub(super) fn heard_death(&mut self, now: Instant, teller: &NodeId) {
         if !self.decides() || self.status != Status::Alive {
             return;
         }
         self.tellers.insert(teller.name.clone());
         let picture = self.picture(false);
-        let side: Vec<&str> =
+        let tellers: Vec<&str> =
             self.tellers.iter().map(String::as_str).filter(|n| picture.members.contains_key(*n)).collect();
+        // The side that downed it: the tellers, and maybe the members this
+        // node cannot reach (they may be with them).
+        let mut side = tellers.clone();
+        side.extend(picture.row_of(&picture.me).filter(|n| !tellers.contains(n)));
         if !downing::keeps(&self.config.downing.strategy, &picture, &side) {
             return;
         }
-        let addrs: Vec<SocketAddr> = side.iter().filter_map(|n| picture.members.get(*n)).map(|c| c.addr).collect();
-        let reason = format!("declared dead by {} (members that could be a side that survives)", side.join(", "));
+        let addrs: Vec<SocketAddr> = tellers.iter().filter_map(|n| picture.members.get(*n)).map(|c| c.addr).collect();
+        let reason =
+            format!("declared dead by {} (with the members it cannot reach, a side that survives)", tellers.join(", "));
         self.down_self(now, teller.clone(), reason, addrs);
     }
 
@@ -491,6 +539,7 @@ impl Node {
         self.tellers.clear();
         self.told.clear();
         self.checks.clear();
+        self.reform = None;
         let mut survivors = survivors;
         survivors.sort();
         survivors.dedup();
@@ -514,6 +563,25 @@ impl Node {
         self.join_backoff = JOIN_RETRY_FIRST;
         self.timers.set(Timer::Rejoin, Some(now));
         self.broadcast(self.self_update(Status::Alive));
+    }
+
+    /// Downed for want of the lease, and no member of the side that won
+    /// answered for `stable_after` and the removal margin: this node
+    /// re-forms with its own side (their addresses and the given seeds),
+    /// counting the other side's members again, so that a side that is
+    /// gone is found unreachable and the strategy decides again (it asks
+    /// the lease again).
+    pub(super) fn reform_if_due(&mut self, now: Instant) {
+        let Some(reform) = self.reform.take_if(|r| r.at <= now) else { return };
+        if !self.rejoining {
+            return;
+        }
+        self.rejoining = false;
+        self.stats.reforms += 1;
+        self.keep_seeds(&reform.seeds);
+        self.members.insert_shared(&reform.others, now);
+        let all = self.seeds.clone();
+        self.ask_seeds(&all);
     }
 
     /// The downing provider's state, for the snapshot.

@@ -78,6 +78,25 @@ impl Node {
             }
             return;
         }
+        // This node's own word comes from within, never from the network:
+        // a rumour about another member said to be this node's is an echo
+        // of what it said (nothing new), or a forgery in its name.
+        if u.from.name == self.me.name && u.id.name != self.me.name {
+            self.stats.stale_updates += 1;
+            return;
+        }
+        // A leave while a strategy decides is taken from the member itself
+        // (a leaving member tells every member directly); anyone else's
+        // word is checked like a death.
+        if self.decides()
+            && u.status == Status::Left
+            && u.id.name != self.me.name
+            && u.from == u.id
+            && speaker.is_some_and(|s| *s == u.id)
+        {
+            self.apply_as(now, u, None, true);
+            return;
+        }
         if u.id == self.me && u.status == Status::Dead && self.decides() && speaker.is_some_and(|s| *s == u.from) {
             self.heard_death(now, &u.from);
             if self.status != Status::Alive || self.me.generation != u.id.generation {
@@ -231,10 +250,11 @@ impl Node {
             return;
         }
         if u.id.generation > m.generation {
-            // A newer process at another address while the one this node
-            // knows may still run: the name is checked with the holder
-            // first (a restart in place is taken at once).
-            if m.is_live() && u.addr != m.addr && !checked {
+            // A newer process of a live member's name: the one this node
+            // knows is asked first, and the newer is taken only if it does
+            // not answer (a restart: the old process is gone). A rumour of
+            // a newer generation costs nobody their place while they run.
+            if m.is_live() && !checked {
                 self.newcomer(now, u);
                 return;
             }
@@ -324,8 +344,9 @@ impl Node {
                 }
                 // While a strategy decides, only a decision downs a member,
                 // and this node decides for itself: another's word that a
-                // live member is dead or left is checked with the member
-                // first (it is taken if the member does not answer).
+                // live member is dead or left only sets it to look: if the
+                // member does not answer, this node accuses it itself, and
+                // its row and its decision follow.
                 if self.decides() && !checked && *u.from.name != *self.me.name && !forced_out {
                     self.check_rumour(now, CheckKind::Verdict, u);
                     return;
@@ -566,7 +587,19 @@ impl Node {
         let key = if probe.target.name == self.me.name { self.me.name.clone() } else { probe.target.name.clone() };
         let Some(check) = self.checks.take(&key, seq) else { return };
         match check.kind {
-            CheckKind::Verdict | CheckKind::Newcomer => {
+            CheckKind::Verdict => {
+                // The member does not answer this node either: its own
+                // accusation (never another's verdict) starts.
+                self.stats.checks_confirmed += 1;
+                if let Some(m) = self.members.get(&probe.target.name).filter(|m| m.is(&probe.target))
+                    && self.may_accuse(m)
+                {
+                    let accusation = Update { status: Status::Suspect, ..m.update(self.me.clone()) };
+                    self.stats.suspicions_started += 1;
+                    self.apply(now, accusation, None);
+                }
+            }
+            CheckKind::Newcomer => {
                 self.stats.checks_confirmed += 1;
                 self.apply_as(now, check.rumour, None, true);
             }
