@@ -62,6 +62,13 @@ impl Checks {
         self.by_name.contains_key(name)
     }
 
+    /// Forgets the checks whose probe is no longer in flight (`in_flight`
+    /// says which are): dropped with their member, they will never be
+    /// answered nor fail.
+    pub(crate) fn sweep(&mut self, in_flight: impl Fn(u32) -> bool) {
+        self.by_name.retain(|_, c| in_flight(c.seq));
+    }
+
     /// Whether there is room for another check.
     pub(crate) fn has_room(&self) -> bool {
         self.by_name.len() < MAX_CHECKS

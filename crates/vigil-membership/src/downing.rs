@@ -641,6 +641,31 @@ pub fn keeps(strategy: &Strategy, picture: &Picture, side: &[&str]) -> bool {
     Weigh { strategy, members: &members }.kept(&bits)
 }
 
+/// The name a side asks the lease for: `side-` and a digest of its
+/// members' names, so that two different sides never share one (were a
+/// member's name the side's name, a side that a stale picture made could
+/// be granted the lease another side holds), and every member of a side
+/// asks for the same one.
+///
+/// ```
+/// use vigil_membership::downing::lease_holder;
+///
+/// assert_eq!(lease_holder(&["a", "b"]), lease_holder(&["b", "a"]));
+/// assert_ne!(lease_holder(&["a", "b"]), lease_holder(&["a"]));
+/// assert!(lease_holder(&["a"]).starts_with("side-"));
+/// ```
+pub fn lease_holder(side: &[&str]) -> String {
+    let mut names: Vec<&str> = side.to_vec();
+    names.sort_unstable();
+    names.dedup();
+    let mut bytes = Vec::new();
+    for n in names {
+        bytes.extend_from_slice(n.as_bytes());
+        bytes.push(0);
+    }
+    format!("side-{:016x}", vigil_detector::fnv::fnv1a(&bytes))
+}
+
 /// Why a ruling was given, for a person.
 fn explain(strategy: &Strategy, members: &[&Candidate], me: usize, rows: &[Bits], r: &Ruling) -> String {
     let name = |i: usize| members.get(i).map_or("?", |c| c.name.as_str());

@@ -197,6 +197,11 @@ impl Probes {
         self.probes.values().any(|(_, p)| p.target.name == name)
     }
 
+    /// Whether the probe `seq` is in flight.
+    pub(crate) fn has(&self, seq: u32) -> bool {
+        self.probes.contains_key(&seq)
+    }
+
     /// Drops the probes of `id` (it died or left: there is nothing to find
     /// out).
     pub(crate) fn forget(&mut self, id: &NodeId) {

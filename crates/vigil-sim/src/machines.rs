@@ -581,14 +581,20 @@ impl Machines {
     /// not see the member alive with its current generation, counted up to
     /// `enough`.
     pub(crate) fn disagreements(&self, enough: u64) -> u64 {
+        self.disagreements_without(enough, &std::collections::BTreeSet::new())
+    }
+
+    /// As [`Machines::disagreements`], leaving the machines `skip` out on
+    /// both ends (members that forge: not correct).
+    pub(crate) fn disagreements_without(&self, enough: u64, skip: &std::collections::BTreeSet<usize>) -> u64 {
         let mut count = 0;
         // A node that left, or was downed with nobody to rejoin, is out; an
         // impostor is not one of the cluster.
         let live = |m: &Machine| !m.impostor && m.node.as_ref().is_some_and(|n| n.status() == Status::Alive);
         for (i, a) in self.all.iter().enumerate() {
-            let Some(node) = a.node.as_ref().filter(|_| live(a)) else { continue };
+            let Some(node) = a.node.as_ref().filter(|_| live(a) && !skip.contains(&i)) else { continue };
             for (j, b) in self.all.iter().enumerate() {
-                if i == j || !live(b) {
+                if i == j || !live(b) || skip.contains(&j) {
                     continue;
                 }
                 let sees =
@@ -600,6 +606,33 @@ impl Machines {
             }
         }
         count
+    }
+
+    /// The first `limit` pairs (observer, member) of live machines, `skip`
+    /// left out, where the observer does not see the member alive with its
+    /// current generation: what it holds instead.
+    pub(crate) fn disagreeing_pairs(&self, limit: usize, skip: &std::collections::BTreeSet<usize>) -> Vec<String> {
+        let live = |m: &Machine| !m.impostor && m.node.as_ref().is_some_and(|n| n.status() == Status::Alive);
+        let mut out = Vec::new();
+        for (i, a) in self.all.iter().enumerate() {
+            let Some(node) = a.node.as_ref().filter(|_| live(a) && !skip.contains(&i)) else { continue };
+            for (j, b) in self.all.iter().enumerate() {
+                if i == j || !live(b) || skip.contains(&j) {
+                    continue;
+                }
+                let held = node.member(&b.name);
+                if held.as_ref().is_some_and(|m| m.id.generation == b.generation && m.status == Status::Alive) {
+                    continue;
+                }
+                let what =
+                    held.map_or("nothing".to_owned(), |m| format!("{}#{} {:?}", m.id.name, m.id.generation, m.status));
+                out.push(format!("{}#{} holds {what} for {}#{}", a.name, a.generation, b.name, b.generation));
+                if out.len() >= limit {
+                    return out;
+                }
+            }
+        }
+        out
     }
 
     /// Whether every live machine sees every other live machine alive.

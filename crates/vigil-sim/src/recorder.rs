@@ -100,8 +100,9 @@ pub(crate) struct Recorder {
     /// Forged datagrams sent.
     forged: u64,
     /// Members others downed: machine, generation → when the member first
-    /// acted as one after that (its bound runs from then), if it did yet.
-    downed_by_others: BTreeMap<(usize, u64), Option<Instant>>,
+    /// acted as one after that (its bound runs from then), if it did yet,
+    /// and the members (machine, generation) that downed it.
+    downed_by_others: BTreeMap<(usize, u64), (Option<Instant>, Vec<(usize, u64)>)>,
     /// Members that downed themselves: machine, generation, when.
     self_downs: BTreeMap<(usize, u64), Instant>,
     /// How long after the last fault the cluster must be one again.
@@ -180,7 +181,7 @@ impl Recorder {
     /// downed that acts again starts the bound of its own downing.
     pub(crate) fn acting(&mut self, i: usize, generation: Option<u64>, now: Instant) {
         let Some(g) = generation else { return };
-        if let Some(since) = self.downed_by_others.get_mut(&(i, g))
+        if let Some((since, _)) = self.downed_by_others.get_mut(&(i, g))
             && since.is_none()
         {
             *since = Some(now);
@@ -308,7 +309,9 @@ impl Recorder {
             Event::Dead { id, .. } if self.stable_after.is_none() => (id, true),
             _ => return,
         };
-        let Some(j) = machines.index_of(&subject.name).filter(|_| against_other) else { return };
+        let Some(j) = machines.index_of(&subject.name).filter(|_| against_other && !self.insiders.contains(&i)) else {
+            return;
+        };
         // Downing a member that already downed itself (its side lost
         // earlier) is the end of that story, not a side surviving this one.
         if self.self_downs.contains_key(&(j, subject.generation)) {
@@ -392,9 +395,13 @@ impl Recorder {
                     let own = j == i;
                     if own {
                         self.self_downs.entry((j, id.generation)).or_insert(now);
-                    } else {
+                    } else if !self.insiders.contains(&i) {
+                        // A member that forges may down anyone in its own
+                        // view: only correct members' decisions must be
+                        // followed by their victims.
                         let acting = (machines.acting_generation(j) == Some(id.generation)).then_some(now);
-                        self.downed_by_others.entry((j, id.generation)).or_insert(acting);
+                        let entry = self.downed_by_others.entry((j, id.generation)).or_insert((acting, Vec::new()));
+                        entry.1.push((i, machines.generation(i)));
                     }
                     let what = if own { "downed itself".to_owned() } else { format!("downed by {}", machines.name(i)) };
                     let inside = self.correct(j, id.generation, now, machines, links, self.grace);
@@ -531,14 +538,18 @@ impl Recorder {
             return None;
         }
         let h = self.heals.iter().position(|h| h.fault == k)?;
-        if machines.converged() {
+        if machines.disagreements_without(1, &self.insiders) == 0 {
             self.heals[h].converged_after_ms = Some(ms(now) - self.heals[h].healed_at_ms);
             return None;
         }
         if now >= deadline {
             let (lasted, bound) = (self.heals[h].lasted_ms, self.heal_bound.as_secs_f64() * 1e3);
-            let detail =
-                checkers::healed_partition_converges_within_bound(k, lasted, bound, machines.disagreements(u64::MAX));
+            let detail = checkers::healed_partition_converges_within_bound(
+                k,
+                lasted,
+                bound,
+                machines.disagreements_without(u64::MAX, &self.insiders),
+            );
             self.violations.add(ms(now), checkers::HEALED_PARTITIONS_CONVERGE_WITHIN_BOUND, detail);
             return None;
         }
@@ -622,9 +633,15 @@ impl Recorder {
     /// faults; no address a forgery named.
     fn check_downing_at_the_end(&mut self, end: Instant, machines: &Machines) {
         let bound = self.stable_after.unwrap_or_default() + self.removal_margin + Duration::from_secs(60);
-        for (&(j, g), &since) in &self.downed_by_others {
+        for (&(j, g), (since, by)) in &self.downed_by_others {
             // It never acted as a member again: nothing to stop.
-            let Some(at) = since else { continue };
+            let Some(at) = *since else { continue };
+            // Every member that downed it lost its own side later (it
+            // downed itself in that generation): its removal stands for
+            // nothing.
+            if by.iter().all(|d| self.self_downs.contains_key(d)) {
+                continue;
+            }
             let deadline = at.saturating_add(bound);
             if deadline > end || machines.crashed(j, g) {
                 continue;
@@ -641,10 +658,16 @@ impl Recorder {
         }
         let quiet = end.saturating_duration_since(self.faults_end);
         if self.strategy.is_some() && quiet >= self.outage_bound && self.within_tolerance(end, machines, self.grace) {
-            let out: Vec<&str> =
-                machines.running().filter(|(_, alive)| !alive).map(|(i, _)| machines.name(i)).collect();
-            let disagreeing = machines.disagreements(u64::MAX);
-            let detail = checkers::one_cluster_after_faults(quiet.as_secs_f64() * 1e3, &out, disagreeing);
+            let out: Vec<&str> = machines
+                .running()
+                .filter(|(i, alive)| !alive && !self.insiders.contains(i))
+                .map(|(i, _)| machines.name(i))
+                .collect();
+            let disagreeing = machines.disagreements_without(u64::MAX, &self.insiders);
+            let detail = checkers::one_cluster_after_faults(quiet.as_secs_f64() * 1e3, &out, disagreeing).map(|d| {
+                let pairs = machines.disagreeing_pairs(4, &self.insiders);
+                if pairs.is_empty() { d } else { format!("{d} ({})", pairs.join("; ")) }
+            });
             self.violations.add(ms(end), checkers::ONE_CLUSTER_AFTER_FAULTS, detail);
         }
         for (i, _) in machines.running() {

@@ -138,18 +138,24 @@ struct Decided {
     rulings: Vec<Option<Ruling>>,
 }
 
-/// The lowest-address member of a core (the lease's holder): members are
-/// in address order, so the lowest index.
-fn holder(core: &Bits) -> Option<usize> {
-    core.iter().next()
+/// The lease's holder for a core: the core itself (its name is a digest
+/// of its members, so distinct cores never share one).
+fn holder(core: &Bits) -> Option<u32> {
+    Some(mask(core))
 }
 
 /// Whether the decisions leave a member that survives downing another that
 /// survives, for the lease granted to `winner` (a holder) or to nobody. A
 /// member refused the lease survives if nothing threatens it, or if the
 /// lease names a holder it reaches whose row does not hold it.
-fn split_brain(d: &Decided, rows: &[u32], winner: Option<usize>) -> Option<(usize, usize)> {
-    let spared = |x: usize| winner.is_some_and(|w| rows[x] & (1 << w) == 0 && rows[w] & (1 << x) == 0 && w != x);
+fn split_brain(d: &Decided, rows: &[u32], winner: Option<u32>) -> Option<(usize, usize)> {
+    // Spared: the winning core holds members x reaches whose row (the
+    // core's) does not hold x.
+    let spared = |x: usize| {
+        winner.is_some_and(|w| {
+            (0..rows.len()).any(|c| w & (1 << c) != 0 && c != x && rows[x] & (1 << c) == 0 && rows[c] & (1 << x) == 0)
+        })
+    };
     let survives = |(x, r): &(usize, &Ruling)| match r.decision {
         Decision::Nothing | Decision::DownUnreachable => true,
         Decision::AskLease { .. } => holder(&r.core) == winner || r.threat.is_none() || spared(*x),
@@ -253,7 +259,7 @@ fn check(n: usize, counted: &mut Counted) {
                 let w = Weigh { strategy: &variant.strategy, members: refs };
                 let what = || format!("{} members, {}: {}", n, variant.name, describe(n, crashed, &rows));
                 // No split brain, whoever takes the lease.
-                let holders: BTreeSet<Option<usize>> = d
+                let holders: BTreeSet<Option<u32>> = d
                     .rulings
                     .iter()
                     .flatten()
@@ -292,7 +298,7 @@ fn check(n: usize, counted: &mut Counted) {
                         assert!(r.threat.is_none() || lease, "{}: member {x} threatened", what());
                     }
                     // Under a lease they all ask for one holder.
-                    let asked: BTreeSet<Option<usize>> =
+                    let asked: BTreeSet<Option<u32>> =
                         live.iter().filter_map(|&x| d.rulings[x].as_ref()).map(|r| holder(&r.core)).collect();
                     assert!(!lease || crashed == 0 || asked.len() == 1, "{}: holders {asked:?}", what());
                 }

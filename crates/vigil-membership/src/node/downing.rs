@@ -317,14 +317,10 @@ impl Node {
                 }
             }
             Decision::AskLease { after } => {
-                // This side's name for the lease: its core's member with
-                // the lowest address, the same for every member of the core.
-                let holder = verdict
-                    .core
-                    .iter()
-                    .filter_map(|n| picture.members.get(n))
-                    .min_by_key(|c| c.addr)
-                    .map(|c| c.name.clone());
+                // This side's name for the lease: its core's, the same for
+                // every member of the core.
+                let core: Vec<&str> = verdict.core.iter().map(String::as_str).collect();
+                let holder = Some(downing::lease_holder(&core));
                 let generations = self.generations_of(&verdict.down);
                 self.resolver.set_pending(Some(Pending {
                     decision: verdict.decision,
@@ -445,15 +441,18 @@ impl Node {
         self.settle(now);
     }
 
-    /// Whether the lease went to a holder whose side does not down this
-    /// node: a live member it reaches whose row does not hold it.
+    /// Whether the lease went to a side that does not down this node: the
+    /// holder names a core this node can tell (members it reaches with one
+    /// row, whose name is the holder), and that row does not hold it.
     fn spared_by(&self, answer: &LeaseAnswer) -> bool {
         let LeaseAnswer::Refused { holder: Some(holder) } = answer else { return false };
         let picture = self.picture(false);
-        if !picture.members.contains_key(holder) || picture.row_of(&picture.me).any(|s| s == holder) {
-            return false;
+        let mine: std::collections::BTreeSet<&str> = picture.row_of(&picture.me).collect();
+        let mut by_row: std::collections::BTreeMap<Vec<&str>, Vec<&str>> = std::collections::BTreeMap::new();
+        for name in picture.members.keys().map(String::as_str).filter(|n| *n != picture.me && !mine.contains(n)) {
+            by_row.entry(picture.row_of(name).collect()).or_default().push(name);
         }
-        !picture.row_of(holder).any(|s| s == picture.me)
+        by_row.iter().any(|(row, side)| downing::lease_holder(side) == *holder && !row.contains(&picture.me.as_str()))
     }
 
     /// The holder this node's side asks the lease for, when the downing

@@ -469,6 +469,8 @@ impl Node {
 
     /// Asks the other process of this node's name whether it runs.
     fn check_rival(&mut self, now: Instant, u: Update) {
+        let probes = &self.probes;
+        self.checks.sweep(|seq| probes.has(seq));
         let key: Arc<str> = Arc::from(self.me.name.as_str());
         if self.checks.is_checking(&key) || !self.checks.has_room() {
             return;
@@ -502,6 +504,8 @@ impl Node {
     /// a probe (direct, then through others) of the member where this node
     /// knows it, or, for a move, a ping at the new address.
     pub(super) fn check_rumour(&mut self, now: Instant, kind: CheckKind, u: Update) {
+        let probes = &self.probes;
+        self.checks.sweep(|seq| probes.has(seq));
         let Some(m) = self.members.get(&u.id.name) else { return };
         let name = m.name.clone();
         if self.checks.is_checking(&name) || !self.checks.has_room() {
