@@ -15,6 +15,9 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
+
+use vigil_detector::Instant;
 
 use crate::message::Update;
 
@@ -54,6 +57,12 @@ pub(crate) struct Check {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Checks {
     by_name: HashMap<Arc<str>, Check>,
+    /// When a newcomer of each name was last refused (its holder
+    /// answered). A newcomer refused lately is told again, not asked about
+    /// again; the time is that of the answer, never of a later telling, so
+    /// that a newcomer that keeps talking is asked about again once the
+    /// window has passed (its holder may have gone since).
+    refused: HashMap<Arc<str>, Instant>,
 }
 
 impl Checks {
@@ -86,8 +95,27 @@ impl Checks {
         if self.by_name.get(name).is_some_and(|c| c.seq == seq) { self.by_name.remove(name) } else { None }
     }
 
-    /// Forgets every check (this node was downed: it starts afresh).
+    /// Records that a newcomer of `name` was refused at `now` (its holder
+    /// answered); refusals older than `window` are forgotten when the list
+    /// is full.
+    pub(crate) fn refuse(&mut self, name: Arc<str>, now: Instant, window: Duration) {
+        if self.refused.len() >= MAX_CHECKS {
+            self.refused.retain(|_, at| now.saturating_duration_since(*at) < window);
+        }
+        if self.refused.len() < MAX_CHECKS || self.refused.contains_key(&name) {
+            self.refused.insert(name, now);
+        }
+    }
+
+    /// Whether a newcomer of `name` was refused less than `window` ago.
+    pub(crate) fn refused_lately(&self, name: &str, now: Instant, window: Duration) -> bool {
+        self.refused.get(name).is_some_and(|at| now.saturating_duration_since(*at) < window)
+    }
+
+    /// Forgets every check and refusal (this node was downed: it starts
+    /// afresh).
     pub(crate) fn clear(&mut self) {
         self.by_name.clear();
+        self.refused.clear();
     }
 }

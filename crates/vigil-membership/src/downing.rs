@@ -641,29 +641,41 @@ pub fn keeps(strategy: &Strategy, picture: &Picture, side: &[&str]) -> bool {
     Weigh { strategy, members: &members }.kept(&bits)
 }
 
-/// The name a side asks the lease for: `side-` and a digest of its
-/// members' names, so that two different sides never share one (were a
-/// member's name the side's name, a side that a stale picture made could
-/// be granted the lease another side holds), and every member of a side
-/// asks for the same one.
+/// The name a side asks the lease for: `side-`, a digest of its members'
+/// names, and the first of them in order, so that two different sides
+/// never share one (were a member's name the side's name, a side that a
+/// stale picture made could be granted the lease another side holds),
+/// every member of a side asks for the same one, and a member refused the
+/// lease can tell one member of the side that holds it
+/// ([`lease_holder_member`]).
 ///
 /// ```
-/// use vigil_membership::downing::lease_holder;
+/// use vigil_membership::downing::{lease_holder, lease_holder_member};
 ///
 /// assert_eq!(lease_holder(&["a", "b"]), lease_holder(&["b", "a"]));
 /// assert_ne!(lease_holder(&["a", "b"]), lease_holder(&["a"]));
 /// assert!(lease_holder(&["a"]).starts_with("side-"));
+/// assert_eq!(lease_holder_member(&lease_holder(&["b-2", "a-1"])), Some("a-1"));
 /// ```
 pub fn lease_holder(side: &[&str]) -> String {
     let mut names: Vec<&str> = side.to_vec();
     names.sort_unstable();
     names.dedup();
     let mut bytes = Vec::new();
-    for n in names {
+    for n in &names {
         bytes.extend_from_slice(n.as_bytes());
         bytes.push(0);
     }
-    format!("side-{:016x}", vigil_detector::fnv::fnv1a(&bytes))
+    let first = names.first().copied().unwrap_or_default();
+    format!("side-{:016x}-{first}", vigil_detector::fnv::fnv1a(&bytes))
+}
+
+/// The member a holder made by [`lease_holder`] names (the first of its
+/// side's members in order); `None` for a holder made otherwise.
+pub fn lease_holder_member(holder: &str) -> Option<&str> {
+    let rest = holder.strip_prefix("side-")?;
+    let (digest, name) = (rest.get(..16)?, rest.get(16..)?.strip_prefix('-')?);
+    (digest.bytes().all(|b| b.is_ascii_hexdigit()) && !name.is_empty()).then_some(name)
 }
 
 /// Why a ruling was given, for a person.
@@ -1045,6 +1057,12 @@ pub struct Pending {
     /// the lease is refused (see [`Verdict::threatened`]).
     #[cfg_attr(feature = "serde", serde(default))]
     pub threatened: bool,
+    /// Whether the picture did not hold still and members that flapped
+    /// were counted unreachable: then a member that flapped lately is
+    /// downed even if it answers when the margin ends (it flaps); after a
+    /// calm decision, only one still unreachable is.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub unstable: bool,
 }
 
 /// The lease's answer to a request ([`Node::lease_answer`](crate::Node::lease_answer)).

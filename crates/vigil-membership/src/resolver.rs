@@ -23,6 +23,9 @@ pub(crate) struct Resolver {
     /// flapped: twice the instability an unstable decision waits out, so
     /// that a member that flaps is still marked whenever the decision falls.
     memory: std::time::Duration,
+    /// The members the last decision carried out downed or spared, in the
+    /// generations decided, until when they are remembered.
+    recent: Option<(Vec<(String, u64)>, Instant)>,
 }
 
 /// What is due at a time.
@@ -52,6 +55,7 @@ impl Resolver {
                 .stable_after
                 .saturating_add(settings.decide_when_unstable.unwrap_or_default())
                 .saturating_mul(2),
+            recent: None,
         }
     }
 
@@ -120,6 +124,27 @@ impl Resolver {
 
     pub(crate) fn set_pending(&mut self, pending: Option<Pending>) {
         self.pending = pending;
+    }
+
+    /// The pending decision `p` was carried out: its members are
+    /// remembered until `until`.
+    pub(crate) fn carried_out(&mut self, p: &Pending, until: Instant) {
+        let down = p.down.iter().cloned().zip(p.generations.iter().copied()).collect();
+        self.recent = Some((down, until));
+    }
+
+    /// Whether this node decided, lately or in the decision still pending,
+    /// to down `name` in `generation` (a decision that downs others, not
+    /// one that waits for the lease).
+    pub(crate) fn decided_down(&self, name: &str, generation: u64, now: Instant) -> bool {
+        let pending = self.pending.as_ref().filter(|p| p.decision == crate::downing::Decision::DownUnreachable);
+        let in_pending =
+            pending.is_some_and(|p| p.down.iter().zip(&p.generations).any(|(n, g)| n == name && *g == generation));
+        let in_recent = self
+            .recent
+            .as_ref()
+            .is_some_and(|(down, until)| now < *until && down.iter().any(|(n, g)| n == name && *g == generation));
+        in_pending || in_recent
     }
 
     /// Takes the pending lease request, once.

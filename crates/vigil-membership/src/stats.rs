@@ -155,6 +155,10 @@ pub struct Stats {
     pub checks_refuted: u64,
     /// Rumours not checked (a check of that member under way, or too many).
     pub checks_refused: u64,
+    /// Newer processes of a member's name, at another address, not taken
+    /// although the member did not answer: while a strategy decides, they
+    /// wait for a decision to down the old one.
+    pub newcomers_deferred: u64,
     /// Members found at a new address, having answered there as
     /// themselves.
     pub addresses_moved: u64,

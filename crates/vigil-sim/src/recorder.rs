@@ -34,11 +34,16 @@ struct Crash {
     at: Instant,
 }
 
+/// A process: a machine and the generation it runs.
+type Process = (usize, u64);
+
 /// A partition in force, and what each side did.
 #[derive(Debug, Clone)]
 struct Sides {
     fault: usize,
     split: usize,
+    /// When the partition started.
+    since: Instant,
     /// Members of each side that downed (or, with `auto`, declared dead)
     /// members of the other side.
     winners: [BTreeSet<usize>; 2],
@@ -102,7 +107,7 @@ pub(crate) struct Recorder {
     /// Members others downed: machine, generation → when the member first
     /// acted as one after that (its bound runs from then), if it did yet,
     /// and the members (machine, generation) that downed it.
-    downed_by_others: BTreeMap<(usize, u64), (Option<Instant>, Vec<(usize, u64)>)>,
+    downed_by_others: BTreeMap<Process, (Option<Instant>, Vec<Process>)>,
     /// Members that downed themselves: machine, generation, when.
     self_downs: BTreeMap<(usize, u64), Instant>,
     /// How long after the last fault the cluster must be one again.
@@ -264,8 +269,14 @@ impl Recorder {
     }
 
     /// Partition `k` (machines below `split` against the rest) started.
-    pub(crate) fn partitioned(&mut self, k: usize, split: usize) {
-        self.sides.push(Sides { fault: k, split, winners: Default::default(), self_downed: Default::default() });
+    pub(crate) fn partitioned(&mut self, k: usize, split: usize, now: Instant) {
+        self.sides.push(Sides {
+            fault: k,
+            split,
+            since: now,
+            winners: Default::default(),
+            self_downed: Default::default(),
+        });
     }
 
     /// What machine `i`'s event says of the sides of the partitions in
@@ -312,12 +323,14 @@ impl Recorder {
         let Some(j) = machines.index_of(&subject.name).filter(|_| against_other && !self.insiders.contains(&i)) else {
             return;
         };
-        // Downing a member that already downed itself (its side lost
-        // earlier) is the end of that story, not a side surviving this one.
-        if self.self_downs.contains_key(&(j, subject.generation)) {
-            return;
-        }
+        // Downing a member that downed itself before this partition (its
+        // side lost an earlier one) is the end of that story, not a side
+        // surviving this one.
+        let downed_since = self.self_downs.get(&(j, subject.generation)).copied();
         for s in &mut self.sides {
+            if downed_since.is_some_and(|at| at < s.since) {
+                continue;
+            }
             if s.side(i) != s.side(j) {
                 let side = s.side(i);
                 s.winners[side].insert(i);
@@ -497,7 +510,13 @@ impl Recorder {
         let lasted_ms = lasted.as_secs_f64() * 1e3;
         let (mut surviving_sides, mut self_downed) = (0, [0, 0]);
         if let Some(p) = self.sides.iter().position(|s| s.fault == k) {
-            let s = self.sides.remove(p);
+            let mut s = self.sides.remove(p);
+            // A member that downed the other side and then itself did not
+            // go on as the cluster.
+            for side in 0..2 {
+                let downed = s.self_downed[side].clone();
+                s.winners[side].retain(|i| !downed.contains(i));
+            }
             surviving_sides = s.winners.iter().filter(|w| !w.is_empty()).count();
             self_downed = [s.self_downed[0].len(), s.self_downed[1].len()];
             if self.stable_after.is_some() {
@@ -543,6 +562,12 @@ impl Recorder {
             return None;
         }
         if now >= deadline {
+            // A strategy past its tolerance (the referee crashed, too many
+            // members down) may keep the sides out by design: promised by
+            // nothing, checked by nothing.
+            if self.strategy.is_some() && !self.within_tolerance(now, machines, self.grace) {
+                return None;
+            }
             let (lasted, bound) = (self.heals[h].lasted_ms, self.heal_bound.as_secs_f64() * 1e3);
             let detail = checkers::healed_partition_converges_within_bound(
                 k,

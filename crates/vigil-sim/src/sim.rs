@@ -404,7 +404,7 @@ impl Sim {
             }
             Action::Fault(Fault::Partition { split }) => {
                 self.links.partition(*split);
-                self.recorder.partitioned(k, *split);
+                self.recorder.partitioned(k, *split, now);
                 true
             }
             Action::Fault(Fault::Loss { p }) => {

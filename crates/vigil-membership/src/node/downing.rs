@@ -313,6 +313,7 @@ impl Node {
                         lease_asked: false,
                         lease_holder: None,
                         threatened: false,
+                        unstable,
                     }));
                 }
             }
@@ -331,9 +332,17 @@ impl Node {
                     lease_asked: false,
                     lease_holder: holder,
                     threatened: verdict.threatened,
+                    unstable,
                 }));
             }
         }
+    }
+
+    /// Whether this node reaches `who`: a live member in that generation
+    /// that its own row does not hold unreachable.
+    pub(super) fn reaches(&self, who: &NodeId) -> bool {
+        let live = self.members.get(&who.name).is_some_and(|m| m.is(who) && m.is_live());
+        live && !self.rows.own().any(|(n, _, mark)| **n == *who.name && mark == Mark::Unreachable)
     }
 
     /// The generations of the members `names`, as this node knows them.
@@ -343,17 +352,22 @@ impl Node {
 
     /// The removal margin is over: the members the decision downs, still
     /// live in the generation it saw, are declared dead, each only if this
-    /// node still finds it unreachable, or it flapped within the last
-    /// `stable_after` (a decision that counted flaps): one that answered
-    /// since, and stayed, was not on the other side of anything.
+    /// node still finds it unreachable, or, after a decision that counted
+    /// flaps, it flapped within the last `stable_after`: one that answered
+    /// since a calm decision, or answered and stayed, was not on the other
+    /// side of anything (a paused member that resumes before the margin
+    /// ends is spared, and the picture is decided again).
     fn carry_out(&mut self, now: Instant, pending: Pending) {
+        let remember = self.config.downing.stable_after.saturating_add(self.config.downing.down_removal_margin);
+        self.resolver.carried_out(&pending, now.saturating_add(remember));
         let strategy = self.config.downing.strategy.to_string();
         let (stable, memory) = (self.config.downing.stable_after, self.resolver.memory());
         let still: std::collections::BTreeMap<Arc<str>, Mark> = self
             .rows
             .own()
             .filter(|(n, _, m)| {
-                *m == Mark::Unreachable || (*m == Mark::Flapped && self.rows.flapped_within(n, now, stable, memory))
+                *m == Mark::Unreachable
+                    || (pending.unstable && *m == Mark::Flapped && self.rows.flapped_within(n, now, stable, memory))
             })
             .map(|(n, _, m)| (n.clone(), m))
             .collect();
@@ -442,17 +456,18 @@ impl Node {
     }
 
     /// Whether the lease went to a side that does not down this node: the
-    /// holder names a core this node can tell (members it reaches with one
-    /// row, whose name is the holder), and that row does not hold it.
+    /// holder names a member of its side ([`downing::lease_holder_member`])
+    /// that this node reaches, and whose row (its side's) does not hold
+    /// this node.
     fn spared_by(&self, answer: &LeaseAnswer) -> bool {
         let LeaseAnswer::Refused { holder: Some(holder) } = answer else { return false };
+        let Some(member) = downing::lease_holder_member(holder) else { return false };
         let picture = self.picture(false);
-        let mine: std::collections::BTreeSet<&str> = picture.row_of(&picture.me).collect();
-        let mut by_row: std::collections::BTreeMap<Vec<&str>, Vec<&str>> = std::collections::BTreeMap::new();
-        for name in picture.members.keys().map(String::as_str).filter(|n| *n != picture.me && !mine.contains(n)) {
-            by_row.entry(picture.row_of(name).collect()).or_default().push(name);
+        if member == picture.me || !picture.members.contains_key(member) {
+            return false;
         }
-        by_row.iter().any(|(row, side)| downing::lease_holder(side) == *holder && !row.contains(&picture.me.as_str()))
+        let reached = !picture.row_of(&picture.me).any(|n| n == member);
+        reached && !picture.row_of(member).any(|n| n == picture.me)
     }
 
     /// The holder this node's side asks the lease for, when the downing

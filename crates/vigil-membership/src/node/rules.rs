@@ -347,7 +347,15 @@ impl Node {
                 // live member is dead or left only sets it to look: if the
                 // member does not answer, this node accuses it itself, and
                 // its row and its decision follow.
-                if self.decides() && !checked && *u.from.name != *self.me.name && !forced_out {
+                // One exception: a member this node reaches carries out a
+                // decision this node took too (its margin ended first, or
+                // this node spared the member as it came back): the side
+                // downs it as one, or a member it downed would hear it from
+                // part of the side only, never enough to down itself.
+                let alike = u.status == Status::Dead
+                    && self.resolver.decided_down(&name, u.id.generation, now)
+                    && self.reaches(&u.from);
+                if self.decides() && !checked && *u.from.name != *self.me.name && !forced_out && !alike {
                     self.check_rumour(now, CheckKind::Verdict, u);
                     return;
                 }
@@ -512,10 +520,7 @@ impl Node {
             self.stats.checks_refused += 1;
             return;
         }
-        if kind == CheckKind::Newcomer
-            && let Some(at) = self.told.get(&(name.clone(), Tell::Refused))
-            && now.saturating_duration_since(*at) < self.config.reconnect_interval
-        {
+        if kind == CheckKind::Newcomer && self.checks.refused_lately(&name, now, self.config.reconnect_interval) {
             // Refused lately: told again, not asked again.
             let (holder, addr) = (m.update(m.id()), u.addr);
             self.tell(now, &name, Tell::Refused, addr, holder);
@@ -563,6 +568,7 @@ impl Node {
                 let (claimant, claimant_addr) = (check.rumour.id.clone(), check.rumour.addr);
                 self.stats.name_conflicts += 1;
                 self.emit(Event::NameConflict { holder, holder_addr, claimant, claimant_addr, refused: false });
+                self.checks.refuse(name.clone(), now, self.config.reconnect_interval);
                 self.tell(now, &name, Tell::Refused, claimant_addr, rumour);
             }
             CheckKind::Rival if direct => {
@@ -605,6 +611,18 @@ impl Node {
             }
             CheckKind::Newcomer => {
                 self.stats.checks_confirmed += 1;
+                // While a strategy decides, a newer process at another
+                // address replaces the one this node knows only once a
+                // decision downed it (the old one is probed like any
+                // member: unreachable, it is decided about): a side that
+                // cannot reach a member must not count a second process
+                // of its name in its place. At the same address, the old
+                // process cannot still be there: the newer is taken.
+                let moved = self.members.get(&probe.target.name).is_some_and(|m| m.addr != check.rumour.addr);
+                if self.decides() && moved {
+                    self.stats.newcomers_deferred += 1;
+                    return;
+                }
                 self.apply_as(now, check.rumour, None, true);
             }
             CheckKind::Address => {}
