@@ -1,0 +1,572 @@
+//! Downing attacked with real agents: `vigil agent` processes on loopback
+//! that decide who survives (`--downing`), each test one attack on a
+//! promise of `vigil_membership::downing`, or a failure it must ride out:
+//!
+//! - a stranger's forged accusations during a real crash;
+//! - a member paused until the others downed it, then resumed;
+//! - the oldest killed under `keep-oldest`.
+//!
+//! The agents decide after 4 s of calm (`--stable-after 4s`) and the side
+//! that survives declares the others dead 2 s later
+//! (`--down-removal-margin 2s`): a crash is decided in about 12 s on an
+//! idle machine (about 6 s to find it unreachable on the LAN preset, then
+//! the calm and the margin). Each test prints what it measured. Bounds are
+//! generous for a loaded two-core machine and stated where used.
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+mod support;
+
+const VIGIL: &str = env!("CARGO_BIN_EXE_vigil");
+/// The agent's cluster id when none is given ("vigi").
+const CLUSTER: u64 = 0x7669_6769;
+
+/// 4 s of calm before a decision, 2 s of margin before a removal.
+const MAJORITY: &[&str] = &["--downing", "keep-majority", "--stable-after", "4s", "--down-removal-margin", "2s"];
+const OLDEST: &[&str] = &["--downing", "keep-oldest", "--stable-after", "4s", "--down-removal-margin", "2s"];
+
+/// A crash found, decided and carried out: about 12 s on an idle machine;
+/// 45 s for a loaded one, where heartbeats come late and the calm breaks.
+const DECIDED: Duration = Duration::from_secs(45);
+
+/// Agents that see each other alive: a few gossip rounds; 30 s when loaded.
+const ONE_VIEW: Duration = Duration::from_secs(30);
+
+// ---- a few lines of the wire format (crates/vigil-membership/src/wire.rs) ----
+
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn node(name: &str, generation: u64, out: &mut Vec<u8>) {
+    out.push(name.len() as u8);
+    out.extend_from_slice(name.as_bytes());
+    varint(generation, out);
+}
+
+fn v4(addr: SocketAddr, out: &mut Vec<u8>) {
+    let SocketAddr::V4(a) = addr else { panic!("IPv4 only here") };
+    out.push(4);
+    out.extend_from_slice(&a.ip().octets());
+    out.extend_from_slice(&a.port().to_be_bytes());
+}
+
+/// What a rumour says: 1 alive, 2 suspect (3 dead, 4 left); plus
+/// [`FROM`] when a `from` other than the member follows.
+const SUSPECT: u8 = 2;
+const FROM: u8 = 16;
+
+/// A member as a rumour names it: its name, generation, incarnation and
+/// address, as its own `/v1/self` says.
+#[derive(Debug, Clone)]
+struct Id {
+    name: String,
+    generation: u64,
+    incarnation: u64,
+    addr: SocketAddr,
+}
+
+/// A rumour about `about`, from `by` (the member itself when `None`).
+fn rumour(about: &Id, addr: SocketAddr, incarnation: u64, status: u8, by: Option<&Id>, out: &mut Vec<u8>) {
+    node(&about.name, about.generation, out);
+    v4(addr, out);
+    varint(incarnation, out);
+    match by {
+        Some(by) => {
+            out.push(status | FROM);
+            node(&by.name, by.generation, out);
+        }
+        None => out.push(status),
+    }
+}
+
+/// A gossip packet (kind 6) "from" `sender`, carrying `rumours` (already
+/// encoded, at most 255).
+fn gossip(sender: (&str, u64), rumours: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = b"VG\x02\x06".to_vec();
+    varint(CLUSTER, &mut out);
+    node(sender.0, sender.1, &mut out);
+    varint(0, &mut out);
+    out.push(rumours.len() as u8);
+    for r in rumours {
+        out.extend_from_slice(r);
+    }
+    out
+}
+
+/// A stranger: a socket of its own (no spoofed address) that sends
+/// `packets` to each of `to`, one round a second, until stopped; how many
+/// rounds it sent.
+struct Stranger {
+    stop: Arc<AtomicBool>,
+    rounds: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Stranger {
+    fn start(packets: Vec<Vec<u8>>, to: Vec<SocketAddr>) -> Stranger {
+        let (stop, rounds) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let thread = {
+            let (stop, rounds) = (stop.clone(), rounds.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    for p in &packets {
+                        for a in &to {
+                            socket.send_to(p, a).unwrap();
+                        }
+                    }
+                    rounds.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            })
+        };
+        Stranger { stop, rounds, thread: Some(thread) }
+    }
+
+    /// Stops it; the rounds it sent.
+    fn stop(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        self.rounds.load(Ordering::Relaxed)
+    }
+}
+
+// ---- agents ----
+
+/// One `vigil agent`: its events (stdout), each with when it arrived.
+struct Agent {
+    name: String,
+    child: Child,
+    addr: SocketAddr,
+    http: String,
+    events: Arc<Mutex<Vec<(Instant, Value)>>>,
+}
+
+impl Agent {
+    /// `vigil agent --name NAME` on loopback ports of the system's choice,
+    /// joining through `join`, with `extra` flags; returns once it said
+    /// where it listens (`--http off` in `extra`: its gossip address only).
+    fn start(name: &str, join: Option<SocketAddr>, extra: &[&str]) -> Agent {
+        let mut cmd = Command::new(VIGIL);
+        cmd.args(["agent", "--name", name, "--bind", "127.0.0.1:0"]);
+        let no_http = extra.windows(2).any(|w| w == ["--http", "off"]);
+        if !no_http {
+            cmd.args(["--http", "127.0.0.1:0"]);
+        }
+        cmd.args(extra);
+        if let Some(j) = join {
+            cmd.args(["--join", &j.to_string()]);
+        }
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("vigil agent starts");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let err = BufReader::new(child.stderr.take().unwrap());
+        {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in err.lines().map_while(Result::ok) {
+                    log.lock().unwrap().push((Instant::now(), line));
+                }
+            });
+        }
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let out = BufReader::new(child.stdout.take().unwrap());
+        {
+            let events = events.clone();
+            std::thread::spawn(move || {
+                for line in out.lines().map_while(Result::ok) {
+                    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                    events.lock().unwrap().push((Instant::now(), v));
+                }
+            });
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let (addr, http) = loop {
+            let lines: Vec<String> = log.lock().unwrap().iter().map(|(_, l)| l.clone()).collect();
+            let addr = lines
+                .iter()
+                .find(|l| l.contains(" started "))
+                .and_then(|l| l.split(" on ").nth(1))
+                .and_then(|s| s.split(',').next())
+                .map(|a| a.parse::<SocketAddr>().unwrap());
+            let http = lines
+                .iter()
+                .find_map(|l| l.split("HTTP API on ").nth(1))
+                .and_then(|s| s.split_whitespace().next())
+                .map(str::to_owned);
+            if let Some(addr) = addr
+                && (no_http || http.is_some())
+            {
+                break (addr, http.unwrap_or_default());
+            }
+            assert!(Instant::now() < deadline, "{name} did not say where it listens within 20 s: {lines:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Agent { name: name.to_owned(), child, addr, http, events }
+    }
+
+    fn get(&self, path: &str) -> Value {
+        get(&format!("{}{path}", self.http))
+    }
+
+    /// The members it knows (itself not among them).
+    fn members(&self) -> Vec<Value> {
+        self.get("/v1/members")["members"].as_array().unwrap().clone()
+    }
+
+    fn member(&self, name: &str) -> Option<Value> {
+        self.members().into_iter().find(|m| m["name"] == name)
+    }
+
+    /// The members it sees alive, by name, in order.
+    fn alive(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .members()
+            .iter()
+            .filter(|m| m["status"] == "alive")
+            .map(|m| m["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Itself as a rumour names it.
+    fn id(&self) -> Id {
+        let me = self.get("/v1/self");
+        Id {
+            name: self.name.clone(),
+            generation: me["generation"].as_u64().unwrap(),
+            incarnation: me["incarnation"].as_u64().unwrap(),
+            addr: me["address"].as_str().unwrap().parse().unwrap(),
+        }
+    }
+
+    /// A counter of its metrics, summed over the series whose labels hold
+    /// `labels` (`""` for every series).
+    fn metric(&self, name: &str, labels: &str) -> f64 {
+        support::metrics::sum(&self.http, name, labels)
+    }
+
+    /// Its events of `kind` about `member`, with when they arrived.
+    fn events(&self, kind: &str, member: &str) -> Vec<(Instant, Value)> {
+        let all = self.events.lock().unwrap();
+        all.iter().filter(|(_, e)| e["event"] == kind && e["member"] == member).cloned().collect()
+    }
+
+    /// When it first reported `kind` about `member`.
+    fn first(&self, kind: &str, member: &str) -> Option<Instant> {
+        self.events(kind, member).first().map(|(t, _)| *t)
+    }
+
+    /// Its events of the given kinds, as they were printed.
+    fn lines(&self, kinds: &[&str]) -> Vec<String> {
+        let all = self.events.lock().unwrap();
+        all.iter().filter(|(_, e)| kinds.iter().any(|k| e["event"] == *k)).map(|(_, e)| e.to_string()).collect()
+    }
+
+    /// Its `downed` events naming itself.
+    fn self_downs(&self) -> Vec<(Instant, Value)> {
+        self.events("downed", &self.name)
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill").args([sig, &self.child.id().to_string()]).status().unwrap().success();
+        assert!(ok, "kill {sig} {}", self.name);
+    }
+
+    /// `kill -9`, and the exit awaited.
+    fn crash(&mut self) {
+        self.child.kill().unwrap();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        // A stopped agent is resumed first, so that it can be killed and
+        // waited for.
+        let _ = Command::new("kill").args(["-CONT", &self.child.id().to_string()]).stderr(Stdio::null()).status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn client() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into()
+}
+
+fn get(url: &str) -> Value {
+    let mut r = client().get(url).call().unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    let t = r.body_mut().read_to_string().unwrap();
+    serde_json::from_str(&t).unwrap_or_else(|e| panic!("GET {url}: not JSON ({e}): {t}"))
+}
+
+/// Waits until `ok` holds, for at most `bound`; whether it did.
+fn within(bound: Duration, mut ok: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + bound;
+    while Instant::now() < deadline {
+        if ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    ok()
+}
+
+/// `n` agents named `PREFIX0`.. joined through the first (the first is the
+/// oldest), every one seeing every other alive.
+fn cluster(prefix: &str, n: usize, extra: &[&str]) -> Vec<Agent> {
+    let first = Agent::start(&format!("{prefix}0"), None, extra);
+    let seed = first.addr;
+    let mut all = vec![first];
+    for i in 1..n {
+        all.push(Agent::start(&format!("{prefix}{i}"), Some(seed), extra));
+    }
+    assert!(within(ONE_VIEW, || one_view(&all)), "{prefix}: one view within {ONE_VIEW:?}");
+    all
+}
+
+/// Whether every agent sees every other alive.
+fn one_view(all: &[Agent]) -> bool {
+    all.iter().all(|a| {
+        let alive = a.alive();
+        all.iter().filter(|b| b.name != a.name).all(|b| alive.contains(&b.name))
+    })
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1e3)
+}
+
+// ---- 1. forged accusations during a real crash ----
+
+/// Five agents with `keep-majority`; one is killed while a stranger sends
+/// every survivor, once a second, accusations of survivors by survivors
+/// (`suspect x, from y`, at x's current incarnation) for each pair
+/// `accused` picks. Every survivor downs the crashed member by its own
+/// decision (`downed`, then `dead`), downs nobody else and not itself,
+/// finds no survivor unreachable, sees the other three alive at the end,
+/// and counts every forged rumour as a stranger's, ignored.
+fn crash_under_forged_accusations(prefix: &str, accused: fn(usize) -> Vec<(usize, usize)>) {
+    let mut all = cluster(prefix, 5, MAJORITY);
+    let mut victim = all.pop().unwrap();
+    let ids: Vec<Id> = all.iter().map(Agent::id).collect();
+    let pairs = accused(ids.len());
+    let rumours: Vec<Vec<u8>> = pairs
+        .iter()
+        .map(|&(x, y)| {
+            let mut r = Vec::new();
+            rumour(&ids[x], ids[x].addr, ids[x].incarnation, SUSPECT, Some(&ids[y]), &mut r);
+            r
+        })
+        .collect();
+    let packet = gossip(("intruder", 1), &rumours);
+    let ignored = |a: &Agent| a.metric("vigil_stranger_rumours_ignored_total", "");
+    let before: Vec<f64> = all.iter().map(ignored).collect();
+    let stranger = Stranger::start(vec![packet], all.iter().map(|a| a.addr).collect());
+    std::thread::sleep(Duration::from_millis(2_500));
+    let killed = Instant::now();
+    victim.crash();
+    let gone = victim.name.clone();
+    assert!(
+        within(DECIDED, || all.iter().all(|a| a.first("dead", &gone).is_some())),
+        "every survivor declares {gone} dead within {DECIDED:?}: {:?}",
+        all.iter().map(|a| a.lines(&["unreachable", "decided", "downed", "dead"])).collect::<Vec<_>>()
+    );
+    // The accusations go on for as long again as a wrongful decision
+    // would take (suspicion, calm, margin: under 9 s).
+    std::thread::sleep(Duration::from_secs(10));
+    let rounds = stranger.stop();
+    std::thread::sleep(Duration::from_secs(1));
+    println!(
+        "{prefix}: {} forged accusations ({} pairs) to each of 4 survivors a second, {rounds} seconds",
+        rumours.len(),
+        pairs.len()
+    );
+    for (a, before) in all.iter().zip(&before) {
+        let others: Vec<String> = all.iter().filter(|b| b.name != a.name).map(|b| b.name.clone()).collect();
+        let (downed_at, downed) = a.events("downed", &gone).first().cloned().unwrap_or_else(|| {
+            panic!("{} declared {gone} dead without downing it: {:?}", a.name, a.lines(&["decided", "dead"]))
+        });
+        let dead_at = a.first("dead", &gone).unwrap();
+        assert!(downed_at <= dead_at, "{}: downed, then dead", a.name);
+        assert_eq!(downed["by"], a.name.as_str(), "{} downed {gone} by its own decision: {downed}", a.name);
+        assert_eq!(downed["strategy"], "keep-majority");
+        let decided: Vec<String> = a.lines(&["decided"]);
+        assert!(
+            decided.iter().any(|d| d.contains("\"down-unreachable\"") && d.contains(&format!("[\"{gone}\"]"))),
+            "{}: its side survives, downing {gone} alone: {decided:?}",
+            a.name
+        );
+        assert!(a.self_downs().is_empty(), "{} downed itself: {:?}", a.name, a.self_downs());
+        assert_eq!(a.metric("vigil_downed_total", "side=\"self\""), 0.0, "{}", a.name);
+        for o in &others {
+            for kind in ["unreachable", "downed", "dead"] {
+                assert!(a.events(kind, o).is_empty(), "{}: {kind} {o}: {:?}", a.name, a.events(kind, o));
+            }
+        }
+        assert_eq!(a.alive(), others, "{} sees the other survivors alive", a.name);
+        let grew = ignored(a) - before;
+        let suspected: usize = others.iter().map(|o| a.events("suspected", o).len()).sum();
+        println!(
+            "{}: downed {gone} {} after the kill, dead {} after; {grew} stranger rumours ignored; {suspected} \
+             suspicions of survivors",
+            a.name,
+            secs(downed_at - killed),
+            secs(dead_at - killed)
+        );
+        // Every rumour of every datagram that arrived; half of them at
+        // least, whatever loopback drops.
+        let sent = (rumours.len() as u64 * rounds) as f64;
+        assert!(grew >= sent / 2.0, "{}: {grew} of {sent} forged rumours counted as ignored", a.name);
+    }
+}
+
+#[test]
+fn forged_accusations_during_a_crash_down_only_the_crashed_member() {
+    // Every ordered pair of survivors.
+    crash_under_forged_accusations("fa", |n| {
+        (0..n).flat_map(|x| (0..n).filter(move |y| *y != x).map(move |y| (x, y))).collect()
+    });
+}
+
+#[test]
+fn forged_accusations_between_two_survivors_during_a_crash_down_only_the_crashed_member() {
+    crash_under_forged_accusations("fb", |_| vec![(0, 1), (1, 0)]);
+}
+
+// ---- 2. a paused member learns it was downed ----
+
+/// Five agents with `keep-majority`; one is stopped (SIGSTOP) until the
+/// four declared it dead, then resumed. It learns it from them, downs
+/// itself (`downed` naming itself, declared dead by members that could be
+/// a side that survives), takes a new generation (`renewed`) and rejoins:
+/// one view again, it at its new generation in every other's. Bounds:
+/// the four decide within [`DECIDED`]; it downs itself within 20 s of
+/// resuming (about a probe interval on an idle machine: it is told as
+/// soon as it speaks; its own decision would take detection and calm,
+/// some 12 s, and is not what is asserted); one view within 45 s.
+#[test]
+fn a_member_paused_past_its_removal_downs_itself_when_it_resumes() {
+    let all = cluster("p", 5, MAJORITY);
+    let paused = &all[3];
+    let before = paused.id().generation;
+    let others: Vec<&Agent> = all.iter().filter(|a| a.name != paused.name).collect();
+    paused.signal("-STOP");
+    let stopped = Instant::now();
+    assert!(
+        within(DECIDED, || others.iter().all(|a| a.first("dead", &paused.name).is_some())),
+        "the four declare {} dead within {DECIDED:?}: {:?}",
+        paused.name,
+        others.iter().map(|a| a.lines(&["unreachable", "decided", "downed", "dead"])).collect::<Vec<_>>()
+    );
+    let decided = others.iter().map(|a| a.first("dead", &paused.name).unwrap()).max().unwrap() - stopped;
+    for a in &others {
+        assert!(a.first("downed", &paused.name).is_some(), "{}: dead by a decision", a.name);
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    paused.signal("-CONT");
+    let resumed = Instant::now();
+    assert!(
+        within(Duration::from_secs(20), || !paused.self_downs().is_empty()),
+        "{} downs itself within 20 s of resuming: {:?}",
+        paused.name,
+        paused.lines(&["unreachable", "decided", "downed", "renewed", "self_refuted"])
+    );
+    let (downed_at, downed) = paused.self_downs()[0].clone();
+    let reason = downed["reason"].as_str().unwrap();
+    assert!(reason.starts_with("declared dead by "), "{downed}");
+    assert!(reason.ends_with(" (members that could be a side that survives)"), "{downed}");
+    let tellers: Vec<&str> = reason["declared dead by ".len()..].split(" (").next().unwrap().split(", ").collect();
+    assert!(tellers.len() >= 3, "a majority of five told it: {tellers:?}");
+    assert!(within(Duration::from_secs(5), || !paused.events("renewed", &paused.name).is_empty()), "renewed");
+    let (renewed_at, renewed) = paused.events("renewed", &paused.name)[0].clone();
+    assert!(renewed_at >= downed_at);
+    let generation = renewed["generation"].as_u64().unwrap();
+    assert!(generation > before, "{renewed}: a new generation above {before}");
+    let bound = Duration::from_secs(45);
+    assert!(
+        within(bound, || one_view(&all)
+            && others.iter().all(|a| a.member(&paused.name).is_some_and(|m| m["generation"] == generation))),
+        "one view again within {bound:?}, {} at generation {generation}",
+        paused.name
+    );
+    let rejoined = resumed.elapsed();
+    for a in &others {
+        assert!(a.self_downs().is_empty(), "{} downed itself: {:?}", a.name, a.self_downs());
+        for b in others.iter().filter(|b| b.name != a.name) {
+            assert!(a.events("dead", &b.name).is_empty(), "{} declared {} dead", a.name, b.name);
+        }
+    }
+    assert_eq!(paused.self_downs().len(), 1, "downed itself once");
+    println!(
+        "paused {}: declared dead by the four {} after SIGSTOP; after SIGCONT it downed itself in {} ({reason}), \
+         renewed at generation {generation} (was {before}), one view again {} after SIGCONT",
+        paused.name,
+        secs(decided),
+        ms(downed_at - resumed),
+        ms(rejoined)
+    );
+}
+
+// ---- 3. keep-oldest: one crash of the oldest ----
+
+/// Five agents with `keep-oldest` (the first started is the oldest: the
+/// lowest generation); the oldest is killed. The four survive (it was cut
+/// off alone: down-if-alone, the default), declare it dead by their
+/// decision, and stay one cluster of four: nobody downs itself, through
+/// the calm and margin of another decision after (8 s).
+#[test]
+fn a_crash_of_the_oldest_under_keep_oldest_is_no_outage() {
+    let mut all = cluster("o", 5, OLDEST);
+    let oldest = all[0].id();
+    for a in &all[1..] {
+        let g = a.id().generation;
+        assert!(g > oldest.generation, "{} ({g}) is younger than o0 ({})", a.name, oldest.generation);
+    }
+    let mut o0 = all.remove(0);
+    let killed = Instant::now();
+    o0.crash();
+    assert!(
+        within(DECIDED, || all.iter().all(|a| a.first("dead", "o0").is_some())),
+        "the four declare o0 dead within {DECIDED:?}: {:?}",
+        all.iter().map(|a| a.lines(&["unreachable", "decided", "downed", "dead"])).collect::<Vec<_>>()
+    );
+    std::thread::sleep(Duration::from_secs(8));
+    for a in &all {
+        let others: Vec<String> = all.iter().filter(|b| b.name != a.name).map(|b| b.name.clone()).collect();
+        assert!(a.self_downs().is_empty(), "{} downed itself: {:?}", a.name, a.self_downs());
+        assert_eq!(a.metric("vigil_downed_total", "side=\"self\""), 0.0);
+        let (downed_at, downed) = a.events("downed", "o0").first().cloned().expect("o0 downed by a decision");
+        assert!(downed_at <= a.first("dead", "o0").unwrap());
+        assert_eq!(downed["by"], a.name.as_str());
+        assert_eq!(a.alive(), others, "{}: one cluster of four", a.name);
+        println!(
+            "{}: o0 downed {} after the kill ({})",
+            a.name,
+            secs(downed_at - killed),
+            downed["reason"].as_str().unwrap()
+        );
+    }
+}
