@@ -4,7 +4,8 @@
 //!
 //! - a stranger's forged accusations during a real crash;
 //! - a member paused until the others downed it, then resumed;
-//! - the oldest killed under `keep-oldest`.
+//! - the oldest killed under `keep-oldest`;
+//! - outlier verdicts posted to remove healthy members one after another.
 //!
 //! The agents decide after 4 s of calm (`--stable-after 4s`) and the side
 //! that survives declares the others dead 2 s later
@@ -12,6 +13,10 @@
 //! idle machine (about 6 s to find it unreachable on the LAN preset, then
 //! the calm and the margin). Each test prints what it measured. Bounds are
 //! generous for a loaded two-core machine and stated where used.
+//!
+//! A test that shows what the members do not do yet is ignored, and its
+//! reason says where in the code that is decided (run it with `--ignored`
+//! to see it happen).
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
@@ -20,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 mod support;
 
@@ -569,4 +574,155 @@ fn a_crash_of_the_oldest_under_keep_oldest_is_no_outage() {
             downed["reason"].as_str().unwrap()
         );
     }
+}
+
+// ---- 4. gray evidence, one removal at a time ----
+
+/// Posts five 503s for `victim` to `to`'s API (`POST /v1/outcomes`): what
+/// a proxy beside that agent would report of five failed requests.
+fn five_503s(to: &Agent, victim: &str) {
+    let outcomes: Vec<Value> = (0..5).map(|_| json!({"member": victim, "outcome": 503})).collect();
+    let url = format!("{}/v1/outcomes", to.http);
+    let mut r = client()
+        .post(&url)
+        .header("Content-Type", "application/json")
+        .send(json!({ "outcomes": outcomes }).to_string())
+        .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+    let body = r.body_mut().read_to_string().unwrap();
+    assert_eq!(r.status().as_u16(), 200, "POST {url}: {body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["accepted"], 5, "{body}");
+}
+
+/// Who ejects `member`, as `agent` hears it.
+fn ejectors(agent: &Agent, member: &str) -> Vec<String> {
+    let Some(m) = agent.member(member) else { return Vec::new() };
+    let by = m["ejected_by"].as_array().cloned().unwrap_or_default();
+    let mut names: Vec<String> = by.iter().filter_map(|e| e["by"].as_str().map(str::to_owned)).collect();
+    names.sort();
+    names
+}
+
+/// Every `downed` event of every agent, as (agent, member).
+fn downs(all: &[Agent]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for a in all {
+        for (_, e) in a.events.lock().unwrap().iter().filter(|(_, e)| e["event"] == "downed") {
+            out.push((a.name.clone(), e["member"].as_str().unwrap().to_owned()));
+        }
+    }
+    out
+}
+
+/// Five agents with `keep-majority`, `--gray-evidence down`.
+fn gray_cluster() -> Vec<Agent> {
+    let flags: Vec<&str> = MAJORITY.iter().copied().chain(["--gray-evidence", "down"]).collect();
+    cluster("g", 5, &flags)
+}
+
+/// What gray evidence did, as each agent printed it.
+const GRAY_EVENTS: [&str; 6] = ["ejected", "unreachable", "decided", "downed", "dead", "renewed"];
+
+/// Clients of g1 and g2 report five 503s of g4 every 10 s until g4 downs
+/// itself (found unreachable by the others on two ejectors' word), 40 s
+/// at most (a removal takes the calm and a gossip round or two: about
+/// 6 s on an idle machine); how long it took.
+fn two_ejectors_down_g4(all: &[Agent]) -> Duration {
+    let (g1, g2, g4) = (&all[1], &all[2], &all[4]);
+    let two = Instant::now();
+    let bound = Duration::from_secs(40);
+    while g4.self_downs().is_empty() && two.elapsed() < bound {
+        five_503s(g1, "g4");
+        five_503s(g2, "g4");
+        within(Duration::from_secs(10), || !g4.self_downs().is_empty());
+    }
+    let (downed_at, downed) = g4.self_downs().first().cloned().unwrap_or_else(|| {
+        let events: Vec<Vec<String>> = all.iter().map(|a| a.lines(&GRAY_EVENTS)).collect();
+        panic!("g4 downed within {bound:?} of two ejectors: {events:?}")
+    });
+    let took = downed_at - two;
+    let reason = downed["reason"].as_str().unwrap();
+    println!("gray: two ejectors (g1, g2): g4 downed itself {} after the first reports: {reason}", secs(took));
+    assert!(reason.contains("finds it unreachable"), "{downed}");
+    assert!(within(ONE_VIEW, || one_view(all)), "g4 back at a new generation");
+    took
+}
+
+/// A client of g1 reports five 503s of g4 every 10 s for a minute: g4 is
+/// ejected by g1 alone, and nobody finds it unreachable or is downed (one
+/// ejector is not enough). Then clients of g1 and g2 both report g4: g4
+/// is downed (it downs itself, found unreachable by the four), once: it
+/// rejoins at a new generation, and no other removal follows in the next
+/// 10 s.
+#[test]
+fn gray_evidence_of_one_ejector_downs_nobody_and_of_two_downs_the_member() {
+    let all = gray_cluster();
+    let g1 = &all[1];
+    let start = Instant::now();
+    for round in 0..7 {
+        five_503s(g1, "g4");
+        if round < 6 {
+            std::thread::sleep(Duration::from_secs(10));
+        }
+        assert!(downs(&all).is_empty(), "nobody downed on one member's word: {:?}", downs(&all));
+    }
+    assert!(
+        within(Duration::from_secs(10), || all.iter().filter(|a| a.name != "g4").all(|a| ejectors(a, "g4") == ["g1"])),
+        "every member but g4 sees g4 ejected by g1 alone: {:?}",
+        all.iter().map(|a| a.member("g4")).collect::<Vec<_>>()
+    );
+    for a in &all {
+        assert!(a.events("unreachable", "g4").is_empty(), "{}: g4 unreachable on one ejector", a.name);
+        assert!(a.lines(&["decided"]).is_empty(), "{}: nothing to decide: {:?}", a.name, a.lines(&["decided"]));
+        assert_eq!(a.alive().len(), 4, "{} sees everyone alive", a.name);
+    }
+    let ejections = g1.events("ejected", "g4").len();
+    println!("gray: one ejector (g1) for {}: {ejections} ejections of g4 by g1, nobody downed", secs(start.elapsed()));
+
+    two_ejectors_down_g4(&all);
+    std::thread::sleep(Duration::from_secs(10));
+    for a in &all {
+        println!("gray: {}: {:?}", a.name, a.lines(&GRAY_EVENTS));
+    }
+    let downs = downs(&all);
+    println!("gray: every downed event (agent, member): {downs:?}");
+    assert_eq!(downs.iter().filter(|(a, m)| a == "g4" && m == "g4").count(), 1, "g4 downed itself once");
+    assert!(downs.iter().all(|(_, m)| m == "g4"), "nobody else: {downs:?}");
+    assert!(one_view(&all));
+}
+
+/// g4 downed on the evidence of g1 and g2 (as above); then clients of g0
+/// and g3 report five 503s of g2 every 10 s for 30 s, within the 10
+/// minutes in which one removal on gray evidence is allowed: nobody is
+/// downed. (g2's ejectors are members that eject nobody yet: an agent's
+/// outlier detection ejects one member at a time in a cluster this small,
+/// and g1 and g2 still eject g4.)
+#[test]
+#[ignore = "the removal budget is spent only where a removal is carried out after the margin (carry_out in \
+            vigil-membership's node/downing.rs), but a member downed on gray evidence answers, is threatened, \
+            downs itself at the decision and is back at a new generation before the margin ends: the budget is \
+            never spent, and g2 is downed again at every round of reports"]
+fn gray_evidence_downs_one_member_at_most_per_window() {
+    let all = gray_cluster();
+    let (g0, g3) = (&all[0], &all[3]);
+    let removal = two_ejectors_down_g4(&all);
+    let spent: Vec<f64> = all.iter().map(|a| a.metric("vigil_downed_total", "side=\"other\"")).collect();
+    println!("gray: members downed by a decision carried out, at g0..g4, after the first removal: {spent:?}");
+    let second = Instant::now();
+    let watch = Duration::from_secs(30).max(removal * 3);
+    while second.elapsed() < watch {
+        five_503s(g0, "g2");
+        five_503s(g3, "g2");
+        std::thread::sleep(Duration::from_secs(10).min(watch.saturating_sub(second.elapsed())));
+    }
+    for a in &all {
+        println!("gray: {}: {:?}", a.name, a.lines(&GRAY_EVENTS));
+    }
+    let downs = downs(&all);
+    let g2_downed = downs.iter().filter(|(_, m)| m == "g2").count();
+    println!("gray: g2 reported by g0 and g3 for {}: downed {g2_downed} times: {downs:?}", secs(watch));
+    for a in [g0, g3] {
+        assert!(!a.events("ejected", "g2").is_empty(), "{} ejected g2", a.name);
+    }
+    assert_eq!(g2_downed, 0, "a second member downed within the window: {downs:?}");
+    assert!(one_view(&all));
 }
