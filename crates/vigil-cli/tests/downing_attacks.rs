@@ -5,7 +5,8 @@
 //! - a stranger's forged accusations during a real crash;
 //! - a member paused until the others downed it, then resumed;
 //! - the oldest killed under `keep-oldest`;
-//! - outlier verdicts posted to remove healthy members one after another.
+//! - outlier verdicts posted to remove healthy members one after another;
+//! - a stranger moving a member's address.
 //!
 //! The agents decide after 4 s of calm (`--stable-after 4s`) and the side
 //! that survives declares the others dead 2 s later
@@ -69,6 +70,7 @@ fn v4(addr: SocketAddr, out: &mut Vec<u8>) {
 
 /// What a rumour says: 1 alive, 2 suspect (3 dead, 4 left); plus
 /// [`FROM`] when a `from` other than the member follows.
+const ALIVE: u8 = 1;
 const SUSPECT: u8 = 2;
 const FROM: u8 = 16;
 
@@ -724,5 +726,79 @@ fn gray_evidence_downs_one_member_at_most_per_window() {
         assert!(!a.events("ejected", "g2").is_empty(), "{} ejected g2", a.name);
     }
     assert_eq!(g2_downed, 0, "a second member downed within the window: {downs:?}");
+    assert!(one_view(&all));
+}
+
+// ---- 5. a stranger cannot move a member's address ----
+
+/// Four agents (no downing: the address rule holds for every strategy). A
+/// stranger sends every member, once a second for 20 s, the unsealed
+/// rumour "m3 is alive, at its generation and a higher incarnation, at
+/// X" (X a loopback port the test holds, so nothing else answers there),
+/// once in a datagram of its own name and once in one that claims to be
+/// m3's. No member ever lists m3 at X, nobody suspects it or declares it
+/// dead, nobody sends X a single datagram (a stranger's word about a
+/// known member is not even checked), and every member counts the
+/// rumours as a stranger's, ignored.
+#[test]
+fn a_stranger_cannot_move_a_members_address() {
+    let all = cluster("m", 4, &[]);
+    let victim = all[3].id();
+    let x = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let x_addr = x.local_addr().unwrap();
+    x.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    let heard_at_x = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let listener = {
+        let (heard, stop) = (heard_at_x.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 65_536];
+            while !stop.load(Ordering::Relaxed) {
+                if x.recv_from(&mut buf).is_ok() {
+                    heard.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+    };
+    let mut moved = Vec::new();
+    rumour(&victim, x_addr, victim.incarnation + 5, ALIVE, None, &mut moved);
+    let packets = vec![
+        gossip(("intruder", 1), std::slice::from_ref(&moved)),
+        gossip((&victim.name, victim.generation), std::slice::from_ref(&moved)),
+    ];
+    let ignored = |a: &Agent| a.metric("vigil_stranger_rumours_ignored_total", "");
+    let before: Vec<f64> = all.iter().map(ignored).collect();
+    let stranger = Stranger::start(packets, all.iter().map(|a| a.addr).collect());
+    let start = Instant::now();
+    let mut looks = 0;
+    while start.elapsed() < Duration::from_secs(20) {
+        for a in all.iter().filter(|a| a.name != victim.name) {
+            let m = a.member(&victim.name).expect("m3 known");
+            assert_eq!(m["address"], victim.addr.to_string(), "{} lists m3 at {}", a.name, m["address"]);
+            assert_eq!(m["status"], "alive", "{}: {m}", a.name);
+            assert_eq!(m["generation"], victim.generation, "{}: {m}", a.name);
+            looks += 1;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let rounds = stranger.stop();
+    stop.store(true, Ordering::Relaxed);
+    listener.join().unwrap();
+    let heard = heard_at_x.load(Ordering::Relaxed);
+    println!(
+        "address: {rounds} rounds of 2 datagrams to each of 4 members; m3's address looked up {looks} times, \
+         always {}; {heard} datagrams arrived at X ({x_addr})",
+        victim.addr
+    );
+    assert_eq!(heard, 0, "nobody sent anything to X");
+    assert_eq!(all[3].id().addr, victim.addr);
+    for (a, before) in all.iter().zip(&before) {
+        for kind in ["suspected", "dead", "left"] {
+            assert!(a.events(kind, &victim.name).is_empty(), "{}: {kind} m3", a.name);
+        }
+        let grew = ignored(a) - before;
+        println!("address: {}: {grew} stranger rumours ignored", a.name);
+        assert!(grew >= rounds as f64, "{}: {grew} of {} forged rumours ignored", a.name, 2 * rounds);
+    }
     assert!(one_view(&all));
 }
