@@ -6,7 +6,9 @@
 //! - a member paused until the others downed it, then resumed;
 //! - the oldest killed under `keep-oldest`;
 //! - outlier verdicts posted to remove healthy members one after another;
-//! - a stranger moving a member's address.
+//! - a stranger moving a member's address;
+//! - a second process of a live member's name, refused; then one taking
+//!   the name of a paused member, and leaving.
 //!
 //! The agents decide after 4 s of calm (`--stable-after 4s`) and the side
 //! that survives declares the others dead 2 s later
@@ -21,7 +23,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,6 +34,7 @@ use serde_json::{Value, json};
 mod support;
 
 const VIGIL: &str = env!("CARGO_BIN_EXE_vigil");
+const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 /// The agent's cluster id when none is given ("vigi").
 const CLUSTER: u64 = 0x7669_6769;
 
@@ -154,13 +158,15 @@ impl Stranger {
 
 // ---- agents ----
 
-/// One `vigil agent`: its events (stdout), each with when it arrived.
+/// One `vigil agent`: its events (stdout) and its log (stderr), each line
+/// with when it arrived.
 struct Agent {
     name: String,
     child: Child,
     addr: SocketAddr,
     http: String,
     events: Arc<Mutex<Vec<(Instant, Value)>>>,
+    log: Arc<Mutex<Vec<(Instant, String)>>>,
 }
 
 impl Agent {
@@ -222,7 +228,7 @@ impl Agent {
             assert!(Instant::now() < deadline, "{name} did not say where it listens within 20 s: {lines:?}");
             std::thread::sleep(Duration::from_millis(20));
         };
-        Agent { name: name.to_owned(), child, addr, http, events }
+        Agent { name: name.to_owned(), child, addr, http, events, log }
     }
 
     fn get(&self, path: &str) -> Value {
@@ -284,6 +290,12 @@ impl Agent {
         all.iter().filter(|(_, e)| kinds.iter().any(|k| e["event"] == *k)).map(|(_, e)| e.to_string()).collect()
     }
 
+    /// Its log lines that hold every one of `words`, with when they came.
+    fn logged(&self, words: &[&str]) -> Vec<(Instant, String)> {
+        let log = self.log.lock().unwrap();
+        log.iter().filter(|(_, l)| words.iter().all(|w| l.contains(w))).cloned().collect()
+    }
+
     /// Its `downed` events naming itself.
     fn self_downs(&self) -> Vec<(Instant, Value)> {
         self.events("downed", &self.name)
@@ -298,6 +310,20 @@ impl Agent {
     fn crash(&mut self) {
         self.child.kill().unwrap();
         let _ = self.child.wait();
+    }
+
+    /// Its exit status, if it exits within `bound`.
+    fn exit_within(&mut self, bound: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + bound;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return Some(s);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -364,6 +390,14 @@ fn secs(d: Duration) -> String {
 
 fn ms(d: Duration) -> String {
     format!("{:.0} ms", d.as_secs_f64() * 1e3)
+}
+
+/// A directory of this test's own under the target's scratch space.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("downing-attacks").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 // ---- 1. forged accusations during a real crash ----
@@ -801,4 +835,175 @@ fn a_stranger_cannot_move_a_members_address() {
         assert!(grew >= rounds as f64, "{}: {grew} of {} forged rumours ignored", a.name, 2 * rounds);
     }
     assert!(one_view(&all));
+}
+
+// ---- 6. a duplicate name ----
+
+/// A second process of a live member's name, and what came of it.
+struct Duplicate {
+    /// The three agents `PREFIX0..2`.
+    all: Vec<Agent>,
+    /// The newcomer, `PREFIX1` at another port.
+    newcomer: Agent,
+    /// Its exit status, if it exited, and when (from its start).
+    exit: Option<(ExitStatus, Duration)>,
+}
+
+/// Three agents `PREFIX0..2` with `keep-majority` and `extra`; a fourth
+/// process named `PREFIX1`, at another port, joins through `PREFIX0`.
+/// Watched for 15 s, or until 5 s after the newcomer exits (a join and two
+/// checks take under a second on an idle machine): `PREFIX1` stays alive,
+/// at its generation and address, in every other view the whole time
+/// (looked at every 100 ms), and the two members that heard the newcomer
+/// refuse it, count it and say it in a WARN line within 5 s.
+fn duplicate(prefix: &str, extra: &[&str]) -> Duplicate {
+    let flags: Vec<&str> = MAJORITY.iter().chain(extra).copied().collect();
+    let all = cluster(prefix, 3, &flags);
+    let holder = all[1].id();
+    let conflicts = |a: &Agent| a.metric("vigil_name_conflicts_total", "");
+    let from_self = |a: &Agent| a.metric("vigil_rejected_packets_total", "\"from-self\"");
+    let before: Vec<f64> = all.iter().map(conflicts).collect();
+    let holder_rejected = from_self(&all[1]);
+    let dup_flags: Vec<&str> = flags.iter().copied().chain(["--http", "off"]).collect();
+    let started = Instant::now();
+    let mut newcomer = Agent::start(&holder.name, Some(all[0].addr), &dup_flags);
+    let mut exit = None;
+    let mut looks = 0;
+    loop {
+        if exit.is_none()
+            && let Some(s) = newcomer.child.try_wait().unwrap()
+        {
+            exit = Some((s, started.elapsed()));
+        }
+        let watched = started.elapsed();
+        if watched > Duration::from_secs(15) || exit.is_some_and(|(_, t)| watched > t + Duration::from_secs(5)) {
+            break;
+        }
+        for a in all.iter().filter(|a| a.name != holder.name) {
+            let m = a.member(&holder.name).expect("the holder is known");
+            assert_eq!(m["status"], "alive", "{}: {m}", a.name);
+            assert_eq!(m["generation"], holder.generation, "{}: {m}", a.name);
+            assert_eq!(m["address"], holder.addr.to_string(), "{}: {m}", a.name);
+            looks += 1;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!(
+        "{prefix}: {} alive at {} in every other view for {}, {looks} looks",
+        holder.name,
+        holder.addr,
+        secs(started.elapsed())
+    );
+    assert!(one_view(&all));
+    for (a, before) in all.iter().zip(&before) {
+        let warned = a.logged(&[" WARN ", "claims the name", "refused"]);
+        println!(
+            "{prefix}: {}: vigil_name_conflicts_total {before} → {}; WARN: {:?}",
+            a.name,
+            conflicts(a),
+            warned.first().map(|(_, l)| l)
+        );
+        if a.name != holder.name {
+            assert!(conflicts(a) > *before, "{} counts the conflict", a.name);
+            assert!(!warned.is_empty(), "{} says it in a WARN line: {:?}", a.name, a.log.lock().unwrap());
+        }
+    }
+    println!(
+        "{prefix}: the holder {} dropped {} datagrams of the newcomer as its own (from-self); the newcomer {}",
+        holder.name,
+        from_self(&all[1]) - holder_rejected,
+        match &exit {
+            Some((s, t)) => format!("exited with {s} {} after it started", secs(*t)),
+            None => "still runs".to_owned(),
+        }
+    );
+    Duplicate { all, newcomer, exit }
+}
+
+#[test]
+fn a_duplicate_name_is_refused_by_the_members_and_the_holder_stays() {
+    let d = duplicate("a", &[]);
+    for a in [&d.all[0], &d.all[2]] {
+        let m = a.member("a1").unwrap();
+        assert_ne!(m["address"], d.newcomer.addr.to_string(), "{}: the newcomer is nobody's a1", a.name);
+    }
+}
+
+#[test]
+fn a_duplicate_name_is_refused_in_a_sealed_cluster() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("sealed");
+    let keys = dir.join("keys");
+    std::fs::write(&keys, format!("{KEY}\n")).unwrap();
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o600)).unwrap();
+    duplicate("k", &["--key-file", keys.to_str().unwrap()]);
+}
+
+/// The refused newcomer stops, with status 2, and says whose the name is:
+/// its last line names the holder's address. Bound: 15 s.
+#[test]
+#[ignore = "the holder drops the newcomer's ping as its own (Rejected::FromSelf in vigil-membership's Node::handle), \
+            so the newcomer's check of the holder never gets an answer, and it runs on, refused by every member"]
+fn a_refused_duplicate_exits_with_status_2_naming_the_holder() {
+    let d = duplicate("r", &[]);
+    let log: Vec<String> = d.newcomer.log.lock().unwrap().iter().map(|(_, l)| l.clone()).collect();
+    let (status, _) = d.exit.unwrap_or_else(|| panic!("the newcomer exits within 15 s: {log:?}"));
+    assert_eq!(status.code(), Some(2), "{log:?}");
+    let holder = d.all[1].addr;
+    let last = log.last().cloned().unwrap_or_default();
+    assert!(last.contains(&format!("held by the member at {holder}, which answers")), "{log:?}");
+}
+
+/// a1 paused: a process of its name is taken (a1 does not answer), then
+/// leaves (SIGTERM); a1 resumes and takes its name back at a generation
+/// above the newcomer's, alive in every view again. Bounds: the newcomer
+/// is taken within 20 s (a check that goes unanswered: two probe
+/// timeouts); it is gone within 5 s of SIGTERM; a1 is alive again in
+/// every view within 30 s of SIGCONT (it is told by the first member it
+/// speaks to).
+#[test]
+fn an_orphaned_name_is_taken_back_when_its_holder_resumes() {
+    let all = cluster("n", 3, MAJORITY);
+    let (n0, n1, n2) = (&all[0], &all[1], &all[2]);
+    let before = n1.id().generation;
+    n1.signal("-STOP");
+    let stopped = Instant::now();
+    let mut dup = Agent::start("n1", Some(n0.addr), MAJORITY);
+    let dup_generation = dup.id().generation;
+    let taken = within(Duration::from_secs(20), || {
+        [n0, n2]
+            .iter()
+            .all(|a| a.member("n1").is_some_and(|m| m["generation"] == dup_generation && m["status"] == "alive"))
+    });
+    assert!(taken, "the newcomer is taken while n1 does not answer: {:?}", n0.member("n1"));
+    println!("orphan: the newcomer (generation {dup_generation}) taken {} after n1 stopped", secs(stopped.elapsed()));
+    dup.signal("-TERM");
+    let status = dup.exit_within(Duration::from_secs(5)).expect("the newcomer leaves within 5 s");
+    assert!(status.success(), "{status}");
+    assert!(
+        within(Duration::from_secs(10), || [n0, n2]
+            .iter()
+            .all(|a| a.member("n1").is_some_and(|m| m["status"] == "left"))),
+        "n0 and n2 see the newcomer leave"
+    );
+    n1.signal("-CONT");
+    let resumed = Instant::now();
+    let bound = Duration::from_secs(30);
+    let back = within(bound, || {
+        [n0, n2].iter().all(|a| {
+            a.member("n1").is_some_and(|m| m["status"] == "alive" && m["generation"].as_u64() > Some(dup_generation))
+        })
+    });
+    let took = resumed.elapsed();
+    let after = n1.id().generation;
+    println!(
+        "orphan: n1 alive again in every view {} after SIGCONT, at generation {after} (was {before}; the newcomer's \
+         {dup_generation}); its events: {:?}",
+        secs(took),
+        n1.lines(&["renewed", "name_conflict", "downed", "self_refuted"])
+    );
+    assert!(back, "n1 alive in every view within {bound:?} of SIGCONT: {:?} {:?}", n0.member("n1"), n2.member("n1"));
+    assert!(after > dup_generation, "n1 took a generation above the newcomer's");
+    assert!(!n1.events("renewed", "n1").is_empty(), "n1 says it renewed");
+    assert!(within(ONE_VIEW, || one_view(&all)));
 }
