@@ -8,7 +8,8 @@
 //! - outlier verdicts posted to remove healthy members one after another;
 //! - a stranger moving a member's address;
 //! - a second process of a live member's name, refused; then one taking
-//!   the name of a paused member, and leaving.
+//!   the name of a paused member, and leaving;
+//! - a lease that cannot be asked when a member crashes.
 //!
 //! The agents decide after 4 s of calm (`--stable-after 4s`) and the side
 //! that survives declares the others dead 2 s later
@@ -1006,4 +1007,93 @@ fn an_orphaned_name_is_taken_back_when_its_holder_resumes() {
     assert!(after > dup_generation, "n1 took a generation above the newcomer's");
     assert!(!n1.events("renewed", "n1").is_empty(), "n1 says it renewed");
     assert!(within(ONE_VIEW, || one_view(&all)));
+}
+
+// ---- 7. a lease that cannot be asked ----
+
+/// Three agents with `lease-majority` over one file lease; the lease's
+/// directory is removed, then one agent is killed. Each healthy agent
+/// warns about the lease (its check runs when a member becomes
+/// unreachable) before it decides, and downs itself saying the lease
+/// could not be asked (not that it went to the other side). Bound: 60 s,
+/// above [`DECIDED`]: a member that downed itself and rejoins the other
+/// healthy one before that one decided starts its calm again.
+///
+/// What follows is printed, not asserted: each waits to rejoin through
+/// the member its decision named, the crashed one. Then the directory
+/// comes back; the test waits for both to find the lease usable (a check
+/// every 15 s: 25 s at most) and prints what they do in the next 10 s.
+#[test]
+fn a_lease_that_cannot_be_asked_downs_the_healthy_side_and_says_why() {
+    let dir = scratch("lease");
+    let leases = dir.join("leases");
+    std::fs::create_dir_all(&leases).unwrap();
+    let lease = leases.join("lease");
+    let lease_text = lease.to_str().unwrap().to_owned();
+    let timing = ["--stable-after", "4s", "--down-removal-margin", "2s"];
+    let flags: Vec<&str> =
+        ["--downing", "lease-majority", "--lease-file", &lease_text].into_iter().chain(timing).collect();
+    let mut all = cluster("l", 3, &flags);
+    for a in &all {
+        assert!(within(Duration::from_secs(10), || a.metric("vigil_lease_usable", "") == 1.0), "{}: usable", a.name);
+    }
+    std::fs::remove_dir_all(&leases).unwrap();
+    let mut victim = all.pop().unwrap();
+    let killed = Instant::now();
+    victim.crash();
+    let bound = Duration::from_secs(60);
+    assert!(
+        within(bound, || all.iter().all(|a| !a.self_downs().is_empty())),
+        "both healthy agents down themselves within {bound:?}: {:?}",
+        all.iter().map(|a| a.lines(&["unreachable", "decided", "downed"])).collect::<Vec<_>>()
+    );
+    for a in &all {
+        let warned = a.logged(&[" WARN ", &format!("lease {lease_text}: no such directory")]);
+        let decided_at = a.events("decided", &a.name).first().map(|(t, _)| *t).expect("a decision");
+        let (downed_at, downed) = a.self_downs()[0].clone();
+        let reason = downed["reason"].as_str().unwrap();
+        println!(
+            "lease: {}: warned {} after the kill, decided {} after, downed itself {} after: {reason}",
+            a.name,
+            warned.first().map_or("never".to_owned(), |(t, _)| secs(*t - killed)),
+            secs(decided_at - killed),
+            secs(downed_at - killed)
+        );
+        let (warned_at, line) =
+            warned.first().cloned().unwrap_or_else(|| panic!("{}: no WARN about the lease", a.name));
+        assert!(warned_at < decided_at, "{}: warned before the decision: {line}", a.name);
+        assert!(line.contains("lease-majority cannot keep this side at its next decision"), "{line}");
+        assert!(reason.starts_with("the lease could not be asked: "), "{}: {downed}", a.name);
+        assert!(reason.contains("no such directory"), "{}: {downed}", a.name);
+        assert!(!reason.contains("went to the other side"), "{}: {downed}", a.name);
+    }
+    let view = |a: &Agent| {
+        let me = a.get("/v1/self");
+        format!(
+            "generation {}, members {}, downed itself {} time(s), {} failed join(s) through the crashed member",
+            me["generation"],
+            me["members"],
+            a.self_downs().len(),
+            a.logged(&["could not join through this seed", &victim.addr.to_string()]).len()
+        )
+    };
+    std::thread::sleep(Duration::from_secs(10));
+    for a in &all {
+        println!("lease: {} 10 s later: {}", a.name, view(a));
+    }
+    std::fs::create_dir_all(&leases).unwrap();
+    let back = Instant::now();
+    let usable = within(Duration::from_secs(25), || all.iter().all(|a| a.metric("vigil_lease_usable", "") == 1.0));
+    let usable_after = back.elapsed();
+    std::thread::sleep(Duration::from_secs(10));
+    for a in &all {
+        println!(
+            "lease: {} {} after the directory came back (usable again at both: {usable}, after {}): {}; one view: {}",
+            a.name,
+            secs(back.elapsed()),
+            secs(usable_after),
+            view(a),
+            one_view(&all)
+        );
+    }
 }
