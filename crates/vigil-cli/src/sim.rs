@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant as WallClock};
 
 use crate::json;
+
+mod swarm;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -37,6 +39,12 @@ enum SimCommand {
     /// bytes per member-second and false suspicions under loss, and for
     /// each classic setting the fastest φ setting on its budget.
     Frontier(FrontierArgs),
+    /// Swarm-test downing: many random fault schedules (crashes,
+    /// partitions, pauses, flapping links, loss, forged accusations and
+    /// moves, an unusable lease, a second process of a member's name) over
+    /// every strategy, each from a seed, held to the safety checkers; a
+    /// violation prints its seed, and `--replay SEED` runs it again.
+    Swarm(swarm::SwarmArgs),
 }
 
 #[derive(Debug, Args)]
@@ -244,6 +252,7 @@ pub(crate) fn run(args: &SimArgs, out: &mut dyn Write) -> Result<()> {
         SimCommand::Run(a) => run_cmd(a, out),
         SimCommand::Scale(a) => scale_cmd(a, out),
         SimCommand::Frontier(a) => frontier_cmd(a, out),
+        SimCommand::Swarm(a) => swarm::swarm_cmd(a, out),
     }
 }
 

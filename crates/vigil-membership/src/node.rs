@@ -177,6 +177,9 @@ pub struct Node {
     /// was downed, that its name is held by another process), by member
     /// and what it was told.
     told: std::collections::HashMap<(Arc<str>, Tell), Instant>,
+    /// The last process of this node's name that asked whether this one
+    /// runs (its address and generation), and when that was said.
+    rival_said: Option<(SocketAddr, u64, Instant)>,
     /// Rumours checked with the member before they are taken.
     checks: Checks,
     /// When members were last removed on gray evidence.
@@ -238,6 +241,7 @@ impl Node {
             rows: Rows::default(),
             tellers: std::collections::BTreeSet::new(),
             told: std::collections::HashMap::new(),
+            rival_said: None,
             checks: Checks::default(),
             gray_removals: VecDeque::new(),
             introductions: Introductions::new(config.introductions_per_source, config.introduction_window),
@@ -847,6 +851,13 @@ impl Node {
             return Err(Rejected::WrongCluster { cluster: packet.cluster });
         }
         if packet.from.name == self.me.name {
+            // Another process of this name asking whether this one runs,
+            // and its answer: the one exchange two processes of a name
+            // have (see `Node::rival`). Anything else in this name is an
+            // echo or a forgery.
+            if packet.from.generation != self.me.generation && self.rival_exchange(now, from, &packet, stream) {
+                return Ok(());
+            }
             self.stats.rejected_self += 1;
             return Err(Rejected::FromSelf);
         }
@@ -981,8 +992,11 @@ impl Node {
                     // member this node believes alive: it gets to refute
                     // (memberlist does the same), and tells the view's
                     // sender, its accuser, at once.
+                    // Unless it carries out a decision this node took too
+                    // (see `apply`).
                     if u.status == Status::Dead
                         && self.members.get(&u.id.name).is_some_and(|m| m.status == Status::Alive && m.is(&u.id))
+                        && !self.resolver.decided_down(&u.id.name, u.id.generation, now)
                     {
                         u.status = Status::Suspect;
                         u.from = packet.from.clone();

@@ -197,6 +197,12 @@ impl Probes {
         self.probes.values().any(|(_, p)| p.target.name == name)
     }
 
+    /// Whether the probe `seq` is in flight as a check of `target` (that
+    /// process exactly).
+    pub(crate) fn is_check_of(&self, seq: u32, target: &NodeId) -> bool {
+        self.probes.get(&seq).is_some_and(|(_, p)| p.purpose == Purpose::Check && p.target == *target)
+    }
+
     /// Whether the probe `seq` is in flight.
     pub(crate) fn has(&self, seq: u32) -> bool {
         self.probes.contains_key(&seq)

@@ -479,6 +479,18 @@ impl Scenario {
         }
     }
 
+    /// The scenario as a TOML file, which [`Scenario::from_toml`] reads
+    /// back as the same scenario.
+    ///
+    /// ```
+    /// let s = vigil_sim::swarm::schedule(5);
+    /// assert_eq!(vigil_sim::Scenario::from_toml(&s.to_toml())?, s);
+    /// # Ok::<(), vigil_sim::ScenarioError>(())
+    /// ```
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_else(|e| format!("# not written as TOML: {e}\n"))
+    }
+
     /// Parses and checks a scenario written in TOML.
     ///
     /// # Errors

@@ -133,6 +133,8 @@ pub struct Outcome {
     pub seed: u64,
     /// The schedule's name (members and strategy).
     pub name: String,
+    /// Its downing strategy, as `--downing` spells it.
+    pub strategy: String,
     /// Its faults, by kind, in order.
     pub faults: Vec<&'static str>,
     /// Virtual seconds run.
@@ -169,15 +171,24 @@ impl fmt::Display for Outcome {
 pub fn run(seed: u64) -> Outcome {
     let s = schedule(seed);
     let report = Sim::new(&s).expect("a swarm schedule validates").run(&mut |_| {});
-    Outcome {
-        seed,
-        name: s.name.clone(),
-        faults: s.faults.iter().map(Timed::kind).collect(),
-        virtual_secs: report.virtual_secs,
-        violations: report.violations,
-        forged: report.forged,
-        downed_deaths: report.downed_deaths,
-        log_hash: report.log_hash,
+    Outcome::of(seed, &s, &report)
+}
+
+impl Outcome {
+    /// The outcome of the schedule `s` of `seed`, from its run's report
+    /// (which may keep its records: see `Sim::keep_records`).
+    pub fn of(seed: u64, s: &Scenario, report: &crate::Report) -> Outcome {
+        Outcome {
+            seed,
+            name: s.name.clone(),
+            strategy: s.downing.as_ref().map_or_else(String::new, |d| d.strategy.clone()),
+            faults: s.faults.iter().map(Timed::kind).collect(),
+            virtual_secs: report.virtual_secs,
+            violations: report.violations.clone(),
+            forged: report.forged,
+            downed_deaths: report.downed_deaths,
+            log_hash: report.log_hash,
+        }
     }
 }
 

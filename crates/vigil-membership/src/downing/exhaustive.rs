@@ -150,11 +150,12 @@ fn holder(core: &Bits) -> Option<u32> {
 /// lease names a holder it reaches whose row does not hold it.
 fn split_brain(d: &Decided, rows: &[u32], winner: Option<u32>) -> Option<(usize, usize)> {
     // Spared: the member the holder names (the first of the winning core,
-    // in order), which x reaches and whose row (the core's) does not hold x.
+    // in order) is x, or x reaches it and its row (the core's) does not
+    // hold x.
     let spared = |x: usize| {
         winner.filter(|w| *w != 0).is_some_and(|w| {
             let c = w.trailing_zeros() as usize;
-            c != x && rows[x] & (1 << c) == 0 && rows[c] & (1 << x) == 0
+            c == x || (rows[x] & (1 << c) == 0 && rows[c] & (1 << x) == 0)
         })
     };
     let survives = |(x, r): &(usize, &Ruling)| match r.decision {

@@ -117,6 +117,22 @@ impl Node {
         (row, ejects)
     }
 
+    /// Spends the gray budget for each of `down` in this node's row on gray
+    /// evidence only (no ripe suspicion of it).
+    fn spend_gray_budget(&mut self, now: Instant, down: &[String]) {
+        if !self.config.gray.counts_for_downing {
+            return;
+        }
+        for name in down {
+            if self.suspicions.get(name).is_none_or(|s| !s.is_ripe()) {
+                self.gray_removals.push_back(now);
+            }
+        }
+        while self.gray_removals.len() > 64 {
+            self.gray_removals.pop_front();
+        }
+    }
+
     /// Removals on gray evidence still allowed in the current window.
     fn gray_budget_left(&self, now: Instant) -> usize {
         let window = self.config.gray.removal_window;
@@ -290,6 +306,12 @@ impl Node {
         let addrs = |names: &mut dyn Iterator<Item = &String>| -> Vec<SocketAddr> {
             names.filter_map(|n| picture.members.get(n)).map(|c| c.addr).collect()
         };
+        // A removal on gray evidence is spent when it is decided: the member
+        // still answers, so it may down itself at once (it is threatened)
+        // and be back, at a new generation, before any margin ends.
+        if matches!(verdict.decision, Decision::DownUnreachable | Decision::AskLease { .. }) {
+            self.spend_gray_budget(now, &verdict.down);
+        }
         match verdict.decision {
             Decision::Auto | Decision::Nothing => {}
             Decision::DownAll => self.down_self(now, self.me.clone(), verdict.reason, Vec::new()),
@@ -338,13 +360,6 @@ impl Node {
         }
     }
 
-    /// Whether this node reaches `who`: a live member in that generation
-    /// that its own row does not hold unreachable.
-    pub(super) fn reaches(&self, who: &NodeId) -> bool {
-        let live = self.members.get(&who.name).is_some_and(|m| m.is(who) && m.is_live());
-        live && !self.rows.own().any(|(n, _, mark)| **n == *who.name && mark == Mark::Unreachable)
-    }
-
     /// The generations of the members `names`, as this node knows them.
     fn generations_of(&self, names: &[String]) -> Vec<u64> {
         names.iter().map(|n| self.members.get(n).map_or(0, |m| m.generation)).collect()
@@ -379,15 +394,8 @@ impl Node {
             if !still.contains_key(&m.name) {
                 continue;
             }
-            let gray = self.config.gray.counts_for_downing && self.suspicions.get(name).is_none_or(|s| !s.is_ripe());
             let death = Update { status: Status::Dead, ..m.update(self.me.clone()) };
             self.stats.members_downed += 1;
-            if gray {
-                self.gray_removals.push_back(now);
-                while self.gray_removals.len() > 64 {
-                    self.gray_removals.pop_front();
-                }
-            }
             self.emit(Event::Downed {
                 id: death.id.clone(),
                 by: self.me.clone(),
@@ -458,12 +466,17 @@ impl Node {
     /// Whether the lease went to a side that does not down this node: the
     /// holder names a member of its side ([`downing::lease_holder_member`])
     /// that this node reaches, and whose row (its side's) does not hold
-    /// this node.
+    /// this node — or names this node (that side counts it in).
     fn spared_by(&self, answer: &LeaseAnswer) -> bool {
         let LeaseAnswer::Refused { holder: Some(holder) } = answer else { return false };
         let Some(member) = downing::lease_holder_member(holder) else { return false };
         let picture = self.picture(false);
-        if member == picture.me || !picture.members.contains_key(member) {
+        // Named itself: the side that holds the lease counts this node in
+        // its core, so its row does not hold it.
+        if member == picture.me {
+            return true;
+        }
+        if !picture.members.contains_key(member) {
             return false;
         }
         let reached = !picture.row_of(&picture.me).any(|n| n == member);

@@ -229,6 +229,18 @@ impl Node {
             u.addr = known;
         }
         let Some(m) = self.members.get(&u.id.name) else { return };
+        // A decision downs a process (its generation), whatever incarnation
+        // it was decided at: a death that carries out this node's own
+        // decision (see below) beats the member's refutations since.
+        if u.status == Status::Dead
+            && m.generation == u.id.generation
+            && m.is_live()
+            && u.incarnation < m.incarnation
+            && self.decides()
+            && self.resolver.decided_down(&u.id.name, u.id.generation, now)
+        {
+            u.incarnation = m.incarnation;
+        }
         // The common case in anti-entropy: nothing new.
         if m.generation == u.id.generation
             && u.incarnation <= m.incarnation
@@ -347,14 +359,14 @@ impl Node {
                 // live member is dead or left only sets it to look: if the
                 // member does not answer, this node accuses it itself, and
                 // its row and its decision follow.
-                // One exception: a member this node reaches carries out a
-                // decision this node took too (its margin ended first, or
-                // this node spared the member as it came back): the side
-                // downs it as one, or a member it downed would hear it from
-                // part of the side only, never enough to down itself.
-                let alike = u.status == Status::Dead
-                    && self.resolver.decided_down(&name, u.id.generation, now)
-                    && self.reaches(&u.from);
+                // One exception: a member carries out a decision this node
+                // took too (its margin ended first, or this node spared
+                // the member as it came back, or could still reach it):
+                // taken, so that the side downs it as one — a member it
+                // downed would otherwise hear it from part of the side
+                // only, never enough to down itself. Whoever says it, it
+                // only carries out this node's own decision.
+                let alike = u.status == Status::Dead && self.resolver.decided_down(&name, u.id.generation, now);
                 if self.decides() && !checked && *u.from.name != *self.me.name && !forced_out && !alike {
                     self.check_rumour(now, CheckKind::Verdict, u);
                     return;
@@ -472,6 +484,43 @@ impl Node {
             self.check_rival(now, u);
         } else {
             self.outlive(u.id.generation);
+        }
+    }
+
+    /// A packet from another process of this node's name: its ping of this
+    /// one, as itself, is answered, and the name is said to be contested
+    /// (this node holds it: the other is refused by the members, and stops
+    /// when it hears this answer); the answer to this node's own check of
+    /// the other is taken. Returns whether the packet was one of those.
+    pub(super) fn rival_exchange(&mut self, now: Instant, from: SocketAddr, packet: &Packet, stream: bool) -> bool {
+        match &packet.message {
+            Message::Ping { seq, target } if *target == self.me && self.status == Status::Alive => {
+                self.send_by(from, Message::Ack { seq: *seq }, None, stream);
+                let said = self.rival_said.is_some_and(|(addr, generation, at)| {
+                    addr == from
+                        && generation == packet.from.generation
+                        && now.saturating_duration_since(at) < self.config.reconnect_interval
+                });
+                if !said {
+                    self.rival_said = Some((from, packet.from.generation, now));
+                    self.stats.name_conflicts += 1;
+                    self.emit(Event::NameConflict {
+                        holder: self.me.clone(),
+                        holder_addr: self.addr,
+                        claimant: packet.from.clone(),
+                        claimant_addr: from,
+                        refused: false,
+                    });
+                }
+                true
+            }
+            Message::Ack { seq } if self.probes.is_check_of(*seq, &packet.from) => {
+                if let Some(crate::probe::Answered::Probe(p)) = self.probes.answer(*seq) {
+                    self.check_answered(now, *seq, &p, &packet.from, from);
+                }
+                true
+            }
+            _ => false,
         }
     }
 

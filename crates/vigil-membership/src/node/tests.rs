@@ -221,3 +221,43 @@ fn the_judges_deadline_is_the_nodes_timer() {
     assert_eq!(n.timers.get(Timer::Monitor), Some(first.min(tick)));
     assert_eq!(n.poll_timeout(), n.timers.earliest());
 }
+
+#[test]
+fn another_process_of_this_name_is_answered_as_this_one_and_the_conflict_said_once() {
+    let mut n = node(3, Config::lan(CLUSTER));
+    run_to(&mut n, ms(2000));
+    while n.poll_transmit().is_some() {}
+    events(&mut n);
+    let rival = NodeId::new("n0", 5);
+    let there = SocketAddr::from(([10, 9, 9, 9], 7946));
+    let ping = |seq| datagram(rival.clone(), Message::Ping { seq, target: id(0) }, vec![]);
+    n.handle_datagram(ms(2000), there, &ping(7)).unwrap();
+    // The ping is answered, as this process, where it came from.
+    let sent: Vec<Transmit> = std::iter::from_fn(|| n.poll_transmit()).filter(|t| t.to == there).collect();
+    assert_eq!(sent.len(), 1);
+    let p = wire::decode(&sent[0].bytes, wire::MAX_STREAM).unwrap();
+    assert_eq!((p.from, p.message), (id(0), Message::Ack { seq: 7 }));
+    // Said once, and counted.
+    let said: Vec<Event> = events(&mut n).into_iter().filter(|e| matches!(e, Event::NameConflict { .. })).collect();
+    assert_eq!(
+        said,
+        [Event::NameConflict {
+            holder: id(0),
+            holder_addr: addr(0),
+            claimant: rival.clone(),
+            claimant_addr: there,
+            refused: false
+        }]
+    );
+    assert_eq!(n.stats().name_conflicts, 1);
+    // Asked again a moment later: answered, not said again.
+    n.handle_datagram(ms(2500), there, &ping(8)).unwrap();
+    assert_eq!(std::iter::from_fn(|| n.poll_transmit()).filter(|t| t.to == there).count(), 1);
+    assert!(!events(&mut n).iter().any(|e| matches!(e, Event::NameConflict { .. })));
+    assert_eq!(n.stats().name_conflicts, 1);
+    // Anything else in this node's name, or a ping of another process of
+    // it, is an echo or a forgery.
+    let other = datagram(rival.clone(), Message::Ping { seq: 9, target: NodeId::new("n0", 2) }, vec![]);
+    assert_eq!(n.handle_datagram(ms(2600), there, &other), Err(Rejected::FromSelf));
+    assert_eq!(n.handle_datagram(ms(2600), there, &datagram(rival, Message::Gossip, vec![])), Err(Rejected::FromSelf));
+}
