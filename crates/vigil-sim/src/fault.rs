@@ -263,6 +263,18 @@ pub enum Fault {
         /// The machine whose name it takes.
         node: usize,
     },
+    /// The application on machine `by` sees its requests to machine
+    /// `victim` fail (status 503), one every two seconds while it lasts,
+    /// and reports each to its member, as `vigil agent`'s outcome endpoint
+    /// would: gray evidence, which the member's outlier detection weighs
+    /// and, with [`Downing::gray_evidence`](crate::Downing::gray_evidence),
+    /// counts towards downing.
+    Errors {
+        /// The machine whose application reports the failures.
+        by: usize,
+        /// The machine its requests fail at.
+        victim: usize,
+    },
 }
 
 /// Who sends a [`Fault::Forge`]'s datagrams.
@@ -340,6 +352,7 @@ impl Fault {
             Fault::Forge { .. } => "forge",
             Fault::LeaseDown => "lease-down",
             Fault::Impostor { .. } => "impostor",
+            Fault::Errors { .. } => "errors",
         }
     }
 }
@@ -558,6 +571,14 @@ mod file {
             #[serde(with = "crate::secs")]
             duration: Duration,
         },
+        Errors {
+            by: usize,
+            victim: usize,
+            #[serde(with = "crate::secs")]
+            at: Duration,
+            #[serde(with = "crate::secs")]
+            duration: Duration,
+        },
     }
 
     impl From<Fault> for Timed {
@@ -573,6 +594,7 @@ mod file {
                 Fault::Forge { by, forgery, at, duration } => (at, Some(duration), Model::Forge { by, forgery }.into()),
                 Fault::LeaseDown { at, duration } => (at, Some(duration), Model::LeaseDown.into()),
                 Fault::Impostor { node, at, duration } => (at, Some(duration), Model::Impostor { node }.into()),
+                Fault::Errors { by, victim, at, duration } => (at, Some(duration), Model::Errors { by, victim }.into()),
                 Fault::Lossy { node, p, way, at, duration } => {
                     (at, Some(duration), Model::Lossy { node, p, way }.into())
                 }
@@ -613,6 +635,7 @@ mod file {
                 Action::Fault(Model::Forge { by, forgery }) => Fault::Forge { by, forgery, at, duration },
                 Action::Fault(Model::LeaseDown) => Fault::LeaseDown { at, duration },
                 Action::Fault(Model::Impostor { node }) => Fault::Impostor { node, at, duration },
+                Action::Fault(Model::Errors { by, victim }) => Fault::Errors { by, victim, at, duration },
                 Action::Operation(Operation::RotateKey) => Fault::RotateKey { at, spread: duration / Operation::STEPS },
                 Action::Operation(Operation::EnableSealing) => {
                     Fault::EnableSealing { at, spread: duration / Operation::STEPS }

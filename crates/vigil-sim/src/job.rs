@@ -56,6 +56,8 @@ pub(crate) enum Job {
     Forge(usize, u64),
     /// The impostor of scenario entry `k` goes down (it left a moment ago).
     ImpostorGone(usize),
+    /// Scenario entry `k` (errors) reports a failed request.
+    Errors(usize),
     /// Check whether the cluster converged.
     Check,
     /// Check whether the cluster converged after partition `k` ended, until

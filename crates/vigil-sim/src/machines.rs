@@ -179,6 +179,17 @@ impl Machines {
         self.all.get(i).and_then(|m| m.node.as_ref())
     }
 
+    /// Machine `i`'s application saw a request to `victim` fail (503), at
+    /// `now`: reported to its node, if it runs and is not paused. Returns
+    /// whether it was.
+    pub(crate) fn record_failure(&mut self, i: usize, victim: &str, now: Instant) -> bool {
+        if self.paused(i) {
+            return false;
+        }
+        let Some(node) = self.all.get_mut(i).and_then(|m| m.node.as_mut()) else { return false };
+        node.record_outcome(now, victim, vigil_detector::outlier::Outcome::Response(503), None)
+    }
+
     /// Machine `i`'s node name.
     pub(crate) fn name(&self, i: usize) -> &str {
         &self.all[i].name
@@ -572,9 +583,10 @@ impl Machines {
     }
 
     /// A fault that touched machine `i` ended: it is outside the envelope
-    /// until `calm`.
+    /// until `calm` (or later, if another fault said so).
     pub(crate) fn disturbed_until(&mut self, i: usize, calm: Instant) {
-        self.all[i].disturbed_until = calm;
+        let m = &mut self.all[i];
+        m.disturbed_until = m.disturbed_until.max(calm);
     }
 
     /// Pairs of live machines (observer, member) where the observer does

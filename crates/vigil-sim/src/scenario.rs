@@ -141,6 +141,11 @@ pub struct Downing {
     /// (default `stable_after`).
     #[serde(with = "crate::secs::opt", default)]
     pub down_removal_margin: Option<Duration>,
+    /// Whether gray evidence (members ejected by the outlier detection of
+    /// at least two others: see [`crate::Fault::Errors`]) counts towards
+    /// downing, as `vigil agent --gray-evidence down` (default false).
+    #[serde(default)]
+    pub gray_evidence: bool,
 }
 
 impl Downing {
@@ -151,6 +156,7 @@ impl Downing {
             stable_after: None,
             decide_when_unstable: None,
             down_removal_margin: None,
+            gray_evidence: false,
         }
     }
 
@@ -661,6 +667,16 @@ impl Scenario {
                 }
                 Action::Fault(Fault::Replay | Fault::LeaseDown) => {}
                 Action::Fault(Fault::Impostor { node: v }) => node("node", *v)?,
+                Action::Fault(Fault::Errors { by, victim }) => {
+                    node("by", *by)?;
+                    node("victim", *victim)?;
+                    if by == victim {
+                        return Err(err(
+                            field("victim"),
+                            "victim is the same node as by (a member does not report itself)",
+                        ));
+                    }
+                }
                 Action::Fault(Fault::Forge { by, forgery }) => {
                     if let crate::fault::Forger::Insider { node: v } = by {
                         node("by.node", *v)?;

@@ -94,6 +94,8 @@ pub struct Sim {
     answering: Option<usize>,
     /// Forgeries in force, by scenario entry.
     forging: std::collections::BTreeSet<usize>,
+    /// Errors reported, by scenario entry.
+    erring: std::collections::BTreeSet<usize>,
     /// Impostors running, by scenario entry: their machines.
     impostors: std::collections::BTreeMap<usize, usize>,
 }
@@ -149,6 +151,10 @@ impl Sim {
         scenario.validate().map_err(SimError::Scenario)?;
         if let Some(d) = &scenario.downing {
             config.downing = d.settings().map_err(SimError::Scenario)?;
+            if d.gray_evidence {
+                config.gray.share = true;
+                config.gray.counts_for_downing = true;
+            }
         }
         config.validate().map_err(SimError::Config)?;
         let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
@@ -173,6 +179,7 @@ impl Sim {
             recorder: Recorder::new(scenario),
             lease: Lease::default(),
             forging: std::collections::BTreeSet::new(),
+            erring: std::collections::BTreeSet::new(),
             impostors: std::collections::BTreeMap::new(),
         };
         for i in 0..scenario.nodes {
@@ -351,6 +358,7 @@ impl Sim {
             }
             Job::Key(i, step) => self.sealer.step(self.machines.seal_mut(i), step),
             Job::Forge(k, tick) => self.forge(k, tick),
+            Job::Errors(k) => self.errors(k),
             Job::ImpostorGone(k) => {
                 if let Some(i) = self.impostors.remove(&k) {
                     self.machines.drop_impostor(i);
@@ -426,6 +434,11 @@ impl Sim {
             Action::Fault(Fault::Forge { .. }) => {
                 self.forging.insert(k);
                 self.queue.push(now, Job::Forge(k, 0));
+                true
+            }
+            Action::Fault(Fault::Errors { .. }) => {
+                self.erring.insert(k);
+                self.queue.push(now, Job::Errors(k));
                 true
             }
             Action::Fault(Fault::LeaseDown) => {
@@ -504,6 +517,9 @@ impl Sim {
             Fault::Forge { .. } => {
                 self.forging.remove(&k);
             }
+            Fault::Errors { .. } => {
+                self.erring.remove(&k);
+            }
             Fault::LeaseDown => {
                 self.lease.up();
                 self.recorder.lease_up(now);
@@ -557,6 +573,26 @@ impl Sim {
             }
         }
         self.queue.push(self.now.saturating_add(std::time::Duration::from_secs(1)), Job::Forge(k, tick + 1));
+    }
+
+    /// Scenario entry `k` (errors) reports one failed request of its
+    /// machine's application to the victim, and the next two seconds later
+    /// while it lasts (not while the machine is down or paused: its
+    /// application is too).
+    fn errors(&mut self, k: usize) {
+        if !self.erring.contains(&k) {
+            return;
+        }
+        let Action::Fault(Fault::Errors { by, victim }) = self.scenario.faults[k].action else { return };
+        let name = self.machines.name(victim).to_owned();
+        if self.machines.record_failure(by, &name, self.now) {
+            self.settle(by);
+        }
+        // Its application fails the requests: the victim is faulty as far
+        // as the checkers go, and for the grace period after.
+        let calm = self.now.saturating_add(self.scenario.envelope.grace);
+        self.machines.disturbed_until(victim, calm);
+        self.queue.push(self.now.saturating_add(std::time::Duration::from_secs(2)), Job::Errors(k));
     }
 
     /// A message reaches machine `to` now, straight to its node.
