@@ -208,8 +208,9 @@ impl Recorder {
         self.forged += n as u64;
     }
 
-    /// Whether the faulty members (those not running, and those forging as
-    /// holders of the key) are within the strategy's tolerance at `now`:
+    /// Whether the faulty members (those not running, those forging as
+    /// holders of the key, and those a fault disturbs) are within the
+    /// strategy's tolerance at `now`:
     /// the strategy keeps the correct members, as one side, against them;
     /// with `lease-majority`, the lease can be asked and could for the
     /// grace period; never for a strategy that stops the cluster by design.
@@ -237,7 +238,9 @@ impl Recorder {
                 name.clone(),
                 Candidate { name: name.clone(), addr: machines.addr(i), age, tags: Default::default() },
             );
-            if machines.running_generation(i).is_some() && !self.insiders.contains(&i) {
+            // Faulty: down, forging, or disturbed (paused, slow, flapping,
+            // failing its peers' requests) or within the grace after.
+            if machines.running_generation(i).is_some() && !self.insiders.contains(&i) && machines.calm(i, now) {
                 correct.push(name);
             }
         }

@@ -13,8 +13,10 @@
 //! flap, network-wide loss, forgeries (a stranger's accusations of every
 //! member by every other, a stranger's forged move, a member holding the
 //! key accusing everyone and naming everyone unreachable in its row), an
-//! unusable lease, and a second process taking a member's name. The run
-//! goes on for the outage bound after the last fault.
+//! unusable lease, and a second process taking a member's name; in some,
+//! gray evidence counts towards downing and one to three members'
+//! applications see their requests to a member fail. The run goes on for
+//! the outage bound after the last fault.
 //!
 //! ```
 //! let outcome = vigil_sim::swarm::run(7);
@@ -111,6 +113,26 @@ pub fn schedule(seed: u64) -> Scenario {
             8 if lease => s.faults.push(Timed::new(at, Fault::LeaseDown).lasting(secs(&mut rng, 20, 120))),
             _ => {
                 s.faults.push(Timed::new(at, Fault::Impostor { node: node(&mut rng) }).lasting(secs(&mut rng, 10, 60)))
+            }
+        }
+    }
+    // Gray evidence, drawn apart (the draws above stay as they were): in
+    // some schedules it counts towards downing, and members' applications
+    // see requests to one member fail — one reporter (which downs nobody)
+    // or several.
+    let mut gray = ChaCha8Rng::seed_from_u64(seed ^ 0x6772_6179_6772_6179);
+    if gray.random_bool(0.3) {
+        if let Some(d) = s.downing.as_mut() {
+            d.gray_evidence = true;
+        }
+        for _ in 0..gray.random_range(1..=2u32) {
+            let victim = gray.random_range(0..n);
+            let at = secs(&mut gray, 20, 150);
+            let lasting = secs(&mut gray, 20, 90);
+            let mut reporters: Vec<usize> = (0..n).filter(|&i| i != victim).collect();
+            for _ in 0..gray.random_range(1..=3usize).min(reporters.len()) {
+                let by = reporters.swap_remove(gray.random_range(0..reporters.len()));
+                s.faults.push(Timed::new(at, Fault::Errors { by, victim }).lasting(lasting));
             }
         }
     }
