@@ -90,6 +90,8 @@ pub(crate) struct Recorder {
     sides: Vec<Sides>,
     /// Each node's last visible membership change.
     last_change: HashMap<usize, Instant>,
+    /// Members each machine declared dead (machine, name, generation).
+    held_dead: std::collections::HashSet<(usize, String, u64)>,
     /// Members (name, generation) some decision downed.
     downed_ids: BTreeSet<(String, u64)>,
     /// Deaths of members a decision downed, as nodes learned them.
@@ -146,6 +148,7 @@ impl Recorder {
                 .map(|d| d.stable_after),
             sides: Vec::new(),
             last_change: HashMap::new(),
+            held_dead: std::collections::HashSet::new(),
             downed_ids: BTreeSet::new(),
             downed_deaths: 0,
             strategy: scenario
@@ -289,11 +292,14 @@ impl Recorder {
         match event {
             // What changes a member's picture that it tells: its own row
             // (unreachable, reachable) and the membership.
-            Event::Up { .. }
-            | Event::Unreachable { .. }
-            | Event::Reachable { .. }
-            | Event::Dead { .. }
-            | Event::Left { .. } => {
+            // A member it holds dead that is then forced out (left) was
+            // out of its picture already.
+            Event::Left { id } if self.held_dead.remove(&(i, id.name.clone(), id.generation)) => {}
+            Event::Dead { id, .. } => {
+                self.held_dead.insert((i, id.name.clone(), id.generation));
+                self.last_change.insert(i, now);
+            }
+            Event::Up { .. } | Event::Unreachable { .. } | Event::Reachable { .. } | Event::Left { .. } => {
                 self.last_change.insert(i, now);
             }
             Event::Decided { unstable, .. } => {

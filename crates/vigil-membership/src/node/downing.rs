@@ -210,7 +210,13 @@ impl Node {
                 Due::Nothing => break,
                 Due::Decide => self.decide_downing(now, false),
                 Due::Unstable => self.decide_downing(now, true),
-                Due::CarryOut(p) => self.carry_out(now, p),
+                Due::CarryOut(p) => {
+                    self.carry_out(now, p);
+                    // What it carried out changed the picture: the gate
+                    // sees that before anything else is decided (a member
+                    // whose timers ran late, paused, finds both due at once).
+                    return self.settle_downing(now);
+                }
                 // The runtime takes the request (`take_lease_request`).
                 Due::AskLease => {}
             }
