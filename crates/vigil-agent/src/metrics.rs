@@ -412,7 +412,7 @@ impl Metrics {
         );
         r.register(
             "rumour_checks",
-            "Rumours checked with the member they are about before being taken (a death or leave while a strategy decides, a move, a newer process of a live member's name), by outcome: started; confirmed (taken: the member did not answer); refuted (dropped: it answered); refused (a check of it already under way)",
+            "Rumours checked with the member they are about before being taken (a death or leave while a strategy decides, a move, a newer process of a live member's name), by outcome: started; confirmed (taken: the member did not answer); refuted (dropped: it answered); refused (a check of it already under way); deferred (a newer process of the name at another address, the old one silent: taken once a decision downs the old one)",
             m.rumour_checks.clone(),
         );
         r.register(
@@ -630,6 +630,7 @@ impl Metrics {
             ("confirmed", node.checks_confirmed),
             ("refuted", node.checks_refuted),
             ("refused", node.checks_refused),
+            ("deferred", node.newcomers_deferred),
         ] {
             advance(&self.rumour_checks.get_or_create(&OutcomeLabel { outcome }), n);
         }
