@@ -330,3 +330,63 @@ fn without_connections_the_stand_in_is_optimistic_under_loss() {
     let (with, without) = (accusations(&[]), accusations(&["--no-connections"]));
     assert!(with >= 2 * without.max(1), "{without} without connections, {with} with");
 }
+
+#[test]
+fn swarm_runs_its_schedules_and_says_what_it_found() {
+    let o = vigil(&["sim", "swarm", "--schedules", "20", "--seed", "1", "--threads", "2"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.starts_with("swarm: 20 schedules, seeds 1 to 20, on 2 thread(s)\n"), "{out}");
+    assert!(out.contains("20 schedules, ") && out.contains(": 0 with a violation"), "{out}");
+    // Every strategy run is counted on a line of its own.
+    let runs: u64 = out
+        .lines()
+        .filter_map(|l| l.split_once(" run,").map(|(head, _)| head.split_whitespace().last().unwrap().parse::<u64>()))
+        .map(Result::unwrap)
+        .sum();
+    assert_eq!(runs, 20, "{out}");
+}
+
+#[test]
+fn a_swarm_seed_replays_as_a_scenario_sim_run_takes() {
+    let o = vigil(&["sim", "swarm", "--replay", "7", "--events"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("fault 0 (") && out.contains(" starts\n"), "the events: {out}");
+    assert!(out.trim_end().ends_with("no violation"), "{out}");
+    // The printed scenario runs again with `sim run`, to the same end.
+    let toml: String = out.lines().take_while(|l| !l.starts_with("    ")).map(|l| format!("{l}\n")).collect();
+    let file = scratch("swarm-replay").join("seed-7.toml");
+    std::fs::write(&file, toml).unwrap();
+    let run = vigil(&["sim", "run", file.to_str().unwrap(), "--json"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let doc: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(doc["report"]["violations"]["total"], 0);
+    assert_eq!(doc["report"]["seed"], 7);
+    // A violation exits 1 and says so; none exits 0.
+    for seed in ["3", "442"] {
+        let o = vigil(&["sim", "swarm", "--replay", seed]);
+        let found = String::from_utf8_lossy(&o.stdout).contains(" violations:");
+        assert_eq!(o.status.code(), Some(if found { 1 } else { 0 }), "seed {seed}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn swarm_flags_are_checked_before_anything_runs() {
+    for (args, says) in [
+        (vec!["--schedules", "0"], "--schedules: 0 is outside 1 to 10000000"),
+        (vec!["--schedules", "10000001"], "--schedules: 10000001 is outside 1 to 10000000"),
+        (vec!["--seed", "18446744073709551615", "--schedules", "2"], "--seed: 18446744073709551615 leaves no room"),
+        (vec!["--threads", "0"], "--threads: 0 is outside 1 to 256"),
+        (vec!["--replay", "x"], "invalid value 'x' for '--replay <SEED>'"),
+        (vec!["--events"], "--replay"),
+        (vec!["--replay", "3", "--schedules", "4"], "cannot be used with"),
+    ] {
+        let mut all = vec!["sim", "swarm"];
+        all.extend(&args);
+        let o = vigil(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{args:?}: nothing ran");
+    }
+}
