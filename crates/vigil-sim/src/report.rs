@@ -306,7 +306,7 @@ pub struct Report {
     /// False deaths by the member declared dead.
     pub false_deaths_of: BTreeMap<String, u64>,
     /// Deaths of members a downing decision downed (the losing side of a
-    /// partition, the indirectly connected), as nodes learned them: the
+    /// partition, a member that flapped or crashed), as nodes learned them: the
     /// price of the decision, not counted as false deaths.
     pub downed_deaths: u64,
     /// Suspicions refuted.

@@ -311,8 +311,8 @@ pub struct Reachability {
 /// A decision waiting for its margin (or for the lease).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PendingDecision {
-    /// `down-unreachable` (this side survives), `nothing` (only the
-    /// indirectly connected are downed) or `ask-lease`.
+    /// `down-unreachable` (this side survives, and downs the members its
+    /// row names) or `ask-lease` (the lease decides).
     pub decision: String,
     /// The members it downs.
     pub down: Vec<String>,
