@@ -36,8 +36,6 @@ mod support;
 
 const VIGIL: &str = env!("CARGO_BIN_EXE_vigil");
 const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
-/// The agent's cluster id when none is given ("vigi").
-const CLUSTER: u64 = 0x7669_6769;
 
 /// 4 s of calm before a decision, 2 s of margin before a removal.
 const MAJORITY: &[&str] = &["--downing", "keep-majority", "--stable-after", "4s", "--down-removal-margin", "2s"];
@@ -52,26 +50,7 @@ const ONE_VIEW: Duration = Duration::from_secs(30);
 
 // ---- a few lines of the wire format (crates/vigil-membership/src/wire.rs) ----
 
-fn varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn node(name: &str, generation: u64, out: &mut Vec<u8>) {
-    out.push(name.len() as u8);
-    out.extend_from_slice(name.as_bytes());
-    varint(generation, out);
-}
-
-fn v4(addr: SocketAddr, out: &mut Vec<u8>) {
-    let SocketAddr::V4(a) = addr else { panic!("IPv4 only here") };
-    out.push(4);
-    out.extend_from_slice(&a.ip().octets());
-    out.extend_from_slice(&a.port().to_be_bytes());
-}
+use support::wire::{gossip, node, v4, varint};
 
 /// What a rumour says: 1 alive, 2 suspect (3 dead, 4 left); plus
 /// [`FROM`] when a `from` other than the member follows.
@@ -101,20 +80,6 @@ fn rumour(about: &Id, addr: SocketAddr, incarnation: u64, status: u8, by: Option
         }
         None => out.push(status),
     }
-}
-
-/// A gossip packet (kind 6) "from" `sender`, carrying `rumours` (already
-/// encoded, at most 255).
-fn gossip(sender: (&str, u64), rumours: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = b"VG\x02\x06".to_vec();
-    varint(CLUSTER, &mut out);
-    node(sender.0, sender.1, &mut out);
-    varint(0, &mut out);
-    out.push(rumours.len() as u8);
-    for r in rumours {
-        out.extend_from_slice(r);
-    }
-    out
 }
 
 /// A stranger: a socket of its own (no spoofed address) that sends

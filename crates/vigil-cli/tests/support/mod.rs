@@ -4,3 +4,4 @@
 pub(crate) mod local;
 pub(crate) mod metrics;
 pub(crate) mod netns;
+pub(crate) mod wire;
