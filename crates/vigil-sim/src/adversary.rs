@@ -64,6 +64,11 @@ pub(crate) fn forge(by: Forger, forgery: Forgery, members: &[Known], tick: u64) 
                         updates.push(rumour(x, Status::Dead, &y.id));
                     }
                 }
+                // A member holding the key also says, first-hand, that it
+                // holds every other member dead: each hears it of itself.
+                if insider(by).is_some() {
+                    updates.push(rumour(x, Status::Dead, &sender.0));
+                }
             }
         }
         Forgery::Move { victim } => {

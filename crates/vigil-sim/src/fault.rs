@@ -314,8 +314,9 @@ impl std::fmt::Display for Forger {
 pub enum Forgery {
     /// For every ordered pair (x, y) of the other running members: "x is
     /// suspected, accused by y", and "x is dead, declared by y"; from a
-    /// member holding the key, also its own reachability row naming every
-    /// other member unreachable.
+    /// member holding the key, also "x is dead" in its own name (first-hand,
+    /// as a decision it carried out would be told) and its own
+    /// reachability row naming every other member unreachable.
     Accuse,
     /// "`victim` is alive at another address" (its generation, a much
     /// higher incarnation): the address is one no machine has.

@@ -116,6 +116,11 @@ pub(crate) struct Recorder {
     outage_bound: Duration,
     /// When the last fault ends.
     faults_end: Instant,
+    /// Machines (not impostors), in a generation, whose node stopped because another live
+    /// process of its name answered where the others hold it: the agent
+    /// exits 2 for the operator there, by design, so it is not a member
+    /// the cluster must take back.
+    stopped_by_conflict: BTreeSet<(usize, u64)>,
 }
 
 impl Recorder {
@@ -181,6 +186,7 @@ impl Recorder {
                 .map(|f| START.saturating_add(f.at).saturating_add(f.duration.unwrap_or_default()))
                 .max()
                 .unwrap_or(START),
+            stopped_by_conflict: BTreeSet::new(),
         }
     }
 
@@ -471,6 +477,9 @@ impl Recorder {
             }
             Event::Refuted { .. } => self.refuted += 1,
             Event::PathProblem { .. } => self.path_problems += 1,
+            Event::NameConflict { refused: true, .. } if !machines.is_impostor(i) => {
+                self.stopped_by_conflict.insert((i, machines.generation(i)));
+            }
             _ => {}
         }
         self.watch_sides(i, &event, now, machines);
@@ -668,8 +677,13 @@ impl Recorder {
     fn check_downing_at_the_end(&mut self, end: Instant, machines: &Machines) {
         let bound = self.stable_after.unwrap_or_default() + self.removal_margin + Duration::from_secs(60);
         for (&(j, g), (since, by)) in &self.downed_by_others {
-            // It never acted as a member again: nothing to stop.
+            // It never acted as a member again: nothing to stop. A member
+            // that forges with the key is not a correct member: nothing it
+            // does is promised.
             let Some(at) = *since else { continue };
+            if self.insiders.contains(&j) {
+                continue;
+            }
             // Every member that downed it lost its own side later (it
             // downed itself in that generation): its removal stands for
             // nothing.
@@ -694,7 +708,11 @@ impl Recorder {
         if self.strategy.is_some() && quiet >= self.outage_bound && self.within_tolerance(end, machines, self.grace) {
             let out: Vec<&str> = machines
                 .running()
-                .filter(|(i, alive)| !alive && !self.insiders.contains(i))
+                .filter(|(i, alive)| {
+                    !alive
+                        && !self.insiders.contains(i)
+                        && !self.stopped_by_conflict.contains(&(*i, machines.generation(*i)))
+                })
                 .map(|(i, _)| machines.name(i))
                 .collect();
             let disagreeing = machines.disagreements_without(u64::MAX, &self.insiders);
