@@ -247,6 +247,8 @@ pub struct Metrics {
     phi_at_verdict: Family<VerdictLabel, Histogram, HistogramMaker>,
     unreachable: Counter,
     name_conflicts: Counter,
+    downs_spared: Counter,
+    decisions_abandoned: Counter,
     stranger_rumours: Counter,
     rumour_checks: Family<OutcomeLabel, Counter>,
     reachability_rows: Family<OutcomeLabel, Counter>,
@@ -322,6 +324,8 @@ impl Metrics {
             phi_at_verdict: Family::new_with_constructor(phi_histogram as HistogramMaker),
             unreachable: Counter::default(),
             name_conflicts: Counter::default(),
+            downs_spared: Counter::default(),
+            decisions_abandoned: Counter::default(),
             stranger_rumours: Counter::default(),
             rumour_checks: Family::default(),
             reachability_rows: Family::default(),
@@ -434,6 +438,16 @@ impl Metrics {
             "downed",
             "Members downed by a decision: this member itself (side=self) or others (side=other)",
             m.downed.clone(),
+        );
+        r.register(
+            "downs_spared",
+            "Members a decision named that this member did not down when the removal margin ended: they answered again (a calm decision), or only this member found them flapping (a decision taken because the picture would not hold still)",
+            m.downs_spared.clone(),
+        );
+        r.register(
+            "downing_abandoned",
+            "Decisions dropped when the removal margin ended because the side they were taken for no longer holds (this member lost members of it since): the strategy decides again once the picture holds still",
+            m.decisions_abandoned.clone(),
         );
         r.register(
             "lease_usable",
@@ -623,6 +637,8 @@ impl Metrics {
         }
         advance(&self.strangers, node.from_strangers);
         advance(&self.name_conflicts, node.name_conflicts);
+        advance(&self.downs_spared, node.downs_spared);
+        advance(&self.decisions_abandoned, node.decisions_abandoned);
         advance(&self.stranger_rumours, node.stranger_rumours_ignored);
         advance(&self.addresses_moved, node.addresses_moved);
         for (outcome, n) in [

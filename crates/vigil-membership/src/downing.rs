@@ -66,23 +66,40 @@
 //! Over time, a decision waits for the picture to hold still for
 //! `stable_after`, and is carried out `down_removal_margin` later on the
 //! members still unreachable (after a calm decision; after one that counted
-//! flaps, also on those that flapped lately: a member that comes back in
-//! between was not on the other side of anything). A member takes a death
-//! from anyone that carries out a decision it took itself, in the
-//! generation it decided, whatever incarnation the death names: the
-//! members of a side down a member as one. A member that others downed
-//! while it could not decide (paused, cut off on and off) learns it from
-//! the members that hold it dead, each telling it first-hand, and downs
-//! itself once those members (with those it cannot reach) could be a side
-//! the strategy keeps; a member that hears nobody finds everyone
-//! unreachable and downs itself once that picture held still. A newer
-//! process of a member's name at another address is taken only once a
-//! decision downed the old one (a side that cannot reach a member must not
-//! count a second process of its name in its place). The simulator checks
-//! all of this over random fault schedules (`vigil sim swarm`), which also
-//! find where it falls short: a decision that part of a side carried out
-//! and part did not (their pictures differed) leaves the member dead for
-//! some and alive for others, and too few tell it to down itself.
+//! flaps, also on those that flapped lately and that another member's row
+//! holds too: a member that comes back in between was not on the other
+//! side of anything, and one link flapping, seen from one member only, is
+//! as likely that member's). It is carried out only if the members this
+//! member still reaches, those it downs aside, are still a side the
+//! strategy keeps; if not (it lost members of its side since: another
+//! partition), it is dropped and decided again once the picture holds
+//! still. A member takes a death from anyone that carries out a decision it
+//! took itself, in the generation it decided, whatever incarnation the
+//! death names: the members of a side down a member as one. A member that
+//! others downed while it could not decide (paused, cut off on and off)
+//! learns it from the members that hold it dead, each telling it
+//! first-hand, and downs itself once those members (with those it cannot
+//! reach) could be a side the strategy keeps, or two members have told it
+//! (one of them at least is not a member holding the key that lies: a
+//! correct member carried out a decision, and the member would otherwise
+//! stay dead there and alive elsewhere), or one has and it stalled itself
+//! lately, long enough to be decided about (its own absence explains the
+//! verdict; a stall is its own to see; once per generation). A member that
+//! hears nobody finds everyone unreachable and downs itself once that
+//! picture held still. A newer process of a member's name at another
+//! address is taken only once a decision downed the old one (a side that
+//! cannot reach a member must not count a second process of its name in
+//! its place), and a newer process nobody here heard alive is never taken
+//! dead on another member's word. The simulator checks all of this over
+//! random fault schedules (`vigil sim swarm`), which also find where it
+//! falls short: a decision that one member of a side carried out and the
+//! rest did not (their pictures differed) leaves the member dead there and
+//! alive elsewhere, told by one member only; a name held by two
+//! generations at two addresses can leave a side waiting for a decision
+//! that its members, seeing different generations, cannot agree on; and a
+//! decision carried out just after a second partition cut its member off,
+//! before it found the others unreachable, is one it would have dropped a
+//! moment later.
 //!
 //! **(b) No collateral.** With `f` crashed members within the strategy's
 //! tolerance (below) and any number of forged accusations, no correct
@@ -95,7 +112,9 @@
 //! correct member while `f + i` is within the tolerance. Except where one
 //! member's word decides by design: the oldest under `keep-oldest`, the
 //! referee under `keep-referee`, and whoever can take the lease under
-//! `lease-majority`.
+//! `lease-majority`. Two members holding the key can tell a member, each
+//! first-hand, that they hold it dead: it downs itself (and rejoins in a
+//! new generation), as it would for two correct members that downed it.
 //!
 //! **(c) No outage from a crash.** Within the tolerance, the correct
 //! members survive crashes: detection, then `stable_after`, then the

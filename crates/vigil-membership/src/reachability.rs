@@ -282,6 +282,15 @@ impl Rows {
         self.theirs.get(observer).map(|r| (r.generation, r.entries.as_slice()))
     }
 
+    /// Whether an observer other than `except` holds `name` in
+    /// `generation` in its row, unreachable or flapped.
+    pub(crate) fn held_by_another(&self, name: &str, generation: u64, except: &str) -> bool {
+        self.theirs
+            .iter()
+            .filter(|(observer, _)| ***observer != *except)
+            .any(|(_, row)| row.entries.iter().any(|(n, g, m)| **n == *name && *g == generation && *m != Mark::Ejected))
+    }
+
     /// Forgets the rows of members `keep` says no longer count.
     pub(crate) fn prune(&mut self, keep: impl Fn(&str, u64) -> bool) {
         let before = self.theirs.len();

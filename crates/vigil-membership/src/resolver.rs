@@ -72,6 +72,13 @@ impl Resolver {
         }
     }
 
+    /// A decision due now was not carried out (its side no longer holds):
+    /// the gate waits for the picture to hold still again and decides
+    /// anew.
+    pub(crate) fn reopen(&mut self, now: Instant) {
+        self.gate.changed(now, true);
+    }
+
     /// A member found unreachable became reachable again at `now`.
     pub(crate) fn flapped(&mut self, now: Instant) {
         self.gate.flapped(now);

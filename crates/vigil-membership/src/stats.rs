@@ -98,6 +98,14 @@ pub struct Stats {
     pub downing_decisions: u64,
     /// Members this node downed by a decision (after the removal margin).
     pub members_downed: u64,
+    /// Members a decision named that this node spared when carrying it
+    /// out: they answered again (a calm decision), or only this node found
+    /// them flapping (an unstable one).
+    pub downs_spared: u64,
+    /// Decisions dropped when they came to be carried out: the side they
+    /// were taken for no longer held (this node lost members of it since),
+    /// so the strategy decides again once the picture holds still.
+    pub decisions_abandoned: u64,
     /// Packets ignored because this node was downed and had not yet
     /// heard from the surviving side (only its members are heard then).
     pub ignored_while_downed: u64,

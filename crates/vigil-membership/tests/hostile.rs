@@ -548,3 +548,88 @@ fn strangers_bring_the_next_push_pull_forward_no_more_than_once_per_interval() {
     // Nobody made up entered the view.
     assert!(nodes[0].members().all(|m| !m.id.name.starts_with("made-up-") && !m.id.name.starts_with("evil-")));
 }
+
+/// A member's first-hand word that it holds `victim` dead (in generation
+/// `generation`), as a decision it carried out would be told.
+fn told_dead(teller: usize, victim: usize, generation: u64) -> Vec<u8> {
+    let victim_id = NodeId::new(format!("n{victim}"), generation);
+    let dead = Update {
+        id: victim_id,
+        addr: addr(victim),
+        incarnation: 0,
+        status: Status::Dead,
+        from: id(teller),
+        tags: None,
+    };
+    encode(id(teller), Message::Gossip, vec![dead])
+}
+
+fn downed_itself(node: &mut Node) -> Vec<String> {
+    events(node)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Downed { id, reason, .. } if id.name == node.id().name => Some(reason),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn one_members_word_that_a_reachable_member_is_dead_is_not_enough_two_members_words_are() {
+    // One member holding the key may say anything: its word alone downs
+    // nobody. Two members that each carried out a decision the rest of
+    // their side did not take: the member is dead there, and would stay so
+    // for ever were it to go on in its generation.
+    let mut nodes = downing_cluster();
+    let t = run(&mut nodes, &[], Instant::from_secs(2), Instant::from_secs(7));
+    let _ = events(&mut nodes[0]);
+    nodes[0].handle_datagram(t, addr(1), &told_dead(1, 0, 1)).unwrap();
+    assert!(downed_itself(&mut nodes[0]).is_empty(), "n0 downed itself on n1's word alone");
+    assert_eq!(nodes[0].id().generation, 1);
+    // Told again by the same member: still one member's word.
+    let t = t + Duration::from_secs(3);
+    nodes[0].handle_datagram(t, addr(1), &told_dead(1, 0, 1)).unwrap();
+    assert!(downed_itself(&mut nodes[0]).is_empty(), "n0 counted one teller twice");
+    nodes[0].handle_datagram(t, addr(2), &told_dead(2, 0, 1)).unwrap();
+    let reasons = downed_itself(&mut nodes[0]);
+    assert_eq!(reasons.len(), 1, "two members' own words down it, once: {reasons:?}");
+    assert!(reasons[0].contains("n1, n2") && reasons[0].contains("more than one member"), "{}", reasons[0]);
+    assert_eq!(nodes[0].id().generation, 2, "it took a new generation");
+}
+
+#[test]
+fn a_member_that_stalled_takes_one_members_word_once() {
+    // Paused past a decision: its own stall explains the verdict, so one
+    // teller is enough, and only about the generation that stalled.
+    let mut nodes = downing_cluster();
+    let t = run(&mut nodes, &[], Instant::from_secs(2), Instant::from_secs(7));
+    let _ = events(&mut nodes[0]);
+    // n0 runs nothing for 30 s (stable_after is 12 s: a stall of 6 s or
+    // more counts), then hears n1.
+    let t = t + Duration::from_secs(30);
+    nodes[0].handle_datagram(t, addr(1), &told_dead(1, 0, 1)).unwrap();
+    let reasons = downed_itself(&mut nodes[0]);
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].contains("stalled"), "{}", reasons[0]);
+    assert_eq!(nodes[0].id().generation, 2);
+    // The same member says the new generation is dead too: one member's
+    // word again, and the stall is spent.
+    let t = t + Duration::from_secs(1);
+    nodes[0].handle_datagram(t, addr(1), &told_dead(1, 0, 2)).unwrap();
+    assert!(downed_itself(&mut nodes[0]).is_empty(), "the stall downed the next generation too");
+    assert_eq!(nodes[0].id().generation, 2);
+}
+
+#[test]
+fn a_newer_process_is_not_buried_on_another_members_word() {
+    // n1 restarts (generation 2) and n2 says, first-hand, that n1#2 is
+    // dead before n0 ever heard n1#2 itself: n0 keeps what it knows.
+    let mut nodes = downing_cluster();
+    let t = run(&mut nodes, &[], Instant::from_secs(2), Instant::from_secs(7));
+    let before = nodes[0].stats().stale_updates;
+    nodes[0].handle_datagram(t, addr(2), &told_dead(2, 1, 2)).unwrap();
+    let m = nodes[0].member("n1").expect("n0 knows n1");
+    assert_eq!((m.id.generation, m.status), (1, Status::Alive));
+    assert_eq!(nodes[0].stats().stale_updates, before + 1);
+    assert_eq!(nodes[0].stats().checks_started, 0, "nothing to check: the old process says nothing of the new one");
+}

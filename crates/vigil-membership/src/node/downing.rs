@@ -379,6 +379,30 @@ impl Node {
     /// side of anything (a paused member that resumes before the margin
     /// ends is spared, and the picture is decided again).
     fn carry_out(&mut self, now: Instant, pending: Pending) {
+        // The side the decision was for must still be one the strategy
+        // keeps: a member cut off from it since (another partition came)
+        // would otherwise down, alone, members of the side that now holds
+        // the cluster. The lease, once taken, is its own proof; down-all
+        // keeps nobody.
+        let rechecked = !matches!(
+            self.config.downing.strategy,
+            downing::Strategy::LeaseMajority { .. } | downing::Strategy::DownAll
+        );
+        if rechecked && pending.decision == Decision::DownUnreachable {
+            let picture = self.picture(pending.unstable);
+            let cut_off: std::collections::BTreeSet<&str> = picture.row_of(&picture.me).collect();
+            let side: Vec<&str> = picture
+                .members
+                .keys()
+                .map(String::as_str)
+                .filter(|n| !cut_off.contains(n) && !pending.down.iter().any(|d| d == n))
+                .collect();
+            if !downing::keeps(&self.config.downing.strategy, &picture, &side) {
+                self.stats.decisions_abandoned += 1;
+                self.resolver.reopen(now);
+                return;
+            }
+        }
         let remember = self.config.downing.stable_after.saturating_add(self.config.downing.down_removal_margin);
         self.resolver.carried_out(&pending, now.saturating_add(remember));
         let strategy = self.config.downing.strategy.to_string();
@@ -397,8 +421,21 @@ impl Node {
             let Some(m) = self.members.get(name).filter(|m| m.is_live() && Some(m.generation) == decided) else {
                 continue;
             };
-            if !still.contains_key(&m.name) {
-                continue;
+            // A member that came back counts only while it flaps in an
+            // unstable decision, and only if another observer holds it too:
+            // one link that flaps, seen from this node alone, is as likely
+            // this node's; the rest of the side, reaching it, would not
+            // follow, and the member would be dead here only.
+            match still.get(&m.name) {
+                None => {
+                    self.stats.downs_spared += 1;
+                    continue;
+                }
+                Some(Mark::Flapped) if !self.rows.held_by_another(&m.name, m.generation, &m.name) => {
+                    self.stats.downs_spared += 1;
+                    continue;
+                }
+                Some(_) => {}
             }
             let death = Update { status: Status::Dead, ..m.update(self.me.clone()) };
             self.stats.members_downed += 1;
@@ -508,11 +545,16 @@ impl Node {
     /// while it could not decide itself (paused, cut off on and off). Once
     /// the members that said so, with the members this node cannot reach
     /// (they may be on their side), could be a side the strategy keeps,
-    /// this node downs itself and rejoins through them; one member's word
-    /// alone (a member holding the key can say anything) is not enough,
-    /// unless the strategy lets one member decide (the oldest, the
-    /// referee, the lease's holder) or the members this node cannot reach
-    /// are most of the cluster already.
+    /// this node downs itself and rejoins through them. So does the word
+    /// of two members (one of them at least is not a member holding the
+    /// key that lies: a correct member carried out a decision the rest of
+    /// its side did not follow, and this node would be dead there only),
+    /// and one member's word after this node stalled long enough to be
+    /// decided about (within twice `stable_after` plus the margin). One
+    /// member's word alone otherwise (a member holding the key can say
+    /// anything) is not enough, unless the strategy lets one member decide
+    /// (the oldest, the referee, the lease's holder) or the members this
+    /// node cannot reach are most of the cluster already.
     pub(super) fn heard_death(&mut self, now: Instant, teller: &NodeId) {
         if !self.decides() || self.status != Status::Alive {
             return;
@@ -525,12 +567,25 @@ impl Node {
         // node cannot reach (they may be with them).
         let mut side = tellers.clone();
         side.extend(picture.row_of(&picture.me).filter(|n| !tellers.contains(n)));
-        if !downing::keeps(&self.config.downing.strategy, &picture, &side) {
+        // A member that stalled long enough to be decided about lately
+        // takes one member's word: its own absence explains the verdict
+        // (a stall is its own to see, nobody can forge one).
+        let d = &self.config.downing;
+        let window = d.stable_after.saturating_add(d.down_removal_margin).saturating_mul(2);
+        let stalled = self.long_stall.is_some_and(|(at, _)| now.saturating_duration_since(at) <= window);
+        let kept = downing::keeps(&d.strategy, &picture, &side);
+        if !kept && !stalled && tellers.len() < 2 {
             return;
         }
         let addrs: Vec<SocketAddr> = tellers.iter().filter_map(|n| picture.members.get(*n)).map(|c| c.addr).collect();
-        let reason =
-            format!("declared dead by {} (with the members it cannot reach, a side that survives)", tellers.join(", "));
+        let why = if kept {
+            "with the members it cannot reach, a side that survives"
+        } else if tellers.len() >= 2 {
+            "more than one member's own decision"
+        } else {
+            "this member stalled lately: its absence explains the verdict"
+        };
+        let reason = format!("declared dead by {} ({why})", tellers.join(", "));
         self.down_self(now, teller.clone(), reason, addrs);
     }
 
@@ -570,6 +625,9 @@ impl Node {
         self.resolver = Resolver::new(&self.config.downing);
         self.rows = crate::reachability::Rows::default();
         self.tellers.clear();
+        // The stall explained a verdict about the generation that stalled,
+        // not about the next one.
+        self.long_stall = None;
         self.told.clear();
         self.checks.clear();
         self.reform = None;

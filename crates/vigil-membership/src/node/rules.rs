@@ -266,6 +266,16 @@ impl Node {
             // knows is asked first, and the newer is taken only if it does
             // not answer (a restart: the old process is gone). A rumour of
             // a newer generation costs nobody their place while they run.
+            // While a strategy decides, a newer process this node never
+            // heard alive is not buried on another's word (nor checked for:
+            // the old process's silence says nothing of the new one's): a
+            // member holding the key could say any restarted member is
+            // dead before it is heard. Its own leave, or its first word
+            // alive, is taken.
+            if matches!(u.status, Status::Dead | Status::Left) && self.decides() && u.from != u.id {
+                self.stats.stale_updates += 1;
+                return;
+            }
             if m.is_live() && !checked {
                 self.newcomer(now, u);
                 return;
