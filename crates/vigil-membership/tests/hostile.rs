@@ -633,3 +633,27 @@ fn a_newer_process_is_not_buried_on_another_members_word() {
     assert_eq!(nodes[0].stats().stale_updates, before + 1);
     assert_eq!(nodes[0].stats().checks_started, 0, "nothing to check: the old process says nothing of the new one");
 }
+
+#[test]
+fn a_decision_whose_side_is_lost_before_its_margin_ends_is_dropped() {
+    // n4 and n5 are cut off: the four decide to down them. Before the
+    // margin ends, n0 is cut off from everyone (n4 and n5 come back to the
+    // three): alone, n0 is no side that survives, so it downs nobody.
+    let mut nodes = downing_cluster();
+    let mut t = run(&mut nodes, &[], Instant::from_secs(2), Instant::from_secs(7));
+    let limit = t + Duration::from_secs(60);
+    while nodes[0].stats().downing_decisions == 0 {
+        assert!(t < limit, "n0 decides within 60 s of the cut");
+        t = run(&mut nodes, &[4, 5], t, t + Duration::from_millis(100));
+    }
+    assert_eq!(nodes[0].stats().members_downed, 0, "the margin has not ended yet");
+    let t = run(&mut nodes, &[0], t, t + Duration::from_secs(60));
+    let n0 = &nodes[0];
+    assert_eq!(n0.stats().members_downed, 0, "n0 downed members while alone");
+    assert!(n0.stats().decisions_abandoned >= 1, "n0 dropped the decision: {:?}", n0.stats());
+    assert_eq!(n0.stats().self_downs, 1, "alone, n0 downs itself once that holds still");
+    for i in [4, 5] {
+        assert_ne!(status(n0, &format!("n{i}")), Some(Status::Dead), "n0 holds n{i} dead");
+    }
+    let _ = t;
+}
