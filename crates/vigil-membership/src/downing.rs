@@ -114,7 +114,9 @@
 //! referee under `keep-referee`, and whoever can take the lease under
 //! `lease-majority`. Two members holding the key can tell a member, each
 //! first-hand, that they hold it dead: it downs itself (and rejoins in a
-//! new generation), as it would for two correct members that downed it.
+//! new generation), as it would for two correct members that downed it;
+//! one can do so, once, to a member that has just stalled long enough to
+//! be decided about.
 //!
 //! **(c) No outage from a crash.** Within the tolerance, the correct
 //! members survive crashes: detection, then `stable_after`, then the
