@@ -50,6 +50,7 @@ const ONE_VIEW: Duration = Duration::from_secs(30);
 
 // ---- a few lines of the wire format (crates/vigil-membership/src/wire.rs) ----
 
+use support::wait::{client, within};
 use support::wire::{gossip, node, v4, varint};
 
 /// What a rumour says: 1 alive, 2 suspect (3 dead, 4 left); plus
@@ -303,30 +304,10 @@ impl Drop for Agent {
     }
 }
 
-fn client() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(10)))
-        .build()
-        .into()
-}
-
 fn get(url: &str) -> Value {
     let mut r = client().get(url).call().unwrap_or_else(|e| panic!("GET {url}: {e}"));
     let t = r.body_mut().read_to_string().unwrap();
     serde_json::from_str(&t).unwrap_or_else(|e| panic!("GET {url}: not JSON ({e}): {t}"))
-}
-
-/// Waits until `ok` holds, for at most `bound`; whether it did.
-fn within(bound: Duration, mut ok: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + bound;
-    while Instant::now() < deadline {
-        if ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    ok()
 }
 
 /// `n` agents named `PREFIX0`.. joined through the first (the first is the

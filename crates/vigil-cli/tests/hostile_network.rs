@@ -27,6 +27,7 @@ const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1
 
 // ---- a few lines of the wire format (crates/vigil-membership/src/wire.rs) ----
 
+use support::wait::{client, within};
 use support::wire::{CLUSTER, gossip, node, v4, varint};
 
 /// What a rumour says: 1 alive, 2 suspect, 3 dead, 4 left.
@@ -156,14 +157,6 @@ impl Drop for Agent {
     }
 }
 
-fn client() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(10)))
-        .build()
-        .into()
-}
-
 fn text(url: &str) -> String {
     let mut r = client().get(url).call().unwrap_or_else(|e| panic!("GET {url}: {e}"));
     r.body_mut().read_to_string().unwrap()
@@ -172,18 +165,6 @@ fn text(url: &str) -> String {
 fn get(url: &str) -> Value {
     let t = text(url);
     serde_json::from_str(&t).unwrap_or_else(|e| panic!("GET {url}: not JSON ({e}): {t}"))
-}
-
-/// Waits until `ok` holds, for at most `bound`; whether it did.
-fn within(bound: Duration, mut ok: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + bound;
-    while Instant::now() < deadline {
-        if ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    ok()
 }
 
 /// `n` agents on loopback joined through the first, every one seeing every

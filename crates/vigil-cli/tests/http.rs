@@ -15,19 +15,12 @@ use serde_json::{Value, json};
 
 mod support;
 use support::local::Agent;
+use support::wait::client;
 
 const VIGIL: &str = env!("CARGO_BIN_EXE_vigil");
 const KEY_A: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 const KEY_B: &str = "1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100";
 const TOKEN: &str = "a-token-of-at-least-sixteen-characters";
-
-fn client() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(10)))
-        .build()
-        .into()
-}
 
 /// GET: status and JSON body.
 fn get(url: &str) -> (u16, Value) {

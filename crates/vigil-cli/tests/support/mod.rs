@@ -4,4 +4,5 @@
 pub(crate) mod local;
 pub(crate) mod metrics;
 pub(crate) mod netns;
+pub(crate) mod wait;
 pub(crate) mod wire;
