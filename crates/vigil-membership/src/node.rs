@@ -133,11 +133,10 @@ pub struct Node {
     now: Instant,
     /// The overdue deadline a stall was last noticed for.
     stall_seen: Option<Instant>,
-    /// The latest long stall of this node (its timers ran at least half
-    /// of `stable_after` late): when it was noticed and how late they ran.
-    /// A verdict the others took meanwhile is one this node's own absence
-    /// explains.
-    long_stall: Option<(Instant, Duration)>,
+    /// When this node last noticed a long stall of its own (its timers ran
+    /// at least half of `stable_after` late). A verdict the others took
+    /// meanwhile is one this node's own absence explains.
+    long_stall: Option<Instant>,
     /// When this node last started a push-pull of its own.
     pulled_at: Option<Instant>,
     /// The seeds given to [`Node::join`] (or [`Node::set_seeds`]), asked
@@ -1145,7 +1144,7 @@ impl Node {
             self.health.raise(1);
             self.monitor.note_stall(now, late);
             if late >= self.config.downing.stable_after / 2 {
-                self.long_stall = Some((now, late));
+                self.long_stall = Some(now);
             }
             self.emit(Event::LocalStall { late });
         }

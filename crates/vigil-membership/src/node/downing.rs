@@ -572,7 +572,7 @@ impl Node {
         // (a stall is its own to see, nobody can forge one).
         let d = &self.config.downing;
         let window = d.stable_after.saturating_add(d.down_removal_margin).saturating_mul(2);
-        let stalled = self.long_stall.is_some_and(|(at, _)| now.saturating_duration_since(at) <= window);
+        let stalled = self.long_stall.is_some_and(|at| now.saturating_duration_since(at) <= window);
         let kept = downing::keeps(&d.strategy, &picture, &side);
         if !kept && !stalled && tellers.len() < 2 {
             return;
