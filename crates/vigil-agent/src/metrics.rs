@@ -248,6 +248,7 @@ pub struct Metrics {
     unreachable: Counter,
     name_conflicts: Counter,
     downs_spared: Counter,
+    downs_withdrawn: Counter,
     decisions_abandoned: Counter,
     stranger_rumours: Counter,
     rumour_checks: Family<OutcomeLabel, Counter>,
@@ -325,6 +326,7 @@ impl Metrics {
             unreachable: Counter::default(),
             name_conflicts: Counter::default(),
             downs_spared: Counter::default(),
+            downs_withdrawn: Counter::default(),
             decisions_abandoned: Counter::default(),
             stranger_rumours: Counter::default(),
             rumour_checks: Family::default(),
@@ -443,6 +445,11 @@ impl Metrics {
             "downs_spared",
             "Members a decision named that this member did not down when the removal margin ended: they answered again (a calm decision), or only this member found them flapping (a decision taken because the picture would not hold still)",
             m.downs_spared.clone(),
+        );
+        r.register(
+            "downs_withdrawn",
+            "Members this member downed, alone, and took back: no other member held them dead, and, asked at their address two windows later, they answered as the process downed (they reached the rest of the side, and one member's word downs nobody)",
+            m.downs_withdrawn.clone(),
         );
         r.register(
             "downing_abandoned",
@@ -638,6 +645,7 @@ impl Metrics {
         advance(&self.strangers, node.from_strangers);
         advance(&self.name_conflicts, node.name_conflicts);
         advance(&self.downs_spared, node.downs_spared);
+        advance(&self.downs_withdrawn, node.downs_withdrawn);
         advance(&self.decisions_abandoned, node.decisions_abandoned);
         advance(&self.stranger_rumours, node.stranger_rumours_ignored);
         advance(&self.addresses_moved, node.addresses_moved);
@@ -734,6 +742,7 @@ impl Metrics {
                 self.downed.get_or_create(&SideLabel { side }).inc();
             }
             What::Up { .. }
+            | What::Withdrawn { .. }
             | What::Tags { .. }
             | What::Policy { .. }
             | What::Renewed { .. }

@@ -93,13 +93,19 @@ impl Pipeline {
     }
 }
 
-/// The log line of a record: verdicts at `info`, what happened to this
-/// member itself at `warn`, the rest at `debug`.
+/// The log line of a record: verdicts (and decisions that down someone)
+/// at `info`, what happened to this member itself at `warn`, the rest at
+/// `debug`.
 fn log(r: &EventRecord) {
     match &r.what {
-        What::Suspected { .. } | What::Dead { .. } | What::Left { .. } | What::PathProblem { .. } => {
-            tracing::info!("{r}")
-        }
+        What::Suspected { .. }
+        | What::Dead { .. }
+        | What::Left { .. }
+        | What::PathProblem { .. }
+        | What::Withdrawn { .. } => tracing::info!("{r}"),
+        What::Decided { down, .. } if !down.is_empty() => tracing::info!("{r}"),
+        What::Downed { member, .. } if *member != r.node => tracing::info!("{r}"),
+        What::Downed { .. } => tracing::warn!("{r}"),
         What::SelfRefuted { .. } | What::LocalStall { .. } | What::Renewed { .. } | What::NameConflict { .. } => {
             tracing::warn!("{r}")
         }

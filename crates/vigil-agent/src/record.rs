@@ -287,6 +287,17 @@ pub enum What {
         /// Why.
         reason: String,
     },
+    /// This member took back a member its own decision downed: nobody
+    /// followed the verdict (no other member held it dead), and it
+    /// answered as the process downed two windows later. `up` follows.
+    Withdrawn {
+        /// Who.
+        member: String,
+        /// The generation downed, and taken back.
+        generation: u64,
+        /// Why.
+        reason: String,
+    },
     /// Two processes claim one name. `refused` false: another process
     /// (`claimant_addr`) tried to take the name of `member`, which still
     /// answers at `holder_addr`, and was refused. `refused` true: **this
@@ -513,6 +524,10 @@ impl What {
                 claimant_addr: claimant_addr.to_string(),
                 refused: *refused,
             },
+            Event::Withdrawn { id: i, reason } => {
+                let (member, generation) = id(i);
+                What::Withdrawn { member, generation, reason: reason.clone() }
+            }
             Event::Downed { id: i, by, strategy, reason } => {
                 let (member, generation) = id(i);
                 What::Downed {
@@ -549,7 +564,8 @@ impl What {
             | What::Reachable { member, .. }
             | What::Decided { member, .. }
             | What::NameConflict { member, .. }
-            | What::Downed { member, .. } => Some(member),
+            | What::Downed { member, .. }
+            | What::Withdrawn { member, .. } => Some(member),
             What::Missed { .. } => None,
         }
     }
@@ -577,6 +593,7 @@ impl What {
             What::Reachable { .. } => "reachable",
             What::Decided { .. } => "decided",
             What::Downed { .. } => "downed",
+            What::Withdrawn { .. } => "withdrawn",
             What::NameConflict { .. } => "name_conflict",
             What::Missed { .. } => "missed",
         }
@@ -662,6 +679,7 @@ impl fmt::Display for EventRecord {
             What::Downed { member, by, strategy, reason, .. } => {
                 write!(f, "{member} is downed by {by} ({strategy}: {reason})")
             }
+            What::Withdrawn { member, reason, .. } => write!(f, "{member} is taken back: {reason}"),
             What::NameConflict { member, holder_addr, claimant_addr, refused: true, .. } => write!(
                 f,
                 "{node} stops: its name {member} is held by the process at {holder_addr}, which answers (this one is at \

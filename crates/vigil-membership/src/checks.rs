@@ -6,7 +6,8 @@
 //! (only a decision downs a member, and this node decides for itself: such
 //! a rumour only sets it to look, and an unanswered look is its own
 //! accusation), a move to another address, a newer process of the
-//! member's name at another address while the old one may still run. Each
+//! member's name at another address while the old one may still run, a
+//! member this node downed alone that is still heard of. Each
 //! is checked with a probe of the member first, and taken or dropped by
 //! the answer: the member itself confirms or refutes it. One check per member at a time,
 //! and at most [`MAX_CHECKS`] at once; a rumour that finds a check under
@@ -42,6 +43,10 @@ pub(crate) enum Kind {
     /// Another process of this node's own name, at another address: if it
     /// answers as itself, the name is contested.
     Rival,
+    /// A member this node downed, on a verdict nobody followed, still
+    /// heard of as that process: if it answers at its address as itself,
+    /// the verdict is withdrawn.
+    Withdraw,
 }
 
 /// One check: the ping (or probe) that asks, and the rumour it decides.

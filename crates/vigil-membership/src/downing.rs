@@ -90,11 +90,17 @@
 //! address is taken only once a decision downed the old one (a side that
 //! cannot reach a member must not count a second process of its name in
 //! its place), and a newer process nobody here heard alive is never taken
-//! dead on another member's word. The simulator checks all of this over
+//! dead on another member's word. A decision that one member of a side
+//! carried out and the rest did not (their pictures differed, or they
+//! reached the member again before their margins ended) leaves the member
+//! dead there and alive everywhere else, told by one member only, which
+//! is too little to down itself: the member that downed it withdraws its
+//! verdict ([`Event::Withdrawn`](crate::Event::Withdrawn), then `Up`) if
+//! nobody said it holds the member dead too and, two windows later
+//! (`stable_after` and the margin, twice), the member still answers at its
+//! address as the process downed. The simulator checks all of this over
 //! random fault schedules (`vigil sim swarm`), which also find where it
-//! falls short: a decision that one member of a side carried out and the
-//! rest did not (their pictures differed) leaves the member dead there and
-//! alive elsewhere, told by one member only; a name held by two
+//! falls short: a name held by two
 //! generations at two addresses can leave a side waiting for a decision
 //! that its members, seeing different generations, cannot agree on; and a
 //! decision carried out just after a second partition cut its member off,

@@ -254,6 +254,18 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// A decision of this node's downed `id`, and nobody followed it: no
+    /// other member said it holds `id` dead, and two windows later
+    /// (`stable_after` and the removal margin, twice) `id` answered at its
+    /// address as the process downed (it heard the verdict from this node
+    /// alone and reaches the rest of its side, so it never downed itself).
+    /// The verdict is taken back; [`Event::Up`] follows.
+    Withdrawn {
+        /// The member taken back, in the generation downed.
+        id: NodeId,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// One line for a person: what happened, to whom.
@@ -354,6 +366,7 @@ impl std::fmt::Display for Event {
             Event::Downed { id, by, strategy, reason } => {
                 write!(f, "{id} downed by {} ({strategy}: {reason})", by.name)
             }
+            Event::Withdrawn { id, reason } => write!(f, "{id} taken back: {reason}"),
         }
     }
 }

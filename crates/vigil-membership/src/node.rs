@@ -912,6 +912,12 @@ impl Node {
             // A member this node downed still speaks: it is told.
             self.tell_downed(now, &id.name);
         }
+        // If this node's verdict was its alone, the member is asked.
+        if self.decides()
+            && self.members.get(&packet.from.name).is_some_and(|m| m.is(&packet.from) && m.status == Status::Dead)
+        {
+            self.withdraw_soon(now, &packet.from);
+        }
         let speaker = speaker.filter(|(_, status)| matches!(status, Status::Alive | Status::Suspect)).map(|(id, _)| id);
         // The sender is alive as far as its own packet goes.
         self.learn_sender(now, &packet, from, vouched);

@@ -26,6 +26,17 @@ pub(crate) struct Resolver {
     /// The members the last decision carried out downed or spared, in the
     /// generations decided, until when they are remembered.
     recent: Option<(Vec<(String, u64)>, Instant)>,
+    /// The members this node's decisions downed, in the generations
+    /// downed: when, and whether another member has said since that it
+    /// holds the member dead too (see [`Resolver::withdrawable`]).
+    verdicts: std::collections::BTreeMap<(String, u64), Verdict>,
+}
+
+/// A member this node downed: when, and whether another member followed.
+#[derive(Debug, Clone, Copy)]
+struct Verdict {
+    at: Instant,
+    followed: bool,
 }
 
 /// What is due at a time.
@@ -56,6 +67,7 @@ impl Resolver {
                 .saturating_add(settings.decide_when_unstable.unwrap_or_default())
                 .saturating_mul(2),
             recent: None,
+            verdicts: std::collections::BTreeMap::new(),
         }
     }
 
@@ -152,6 +164,39 @@ impl Resolver {
             .as_ref()
             .is_some_and(|(down, until)| now < *until && down.iter().any(|(n, g)| n == name && *g == generation));
         in_pending || in_recent
+    }
+
+    /// This node's decision downed `name` in `generation` at `now`.
+    pub(crate) fn downed(&mut self, name: &str, generation: u64, now: Instant) {
+        if self.verdicts.len() >= crate::message::MAX_MEMBERS {
+            return;
+        }
+        self.verdicts.insert((name.to_owned(), generation), Verdict { at: now, followed: false });
+    }
+
+    /// Another member said it holds `name` dead in `generation`: a verdict
+    /// of this node's about it is followed.
+    pub(crate) fn followed(&mut self, name: &str, generation: u64) {
+        if let Some(v) = self.verdicts.get_mut(&(name.to_owned(), generation)) {
+            v.followed = true;
+        }
+    }
+
+    /// Whether this node's verdict downing `name` in `generation` is one
+    /// nobody followed, older than `window` at `now`: the member it downed
+    /// still speaks as that process, so it did not down itself (it heard
+    /// the verdict from this node alone, and reaches the rest of the
+    /// side), and no other member said it holds it dead.
+    pub(crate) fn withdrawable(&self, name: &str, generation: u64, now: Instant, window: std::time::Duration) -> bool {
+        self.verdicts
+            .get(&(name.to_owned(), generation))
+            .is_some_and(|v| !v.followed && now.saturating_duration_since(v.at) >= window)
+    }
+
+    /// Forgets this node's verdict about `name` (withdrawn, or the member
+    /// is gone from the table).
+    pub(crate) fn forget_verdict(&mut self, name: &str) {
+        self.verdicts.retain(|(n, _), _| n != name);
     }
 
     /// Takes the pending lease request, once.

@@ -102,6 +102,9 @@ pub struct Stats {
     /// out: they answered again (a calm decision), or only this node found
     /// them flapping (an unstable one).
     pub downs_spared: u64,
+    /// Verdicts of this node's that nobody followed, withdrawn: the
+    /// member downed, reaching the rest of its side, never downed itself.
+    pub downs_withdrawn: u64,
     /// Decisions dropped when they came to be carried out: the side they
     /// were taken for no longer held (this node lost members of it since),
     /// so the strategy decides again once the picture holds still.

@@ -440,6 +440,18 @@ impl Recorder {
                     );
                 }
             }
+            Event::Withdrawn { id, .. } => {
+                // A verdict of `i`'s that nobody followed, taken back: its
+                // removal stands for nothing.
+                if let Some(j) = machines.index_of(&id.name)
+                    && let Some((_, by)) = self.downed_by_others.get_mut(&(j, id.generation))
+                {
+                    by.retain(|d| *d != (i, machines.generation(i)));
+                    if by.is_empty() {
+                        self.downed_by_others.remove(&(j, id.generation));
+                    }
+                }
+            }
             Event::Dead { id, .. } => {
                 if let Some(j) = machines.index_of(&id.name) {
                     if self.downed_ids.contains(&(id.name.clone(), id.generation)) {

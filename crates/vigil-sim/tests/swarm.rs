@@ -37,3 +37,16 @@ fn a_seed_replays_its_run_exactly() {
     }
     assert_ne!(vigil_sim::swarm::run(3).log_hash, vigil_sim::swarm::run(4).log_hash);
 }
+
+/// Schedules that once violated a property, found in the ten thousand:
+/// a verdict one member carried out alone (the rest of its side spared
+/// the member, which reached them and so never downed itself) kept them
+/// apart for good, until such a verdict was withdrawn once the member
+/// answered as itself two windows later.
+#[test]
+fn schedules_a_lone_verdict_once_split_now_end_in_one_cluster() {
+    for seed in [1421, 3192, 4961, 5798, 6279, 6856, 7348, 7877, 8657, 8910] {
+        let report = vigil_sim::swarm::run(seed);
+        assert_eq!(report.violations.total, 0, "seed {seed}: {:?}", report.violations);
+    }
+}

@@ -438,6 +438,7 @@ impl Node {
                 Some(_) => {}
             }
             let death = Update { status: Status::Dead, ..m.update(self.me.clone()) };
+            self.resolver.downed(&death.id.name, death.id.generation, now);
             self.stats.members_downed += 1;
             self.emit(Event::Downed {
                 id: death.id.clone(),
@@ -597,6 +598,46 @@ impl Node {
         let (key, addr, death) = (m.name.clone(), m.addr, m.update(self.me.clone()));
         self.stats.downed_told += 1;
         self.tell(now, &key, Tell::Downed, addr, death);
+    }
+
+    /// `id`, which this node downed, is still heard of as that process
+    /// (its own packets, or others' word that it is alive): if nobody
+    /// followed this node's verdict and two windows (`stable_after` and
+    /// the margin, twice) have passed, the member is asked at its address.
+    /// A member that answers as that process did not down itself: it heard
+    /// the verdict from this node alone and reaches the rest of its side
+    /// (one member's word does not down anyone), and no other member said
+    /// it holds it dead. The verdict was this node's only: see
+    /// [`Node::withdraw`].
+    pub(super) fn withdraw_soon(&mut self, now: Instant, id: &NodeId) {
+        let d = &self.config.downing;
+        let window = d.stable_after.saturating_add(d.down_removal_margin).saturating_mul(2);
+        if !self.resolver.withdrawable(&id.name, id.generation, now, window) {
+            return;
+        }
+        let Some(m) = self.members.get(&id.name).filter(|m| m.is(id) && m.status == Status::Dead) else { return };
+        let rumour = Update { status: Status::Alive, ..m.update(m.id()) };
+        self.check_rumour(now, CheckKind::Withdraw, rumour);
+    }
+
+    /// `id`, downed by this node alone, answered at its address as
+    /// itself: the verdict is withdrawn, and the member is alive here
+    /// again (the application hears it up): the rest of the side never
+    /// held it dead, and the member never downed itself, so keeping it
+    /// dead here would split this node from its own side for good.
+    pub(super) fn withdraw(&mut self, now: Instant, id: &NodeId) {
+        let Some(m) = self.members.get(&id.name).filter(|m| m.is(id) && m.status == Status::Dead) else { return };
+        let (name, addr, incarnation) = (m.name.clone(), m.addr, m.incarnation);
+        let tags = m.tags().cloned().unwrap_or_default();
+        self.resolver.forget_verdict(&name);
+        self.stats.downs_withdrawn += 1;
+        let reason = "this member downed it alone: no other member held it dead, and it answered as itself two \
+                      windows later (it reaches the rest of its side, and one member's word downs nobody)";
+        self.emit(Event::Withdrawn { id: id.clone(), reason: reason.to_owned() });
+        self.members.set(&name, incarnation, Status::Alive, addr, now);
+        self.member_up(id.clone(), addr, tags);
+        let alive = Update { id: id.clone(), addr, incarnation, status: Status::Alive, from: id.clone(), tags: None };
+        self.broadcast(alive);
     }
 
     /// This node is downed: the application hears it at once; the node

@@ -78,6 +78,11 @@ impl Node {
             }
             return;
         }
+        // Another member holds dead a member this node downed: its verdict
+        // is followed (see `Node::withdraw`).
+        if u.status == Status::Dead && u.from.name != self.me.name && u.from != u.id {
+            self.resolver.followed(&u.id.name, u.id.generation);
+        }
         // This node's own word comes from within, never from the network:
         // a rumour about another member said to be this node's is an echo
         // of what it said (nothing new), or a forgery in its name.
@@ -306,6 +311,7 @@ impl Node {
                 // generation: it comes back as a new process.
                 if was == Status::Dead && self.decides() {
                     self.stats.stale_updates += 1;
+                    self.withdraw_soon(now, &u.id);
                     return;
                 }
                 // The fast path above took every incarnation not above ours.
@@ -431,6 +437,7 @@ impl Node {
     /// tombstone expired).
     pub(super) fn forget(&mut self, name: &str) {
         if let Some(m) = self.members.remove(name) {
+            self.resolver.forget_verdict(name);
             self.suspicions.remove(name);
             self.probes.forget(&m.id());
         }
@@ -586,7 +593,7 @@ impl Node {
             return;
         }
         let seq = match kind {
-            CheckKind::Address => {
+            CheckKind::Address | CheckKind::Withdraw => {
                 let seq = self.probes.next_seq();
                 self.check_ping(now, seq, m.id(), u.addr, Purpose::Check);
                 seq
@@ -646,6 +653,8 @@ impl Node {
                 self.timers.clear();
             }
             CheckKind::Rival => {}
+            CheckKind::Withdraw if direct => self.withdraw(now, &probe.target),
+            CheckKind::Withdraw => {}
         }
     }
 
@@ -684,7 +693,7 @@ impl Node {
                 }
                 self.apply_as(now, check.rumour, None, true);
             }
-            CheckKind::Address => {}
+            CheckKind::Address | CheckKind::Withdraw => {}
             CheckKind::Rival => {
                 if check.rumour.id.generation > self.me.generation {
                     self.outlive(check.rumour.id.generation);

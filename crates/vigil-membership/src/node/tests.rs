@@ -261,3 +261,111 @@ fn another_process_of_this_name_is_answered_as_this_one_and_the_conflict_said_on
     assert_eq!(n.handle_datagram(ms(2600), there, &other), Err(Rejected::FromSelf));
     assert_eq!(n.handle_datagram(ms(2600), there, &datagram(rival, Message::Gossip, vec![])), Err(Rejected::FromSelf));
 }
+
+/// Runs `node` up to `until` with `n1` .. `n{n-1}` well: each sends a
+/// heartbeat every 200 ms and answers every ping; what is sent to `mute`
+/// is lost. Returns what was sent to it.
+fn run_among(node: &mut Node, n: usize, mute: usize, from: Instant, until: Instant) -> Vec<Transmit> {
+    let mut to_mute = Vec::new();
+    let mut now = from;
+    while now < until {
+        now = now.saturating_add(Duration::from_millis(200)).min(until);
+        run_to(node, now);
+        for i in (1..n).filter(|&i| i != mute) {
+            node.handle_datagram(now, addr(i), &datagram(id(i), Message::Heartbeat, vec![])).unwrap();
+        }
+        for t in std::iter::from_fn(|| node.poll_transmit()).collect::<Vec<_>>() {
+            let Some(i) = (1..n).find(|&i| addr(i) == t.to) else { continue };
+            if i == mute {
+                to_mute.push(t);
+                continue;
+            }
+            let p = wire::decode(&t.bytes, wire::MAX_STREAM).unwrap();
+            if let Message::Ping { seq, .. } = p.message {
+                node.handle_datagram(now, addr(i), &datagram(id(i), Message::Ack { seq }, vec![])).unwrap();
+            }
+        }
+    }
+    to_mute
+}
+
+#[test]
+fn a_verdict_nobody_followed_is_withdrawn_when_the_member_answers_as_itself() {
+    // n0's decision downed n3 (its margin ended while n0, alone, still
+    // could not reach it); the rest of the side spared it. n3 speaks on:
+    // it heard the verdict from n0 alone, and reaches the others.
+    let mut config = Config::lan(CLUSTER);
+    config.downing =
+        crate::downing::Downing::new("keep-majority".parse().unwrap()).with_stable_after(Duration::from_secs(12));
+    let mut n = node(4, config);
+    let _ = run_among(&mut n, 4, 0, ms(1000), ms(3000));
+    let downed = ms(3000);
+    n.resolver.downed("n3", 1, downed);
+    n.apply(downed, Update { status: Status::Dead, ..rumour(3, Status::Alive, id(0)) }, None);
+    assert_eq!(n.member("n3").unwrap().status, Status::Dead);
+    let _ = events(&mut n);
+    let from_n3 = |incarnation| {
+        let p = Packet { cluster: CLUSTER, from: id(3), incarnation, message: Message::Gossip, updates: vec![] };
+        wire::encode(&p, wire::MAX_DATAGRAM).unwrap()
+    };
+    // Within two windows (12 s and the 12 s margin, twice: 48 s): n3 is
+    // told, not asked.
+    let t = ms(40_000);
+    let _ = run_among(&mut n, 4, 3, downed, t);
+    n.handle_datagram(t, addr(3), &from_n3(1)).unwrap();
+    let sent: Vec<Transmit> = std::iter::from_fn(|| n.poll_transmit()).collect();
+    assert!(sent.iter().all(|t| t.kind != MessageKind::Ping), "n3 was asked before two windows passed");
+    assert_eq!(n.stats().checks_started, 0);
+    // Past them: n3 is asked at its address. An answer from elsewhere is
+    // not its own; its answer from there is, and the verdict is withdrawn.
+    let t = ms(52_000);
+    let _ = run_among(&mut n, 4, 3, t - Duration::from_secs(10), t);
+    n.handle_datagram(t, addr(3), &from_n3(1)).unwrap();
+    let sent: Vec<Transmit> = std::iter::from_fn(|| n.poll_transmit()).collect();
+    let ping = sent.iter().find(|t| t.kind == MessageKind::Ping).expect("n3 asked at its address");
+    let Message::Ping { seq, target } = wire::decode(&ping.bytes, wire::MAX_STREAM).unwrap().message else {
+        unreachable!()
+    };
+    assert_eq!(target, id(3));
+    let ack = datagram(id(3), Message::Ack { seq }, vec![]);
+    n.handle_datagram(t + Duration::from_millis(100), SocketAddr::from(([10, 6, 6, 6], 7946)), &ack).unwrap();
+    assert_eq!(n.member("n3").unwrap().status, Status::Dead, "a stranger's answer withdrew the verdict");
+    // That check is spent; n3 speaks again, is asked again, and answers.
+    let t = t + Duration::from_secs(1);
+    n.handle_datagram(t, addr(3), &from_n3(1)).unwrap();
+    let sent: Vec<Transmit> = std::iter::from_fn(|| n.poll_transmit()).collect();
+    let ping = sent.iter().find(|t| t.kind == MessageKind::Ping).expect("n3 asked again");
+    let Message::Ping { seq, .. } = wire::decode(&ping.bytes, wire::MAX_STREAM).unwrap().message else {
+        unreachable!()
+    };
+    let ack = datagram(id(3), Message::Ack { seq }, vec![]);
+    n.handle_datagram(t + Duration::from_millis(100), addr(3), &ack).unwrap();
+    assert_eq!(n.stats().downs_withdrawn, 1);
+    let m = n.member("n3").unwrap();
+    assert_eq!((m.status, m.id.generation), (Status::Alive, 1), "the same process, alive again");
+    assert!(events(&mut n).iter().any(|e| matches!(e, Event::Up { id, .. } if *id == self::id(3))));
+}
+
+#[test]
+fn a_verdict_another_member_followed_is_kept() {
+    // As above, but n1 says it holds n3 dead too: n3 should hear two
+    // members, and down itself; n0 keeps its verdict, and never asks.
+    let mut config = Config::lan(CLUSTER);
+    config.downing =
+        crate::downing::Downing::new("keep-majority".parse().unwrap()).with_stable_after(Duration::from_secs(12));
+    let mut n = node(4, config);
+    let _ = run_among(&mut n, 4, 0, ms(1000), ms(3000));
+    let downed = ms(3000);
+    n.resolver.downed("n3", 1, downed);
+    n.apply(downed, Update { status: Status::Dead, ..rumour(3, Status::Alive, id(0)) }, None);
+    let followed = rumour(3, Status::Dead, id(1));
+    n.handle_datagram(ms(4000), addr(1), &datagram(id(1), Message::Gossip, vec![followed])).unwrap();
+    let t = ms(60_000);
+    let _ = run_among(&mut n, 4, 3, ms(4000), t);
+    let p = Packet { cluster: CLUSTER, from: id(3), incarnation: 1, message: Message::Gossip, updates: vec![] };
+    n.handle_datagram(t, addr(3), &wire::encode(&p, wire::MAX_DATAGRAM).unwrap()).unwrap();
+    let sent: Vec<Transmit> = std::iter::from_fn(|| n.poll_transmit()).collect();
+    assert!(sent.iter().all(|t| t.kind != MessageKind::Ping), "n3 was asked though n1 followed");
+    assert_eq!(n.member("n3").unwrap().status, Status::Dead);
+    assert_eq!(n.stats().downs_withdrawn, 0);
+}
