@@ -456,6 +456,9 @@ enum Threat {
     /// This member (index) finds it unreachable, and could share its row
     /// with a side the strategy keeps.
     Claimed(usize),
+    /// It reaches no other member, and is no side the strategy keeps: cut
+    /// off, or the last one standing; either way, no cluster.
+    Alone,
 }
 
 /// The strategy's view of a membership: the members in name order.
@@ -634,7 +637,11 @@ fn rule(strategy: &Strategy, members: &[&Candidate], me: usize, rows: &[Bits]) -
     match threat {
         // Its side loses: the core decides alike.
         Some(Threat::Hidden) => ruling(Decision::DownReachable, core.clone(), threat),
-        Some(Threat::Claimed(_)) => ruling(Decision::DownReachable, me_alone, threat),
+        Some(Threat::Claimed(_) | Threat::Alone) => ruling(Decision::DownReachable, me_alone, threat),
+        // Nothing threatens it, but it reaches nobody: it cannot know what
+        // the others decided, and no side that survives it would hear it
+        // again otherwise (it stays out of their cluster, acting alone).
+        None if mine.len() + 1 == n => ruling(Decision::DownReachable, me_alone, Some(Threat::Alone)),
         None => ruling(Decision::Nothing, Bits::with(n), None),
     }
 }
@@ -768,6 +775,7 @@ fn explain(strategy: &Strategy, members: &[&Candidate], me: usize, rows: &[Bits]
                 name(c)
             )
         }
+        Some(Threat::Alone) => "it reaches no other member".into(),
         None => String::new(),
     };
     match r.decision {

@@ -67,13 +67,17 @@ mod rules;
 #[cfg(test)]
 mod tests;
 
-/// A side that downed itself for want of the lease, and may re-form.
+/// A side that downed itself, and may re-form (see `Node::reform_if_due`).
 #[derive(Debug, Clone)]
 struct Reform {
     /// When to re-form, if no member of the side that won answered.
     at: Instant,
     /// Its own side's addresses and the given seeds: where to re-form.
     seeds: Vec<SocketAddr>,
+    /// Its own side's addresses (members downed with it): after the first
+    /// re-form, a call from anywhere else brings the next one forward
+    /// (sorted).
+    own: Vec<SocketAddr>,
     /// The members of the other side, counted again when it re-forms (a
     /// side that is gone is then found unreachable, and the strategy
     /// decides again).
@@ -154,10 +158,15 @@ pub struct Node {
     /// The seeds the runtime gave, kept while the seeds are the surviving
     /// side's after a downing (a name resolved again does not undo that).
     given_seeds: Vec<SocketAddr>,
-    /// Downed because the lease could not be had: when, if the side that
-    /// took it (or nobody) does not answer, this node re-forms with its own
-    /// side and asks again.
+    /// Downed: when, if the side that survives (or, for want of the
+    /// lease, the side that took it) does not answer, this node re-forms
+    /// with its own side, counting the other side's members again, and the
+    /// strategy decides anew.
     reform: Option<Reform>,
+    /// Re-forms since the side that survived last answered: each doubles
+    /// the wait before the next (a side that is only cut off, not gone,
+    /// is decided about again less and less often).
+    reforms_in_a_row: u32,
     /// Members proposed by strangers, waiting for their answer.
     introductions: Introductions,
     /// Accusers told of this incarnation's refutation.
@@ -268,6 +277,7 @@ impl Node {
             rejoining: false,
             given_seeds: Vec::new(),
             reform: None,
+            reforms_in_a_row: 0,
             refuted_to: std::collections::BTreeSet::new(),
             members: MemberTable::new(),
             suspicions: Suspicions::default(),
@@ -887,11 +897,26 @@ impl Node {
 
     fn receive(&mut self, now: Instant, from: SocketAddr, packet: Packet, stream: bool) {
         if self.rejoining {
-            if !self.seeds.contains(&from) {
+            if self.seeds.contains(&from) {
+                self.rejoining = false;
+                self.reforms_in_a_row = 0;
+                self.reconnect_past(from);
+            } else if self.reforms_in_a_row > 0
+                && self.reform.as_ref().is_some_and(|r| r.own.binary_search(&from).is_err())
+            {
+                // Downed again after re-forming: the side it waits for did
+                // not answer last time either. A call from outside its own
+                // side (a member it held dead that came back, one that
+                // downed itself on another side and waits too) is heard,
+                // and this node re-forms at once, counting the other side
+                // again (so what it decides next is what the strategy
+                // keeps, whoever called). Its own side's members wait out
+                // the wait with it.
+                self.reform_now(now);
+            } else {
                 self.stats.ignored_while_downed += 1;
                 return;
             }
-            self.rejoining = false;
         }
         let vouched = self.vouched(from, &packet);
         if !vouched {

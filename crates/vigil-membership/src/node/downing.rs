@@ -25,6 +25,10 @@ const ROW_SENDS_PER_TURN: usize = 64;
 /// fit under the smallest datagram budget with room for the header.
 const ROW_ENTRIES_PER_PAGE_MIN: usize = 12;
 
+/// How many times the wait before a re-form doubles, at most: sixteen
+/// times `stable_after` and the margin.
+const MAX_REFORM_DOUBLINGS: u32 = 4;
+
 impl Node {
     /// Whether a downing strategy decides (anything but `auto`).
     pub(super) fn decides(&self) -> bool {
@@ -478,31 +482,13 @@ impl Node {
             let addrs = p.down.iter().filter_map(|n| self.members.get(n).map(|m| m.addr)).collect();
             // If the side that has the lease (or nobody: the lease could
             // not be asked) does not answer, this side re-forms and asks
-            // again, counting the other side's members as before.
-            let others: Vec<(Arc<str>, u64, SocketAddr)> = p
-                .down
-                .iter()
-                .filter_map(|n| {
-                    self.members.get(n).filter(|m| m.is_live()).map(|m| (m.name.clone(), m.generation, m.addr))
-                })
-                .collect();
-            let mut seeds: Vec<SocketAddr> = self
-                .members
-                .iter()
-                .filter(|m| m.is_live() && !p.down.iter().any(|d| **d == *m.name))
-                .map(|m| m.addr)
-                .collect();
-            seeds.extend(self.given_seeds.iter().copied());
-            let settings = &self.config.downing;
-            let at = now.saturating_add(settings.stable_after.saturating_add(settings.down_removal_margin));
+            // again, counting the other side's members as before (see
+            // `down_self`).
             let reason = match answer {
                 LeaseAnswer::Unusable(why) => format!("the lease could not be asked: {why} ({})", p.reason),
                 _ => format!("the lease went to the other side ({})", p.reason),
             };
             self.down_self(now, self.me.clone(), reason, addrs);
-            if self.status == Status::Alive {
-                self.reform = Some(super::Reform { at, seeds, others });
-            }
         }
         self.settle(now);
     }
@@ -653,6 +639,26 @@ impl Node {
             strategy: self.config.downing.strategy.to_string(),
             reason,
         });
+        // The side that survives, and this node's own: where it re-forms
+        // if the side that survives never answers (see `reform_if_due`).
+        let surviving: std::collections::BTreeSet<SocketAddr> = survivors.iter().copied().collect();
+        let others: Vec<(Arc<str>, u64, SocketAddr)> = self
+            .members
+            .iter()
+            .filter(|m| m.is_live() && surviving.contains(&m.addr))
+            .map(|m| (m.name.clone(), m.generation, m.addr))
+            .collect();
+        let own: Vec<SocketAddr> = self
+            .members
+            .iter()
+            .filter(|m| m.is_live() && !surviving.contains(&m.addr) && m.addr != self.addr)
+            .map(|m| m.addr)
+            .collect();
+        let mut seeds = own.clone();
+        seeds.extend(self.given_seeds.iter().copied());
+        let mut own = own;
+        own.sort();
+        own.dedup();
         let names: Vec<Arc<str>> = self.members.iter().map(|m| m.name.clone()).collect();
         for name in names {
             self.forget(&name);
@@ -695,14 +701,22 @@ impl Node {
         self.join_backoff = JOIN_RETRY_FIRST;
         self.timers.set(Timer::Rejoin, Some(now));
         self.broadcast(self.self_update(Status::Alive));
+        let settings = &self.config.downing;
+        let wait = settings.stable_after.saturating_add(settings.down_removal_margin);
+        let at = now.saturating_add(wait.saturating_mul(1 << self.reforms_in_a_row.min(MAX_REFORM_DOUBLINGS)));
+        self.reform = Some(super::Reform { at, seeds, own, others });
     }
 
-    /// Downed for want of the lease, and no member of the side that won
-    /// answered for `stable_after` and the removal margin: this node
-    /// re-forms with its own side (their addresses and the given seeds),
-    /// counting the other side's members again, so that a side that is
-    /// gone is found unreachable and the strategy decides again (it asks
-    /// the lease again).
+    /// Downed, and no member of the side that survived (or took the
+    /// lease) answered for `stable_after` and the removal margin (doubled
+    /// for each re-form in a row, up to sixteen times): this node re-forms
+    /// with its own side (their addresses and the given seeds), counting
+    /// the other side's members again, so that a side that is gone is found
+    /// unreachable and the strategy decides again (a side that is only cut
+    /// off is still a side it does not keep: it downs itself again; with
+    /// `lease-majority`, it asks the lease again). Without this, a side
+    /// that downed itself in favour of members that then crashed, or
+    /// downed themselves in turn, would wait for them for ever.
     pub(super) fn reform_if_due(&mut self, now: Instant) {
         let Some(reform) = self.reform.take_if(|r| r.at <= now) else { return };
         if !self.rejoining {
@@ -710,10 +724,35 @@ impl Node {
         }
         self.rejoining = false;
         self.stats.reforms += 1;
+        self.reforms_in_a_row = self.reforms_in_a_row.saturating_add(1);
         self.keep_seeds(&reform.seeds);
         self.members.insert_shared(&reform.others, now);
         let all = self.seeds.clone();
         self.ask_seeds(&all);
+    }
+
+    /// Back through `through`, a member of the side that survived: the
+    /// other members this node knew before it was downed (of either side)
+    /// are asked too, once. Members downed together may have rejoined
+    /// through one another, or the side that survived may have changed
+    /// since (a member of it restarted, or downed itself): asked, whichever
+    /// group they are in now learns of this one, and the two become one.
+    pub(super) fn reconnect_past(&mut self, through: SocketAddr) {
+        let Some(reform) = self.reform.take() else { return };
+        let mut past: Vec<SocketAddr> = reform.seeds;
+        past.extend(reform.others.iter().map(|(_, _, addr)| *addr));
+        past.sort();
+        past.dedup();
+        past.retain(|a| *a != through && *a != self.addr);
+        self.ask_seeds(&past);
+    }
+
+    /// [`Node::reform_if_due`], now.
+    pub(super) fn reform_now(&mut self, now: Instant) {
+        if let Some(reform) = self.reform.as_mut() {
+            reform.at = now;
+        }
+        self.reform_if_due(now);
     }
 
     /// The downing provider's state, for the snapshot.
