@@ -67,11 +67,13 @@ mod rules;
 #[cfg(test)]
 mod tests;
 
-/// A side that downed itself, and may re-form (see `Node::reform_if_due`).
+/// A member that downed itself: the sides it knew, and, for want of the
+/// lease, when it may re-form (see `Node::reform_if_due`).
 #[derive(Debug, Clone)]
 struct Reform {
-    /// When to re-form, if no member of the side that won answered.
-    at: Instant,
+    /// When to re-form, if no member of the side that won answered: only
+    /// for want of the lease (see `Node::reform_if_due`).
+    at: Option<Instant>,
     /// Its own side's addresses and the given seeds: where to re-form.
     seeds: Vec<SocketAddr>,
     /// Its own side's addresses (members downed with it): after the first
@@ -158,14 +160,14 @@ pub struct Node {
     /// The seeds the runtime gave, kept while the seeds are the surviving
     /// side's after a downing (a name resolved again does not undo that).
     given_seeds: Vec<SocketAddr>,
-    /// Downed: when, if the side that survives (or, for want of the
-    /// lease, the side that took it) does not answer, this node re-forms
-    /// with its own side, counting the other side's members again, and the
-    /// strategy decides anew.
+    /// Downed: both sides as they were (the members it calls once back,
+    /// see `Node::reconnect_past`), and, downed for want of the lease,
+    /// when it re-forms if the side that took it (or nobody) does not
+    /// answer.
     reform: Option<Reform>,
-    /// Re-forms since the side that survived last answered: each doubles
-    /// the wait before the next (a side that is only cut off, not gone,
-    /// is decided about again less and less often).
+    /// Re-forms since the side that won last answered: each doubles the
+    /// wait before the next (a side that is only cut off, not gone, asks
+    /// the lease again less and less often).
     reforms_in_a_row: u32,
     /// Members proposed by strangers, waiting for their answer.
     introductions: Introductions,
@@ -186,6 +188,12 @@ pub struct Node {
     /// Members that told this node, themselves, that they hold it dead in
     /// its current generation.
     tellers: std::collections::BTreeSet<String>,
+    /// Members (name → the generation held) that a newer process of their
+    /// name, heard of from the others, supersedes, and that did not answer
+    /// where this node knows them: kept until a decision downs them (see
+    /// `Node::picture`); with a count of changes, part of the picture's
+    /// version.
+    superseded: (std::collections::BTreeMap<Arc<str>, u64>, u64),
     /// When this node last told a member something it must hear (that it
     /// was downed, that its name is held by another process), by member
     /// and what it was told.
@@ -253,6 +261,7 @@ impl Node {
             resolver: Resolver::new(&config.downing),
             rows: Rows::default(),
             tellers: std::collections::BTreeSet::new(),
+            superseded: (std::collections::BTreeMap::new(), 0),
             told: std::collections::HashMap::new(),
             rival_said: None,
             checks: Checks::default(),
@@ -904,13 +913,13 @@ impl Node {
             } else if self.reforms_in_a_row > 0
                 && self.reform.as_ref().is_some_and(|r| r.own.binary_search(&from).is_err())
             {
-                // Downed again after re-forming: the side it waits for did
-                // not answer last time either. A call from outside its own
-                // side (a member it held dead that came back, one that
-                // downed itself on another side and waits too) is heard,
-                // and this node re-forms at once, counting the other side
-                // again (so what it decides next is what the strategy
-                // keeps, whoever called). Its own side's members wait out
+                // Downed again for want of the lease after re-forming: the
+                // side it waits for did not answer last time either. A call
+                // from outside its own side (a member it held dead that
+                // came back, one that downed itself on another side and
+                // waits too) is heard, and this node re-forms at once,
+                // counting the other side again (it asks the lease again
+                // before anyone is downed). Its own side's members wait out
                 // the wait with it.
                 self.reform_now(now);
             } else {

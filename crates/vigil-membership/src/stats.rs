@@ -187,8 +187,8 @@ pub struct Stats {
     /// Times this node told a member it downed (that still speaks) that it
     /// holds it dead.
     pub downed_told: u64,
-    /// Times this node, downed, re-formed with its own side because the
-    /// side that survived (or took the lease) did not answer.
+    /// Times this node, downed for want of the lease, re-formed with its
+    /// own side because the side that won did not answer.
     pub reforms: u64,
     /// Members strangers proposed that were pinged to be checked.
     pub introductions_proposed: u64,

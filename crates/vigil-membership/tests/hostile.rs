@@ -454,8 +454,8 @@ fn the_minority_downs_itself_and_hears_only_the_majority_until_it_is_back() {
     let mut nodes = downing_cluster();
     let t = Instant::from_secs(2);
     let t = run(&mut nodes, &[], t, t + Duration::from_secs(5));
-    // n4 and n5 are cut off for 90 s. They down themselves (about 15 s in).
-    let t = run(&mut nodes, &[4, 5], t, t + Duration::from_secs(30));
+    // n4 and n5 are cut off for 90 s.
+    let t = run(&mut nodes, &[4, 5], t, t + Duration::from_secs(90));
     for (i, n) in nodes.iter().enumerate() {
         let downed = n.stats().self_downs;
         assert_eq!(downed, u64::from(i >= 4), "n{i} downed itself {downed} times");
@@ -479,19 +479,6 @@ fn the_minority_downs_itself_and_hears_only_the_majority_until_it_is_back() {
         assert!(nodes[i].member("n9").is_none());
         assert_eq!(nodes[i].stats().ignored_while_downed, ignored + 2);
     }
-    // The side that survived does not answer for 24 s (stable_after and
-    // the margin): they re-form, counting it again, find it unreachable,
-    // and down themselves again (about 55 s in); the next wait is twice as
-    // long, past the 90 s.
-    let t = run(&mut nodes, &[4, 5], t, t + Duration::from_secs(60));
-    for (i, n) in nodes.iter().enumerate() {
-        let downed = n.stats().self_downs;
-        assert_eq!(downed, if i >= 4 { 2 } else { 0 }, "n{i} downed itself {downed} times");
-        assert_eq!(n.stats().reforms, u64::from(i >= 4), "n{i} re-formed {} times", n.stats().reforms);
-        if i >= 4 {
-            assert_eq!(n.snapshot(t).seeds, (0..4).map(addr).collect::<Vec<_>>(), "n{i} waits for the same side");
-        }
-    }
     for n in &nodes[..4] {
         assert_eq!(status(n, "n4"), Some(Status::Dead));
         assert_eq!(status(n, "n5"), Some(Status::Dead));
@@ -502,7 +489,7 @@ fn the_minority_downs_itself_and_hears_only_the_majority_until_it_is_back() {
         for j in (0..6).filter(|&j| j != i) {
             let m = n.member(&format!("n{j}")).unwrap_or_else(|| panic!("n{i} knows n{j}"));
             assert_eq!(m.status, Status::Alive, "n{i} sees n{j}");
-            assert_eq!(m.id.generation, if j >= 4 { 3 } else { 1 }, "n{i} sees n{j}");
+            assert_eq!(m.id.generation, if j >= 4 { 2 } else { 1 }, "n{i} sees n{j}");
         }
     }
     let _ = t;

@@ -540,7 +540,15 @@ impl Machines {
         let seed = rng.random::<u64>();
         // The configuration was validated when the simulator was built.
         let Ok(mut fresh) = Node::new(id, m.addr, config.clone(), seed, now) else { return false };
-        fresh.join(now, &[addr_of(seed_of(i))]);
+        // Restarted, it is given two seeds, as an operator's restart would
+        // (its seed and the next machine): one seed that crashed for good
+        // would keep it out for ever, whatever the others do.
+        let n = self.all.len();
+        let next = (seed_of(i) + 1 + usize::from((seed_of(i) + 1) % n == i)) % n;
+        let mut seeds: Vec<SocketAddr> = [seed_of(i), next].into_iter().filter(|&s| s != i).map(addr_of).collect();
+        seeds.dedup();
+        let m = &mut self.all[i];
+        fresh.join(now, &seeds);
         m.node = Some(fresh);
         m.generation = generation;
         m.epoch = (generation, 0);

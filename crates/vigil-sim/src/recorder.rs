@@ -90,6 +90,9 @@ pub(crate) struct Recorder {
     sides: Vec<Sides>,
     /// Each node's last visible membership change.
     last_change: HashMap<usize, Instant>,
+    /// When each node last decided to down others: the decision its next
+    /// downings carry out.
+    last_decided: HashMap<usize, Instant>,
     /// Members each machine declared dead (machine, name, generation).
     held_dead: std::collections::HashSet<(usize, String, u64)>,
     /// Members (name, generation) some decision downed.
@@ -153,6 +156,7 @@ impl Recorder {
                 .map(|d| d.stable_after),
             sides: Vec::new(),
             last_change: HashMap::new(),
+            last_decided: HashMap::new(),
             held_dead: std::collections::HashSet::new(),
             downed_ids: BTreeSet::new(),
             downed_deaths: 0,
@@ -308,7 +312,10 @@ impl Recorder {
             Event::Up { .. } | Event::Unreachable { .. } | Event::Reachable { .. } | Event::Left { .. } => {
                 self.last_change.insert(i, now);
             }
-            Event::Decided { unstable, .. } => {
+            Event::Decided { unstable, down, decision, .. } => {
+                if !down.is_empty() && *decision != vigil_membership::downing::Decision::DownReachable {
+                    self.last_decided.insert(i, now);
+                }
                 if let Some(stable_after) = self.stable_after
                     && !unstable
                 {
@@ -342,8 +349,14 @@ impl Recorder {
         // side lost an earlier one) is the end of that story, not a side
         // surviving this one.
         let downed_since = self.self_downs.get(&(j, subject.generation)).copied();
+        // A decision taken before this partition began, carried out in its
+        // first moments (its margin ended before the member found the
+        // others unreachable), is the previous picture's: every member
+        // that took it downs the same members, whichever side they are on
+        // now, so it says nothing of which side survives this one.
+        let decided = self.last_decided.get(&i).copied();
         for s in &mut self.sides {
-            if downed_since.is_some_and(|at| at < s.since) {
+            if downed_since.is_some_and(|at| at < s.since) || decided.is_some_and(|at| at < s.since) {
                 continue;
             }
             if s.side(i) != s.side(j) {

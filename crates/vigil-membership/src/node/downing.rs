@@ -25,8 +25,8 @@ const ROW_SENDS_PER_TURN: usize = 64;
 /// fit under the smallest datagram budget with room for the header.
 const ROW_ENTRIES_PER_PAGE_MIN: usize = 12;
 
-/// How many times the wait before a re-form doubles, at most: sixteen
-/// times `stable_after` and the margin.
+/// How many times the wait before a re-form (for want of the lease)
+/// doubles, at most: sixteen times `stable_after` and the margin.
 const MAX_REFORM_DOUBLINGS: u32 = 4;
 
 impl Node {
@@ -181,6 +181,21 @@ impl Node {
                 }
             }
         }
+        // A member this node cannot reach, that a newer process of its
+        // name supersedes (the others speak of the newer one; the older did
+        // not answer where this node knows it): the others hold no row
+        // about the older, since for them it is gone, and their silence
+        // must not count as reaching it. Every member finds it
+        // unreachable, so that this node decides about it at all (its
+        // side keeps the newer one out until a decision downs the older).
+        for (name, generation) in &self.superseded.0 {
+            if !mine.contains(name) || !live(name, *generation) {
+                continue;
+            }
+            for m in self.members.iter().filter(|m| m.is_live() && m.name != *name) {
+                records.insert((m.name.to_string(), name.to_string()));
+            }
+        }
         Picture { me: self.me.name.clone(), members, records }
     }
 
@@ -204,7 +219,7 @@ impl Node {
         if change.flapped {
             self.resolver.flapped(now);
         }
-        let version = self.rows.changes().wrapping_add(self.members.ring_version());
+        let version = self.rows.changes().wrapping_add(self.members.ring_version()).wrapping_add(self.superseded.1);
         if self.resolver.is_new(version) {
             let anything = !self.picture(true).records.is_empty();
             self.resolver.observe(now, version, anything);
@@ -489,6 +504,12 @@ impl Node {
                 _ => format!("the lease went to the other side ({})", p.reason),
             };
             self.down_self(now, self.me.clone(), reason, addrs);
+            let settings = &self.config.downing;
+            let wait = settings.stable_after.saturating_add(settings.down_removal_margin);
+            let wait = wait.saturating_mul(1 << self.reforms_in_a_row.min(MAX_REFORM_DOUBLINGS));
+            if let Some(reform) = self.reform.as_mut() {
+                reform.at = Some(now.saturating_add(wait));
+            }
         }
         self.settle(now);
     }
@@ -639,8 +660,9 @@ impl Node {
             strategy: self.config.downing.strategy.to_string(),
             reason,
         });
-        // The side that survives, and this node's own: where it re-forms
-        // if the side that survives never answers (see `reform_if_due`).
+        // The side that survives, and this node's own: called once back
+        // (see `reconnect_past`), and, for want of the lease, where it
+        // re-forms (see `reform_if_due`).
         let surviving: std::collections::BTreeSet<SocketAddr> = survivors.iter().copied().collect();
         let others: Vec<(Arc<str>, u64, SocketAddr)> = self
             .members
@@ -701,24 +723,22 @@ impl Node {
         self.join_backoff = JOIN_RETRY_FIRST;
         self.timers.set(Timer::Rejoin, Some(now));
         self.broadcast(self.self_update(Status::Alive));
-        let settings = &self.config.downing;
-        let wait = settings.stable_after.saturating_add(settings.down_removal_margin);
-        let at = now.saturating_add(wait.saturating_mul(1 << self.reforms_in_a_row.min(MAX_REFORM_DOUBLINGS)));
-        self.reform = Some(super::Reform { at, seeds, own, others });
+        self.reform = Some(super::Reform { at: None, seeds, own, others });
     }
 
-    /// Downed, and no member of the side that survived (or took the
-    /// lease) answered for `stable_after` and the removal margin (doubled
-    /// for each re-form in a row, up to sixteen times): this node re-forms
-    /// with its own side (their addresses and the given seeds), counting
-    /// the other side's members again, so that a side that is gone is found
-    /// unreachable and the strategy decides again (a side that is only cut
-    /// off is still a side it does not keep: it downs itself again; with
-    /// `lease-majority`, it asks the lease again). Without this, a side
-    /// that downed itself in favour of members that then crashed, or
-    /// downed themselves in turn, would wait for them for ever.
+    /// Downed for want of the lease, and no member of the side that took
+    /// it answered for `stable_after` and the removal margin (doubled for
+    /// each re-form in a row, up to sixteen times): this node re-forms with
+    /// its own side (their addresses and the given seeds), counting the
+    /// other side's members again, so that a side that is gone is found
+    /// unreachable and the strategy decides again: it asks the lease
+    /// again, which decides. Other strategies do not re-form: a side that
+    /// downed itself cannot tell a side that survived and then crashed
+    /// from one still cut off, and re-formed, counting members that were
+    /// downed since, it could out-count the side that survived (the swarm
+    /// found it doing so); it waits for that side, or for a restart.
     pub(super) fn reform_if_due(&mut self, now: Instant) {
-        let Some(reform) = self.reform.take_if(|r| r.at <= now) else { return };
+        let Some(reform) = self.reform.take_if(|r| r.at.is_some_and(|at| at <= now)) else { return };
         if !self.rejoining {
             return;
         }
@@ -749,8 +769,8 @@ impl Node {
 
     /// [`Node::reform_if_due`], now.
     pub(super) fn reform_now(&mut self, now: Instant) {
-        if let Some(reform) = self.reform.as_mut() {
-            reform.at = now;
+        if let Some(reform) = self.reform.as_mut().filter(|r| r.at.is_some()) {
+            reform.at = Some(now);
         }
         self.reform_if_due(now);
     }

@@ -438,6 +438,9 @@ impl Node {
     pub(super) fn forget(&mut self, name: &str) {
         if let Some(m) = self.members.remove(name) {
             self.resolver.forget_verdict(name);
+            if self.superseded.0.remove(name).is_some() {
+                self.superseded.1 = self.superseded.1.wrapping_add(1);
+            }
             self.suspicions.remove(name);
             self.probes.forget(&m.id());
         }
@@ -689,6 +692,12 @@ impl Node {
                 let moved = self.members.get(&probe.target.name).is_some_and(|m| m.addr != check.rumour.addr);
                 if self.decides() && moved {
                     self.stats.newcomers_deferred += 1;
+                    if let Some(m) = self.members.get(&probe.target.name).filter(|m| m.is(&probe.target)) {
+                        let (name, generation) = (m.name.clone(), m.generation);
+                        if self.superseded.0.insert(name, generation) != Some(generation) {
+                            self.superseded.1 = self.superseded.1.wrapping_add(1);
+                        }
+                    }
                     return;
                 }
                 self.apply_as(now, check.rumour, None, true);
