@@ -289,11 +289,9 @@ fn run_among(node: &mut Node, n: usize, mute: usize, from: Instant, until: Insta
     to_mute
 }
 
-#[test]
-fn a_verdict_nobody_followed_is_withdrawn_when_the_member_answers_as_itself() {
-    // n0's decision downed n3 (its margin ended while n0, alone, still
-    // could not reach it); the rest of the side spared it. n3 speaks on:
-    // it heard the verdict from n0 alone, and reaches the others.
+/// `n0` of four with `keep-majority` (12 s of calm), whose own decision
+/// downed `n3` at 3 s, alone: nobody else said it holds it dead.
+fn downed_n3_alone() -> (Node, Instant) {
     let mut config = Config::lan(CLUSTER);
     config.downing =
         crate::downing::Downing::new("keep-majority".parse().unwrap()).with_stable_after(Duration::from_secs(12));
@@ -302,6 +300,15 @@ fn a_verdict_nobody_followed_is_withdrawn_when_the_member_answers_as_itself() {
     let downed = ms(3000);
     n.resolver.downed("n3", 1, downed);
     n.apply(downed, Update { status: Status::Dead, ..rumour(3, Status::Alive, id(0)) }, None);
+    (n, downed)
+}
+
+#[test]
+fn a_verdict_nobody_followed_is_withdrawn_when_the_member_answers_as_itself() {
+    // n0's decision downed n3 (its margin ended while n0, alone, still
+    // could not reach it); the rest of the side spared it. n3 speaks on:
+    // it heard the verdict from n0 alone, and reaches the others.
+    let (mut n, downed) = downed_n3_alone();
     assert_eq!(n.member("n3").unwrap().status, Status::Dead);
     let _ = events(&mut n);
     let from_n3 = |incarnation| {
@@ -350,14 +357,7 @@ fn a_verdict_nobody_followed_is_withdrawn_when_the_member_answers_as_itself() {
 fn a_verdict_another_member_followed_is_kept() {
     // As above, but n1 says it holds n3 dead too: n3 should hear two
     // members, and down itself; n0 keeps its verdict, and never asks.
-    let mut config = Config::lan(CLUSTER);
-    config.downing =
-        crate::downing::Downing::new("keep-majority".parse().unwrap()).with_stable_after(Duration::from_secs(12));
-    let mut n = node(4, config);
-    let _ = run_among(&mut n, 4, 0, ms(1000), ms(3000));
-    let downed = ms(3000);
-    n.resolver.downed("n3", 1, downed);
-    n.apply(downed, Update { status: Status::Dead, ..rumour(3, Status::Alive, id(0)) }, None);
+    let (mut n, _) = downed_n3_alone();
     let followed = rumour(3, Status::Dead, id(1));
     n.handle_datagram(ms(4000), addr(1), &datagram(id(1), Message::Gossip, vec![followed])).unwrap();
     let t = ms(60_000);
