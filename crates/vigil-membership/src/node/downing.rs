@@ -30,6 +30,14 @@ const ROW_ENTRIES_PER_PAGE_MIN: usize = 12;
 const MAX_REFORM_DOUBLINGS: u32 = 4;
 
 impl Node {
+    /// `stable_after` and the removal margin, twice: how long a verdict
+    /// about this node's stall explains, and how long a verdict of its own
+    /// waits for a follower before it may be withdrawn.
+    fn two_windows(&self) -> std::time::Duration {
+        let d = &self.config.downing;
+        d.stable_after.saturating_add(d.down_removal_margin).saturating_mul(2)
+    }
+
     /// Whether a downing strategy decides (anything but `auto`).
     pub(super) fn decides(&self) -> bool {
         self.config.downing.decides()
@@ -578,10 +586,9 @@ impl Node {
         // A member that stalled long enough to be decided about lately
         // takes one member's word: its own absence explains the verdict
         // (a stall is its own to see, nobody can forge one).
-        let d = &self.config.downing;
-        let window = d.stable_after.saturating_add(d.down_removal_margin).saturating_mul(2);
+        let window = self.two_windows();
         let stalled = self.long_stall.is_some_and(|at| now.saturating_duration_since(at) <= window);
-        let kept = downing::keeps(&d.strategy, &picture, &side);
+        let kept = downing::keeps(&self.config.downing.strategy, &picture, &side);
         if !kept && !stalled && tellers.len() < 2 {
             return;
         }
@@ -617,9 +624,7 @@ impl Node {
     /// it holds it dead. The verdict was this node's only: see
     /// [`Node::withdraw`].
     pub(super) fn withdraw_soon(&mut self, now: Instant, id: &NodeId) {
-        let d = &self.config.downing;
-        let window = d.stable_after.saturating_add(d.down_removal_margin).saturating_mul(2);
-        if !self.resolver.withdrawable(&id.name, id.generation, now, window) {
+        if !self.resolver.withdrawable(&id.name, id.generation, now, self.two_windows()) {
             return;
         }
         let Some(m) = self.members.get(&id.name).filter(|m| m.is(id) && m.status == Status::Dead) else { return };
