@@ -249,6 +249,7 @@ pub struct Metrics {
     name_conflicts: Counter,
     downs_spared: Counter,
     downs_withdrawn: Counter,
+    downing_decisions_deferred: Counter,
     decisions_abandoned: Counter,
     stranger_rumours: Counter,
     rumour_checks: Family<OutcomeLabel, Counter>,
@@ -327,6 +328,7 @@ impl Metrics {
             name_conflicts: Counter::default(),
             downs_spared: Counter::default(),
             downs_withdrawn: Counter::default(),
+            downing_decisions_deferred: Counter::default(),
             decisions_abandoned: Counter::default(),
             stranger_rumours: Counter::default(),
             rumour_checks: Family::default(),
@@ -450,6 +452,11 @@ impl Metrics {
             "downs_withdrawn",
             "Members this member downed, alone, and took back: no other member held them dead, and, asked at their address two windows later, they answered as the process downed (they reached the rest of the side, and one member's word downs nobody)",
             m.downs_withdrawn.clone(),
+        );
+        r.register(
+            "downing_decisions_deferred",
+            "Decisions that would have downed members, put off because this member had stalled long and its detectors had not looked again since (the members it had not heard still looked reachable): the strategy decides again once the picture holds still",
+            m.downing_decisions_deferred.clone(),
         );
         r.register(
             "downing_abandoned",
@@ -646,6 +653,7 @@ impl Metrics {
         advance(&self.name_conflicts, node.name_conflicts);
         advance(&self.downs_spared, node.downs_spared);
         advance(&self.downs_withdrawn, node.downs_withdrawn);
+        advance(&self.downing_decisions_deferred, node.decisions_deferred_after_stall);
         advance(&self.decisions_abandoned, node.decisions_abandoned);
         advance(&self.stranger_rumours, node.stranger_rumours_ignored);
         advance(&self.addresses_moved, node.addresses_moved);

@@ -85,6 +85,11 @@
 //! stay dead there and alive elsewhere), or one has and it stalled itself
 //! lately, long enough to be decided about (its own absence explains the
 //! verdict; a stall is its own to see; once per generation). A member that
+//! stalled long (its timers ran at least half of `stable_after` late)
+//! downs nobody on a decision taken before its detectors have looked
+//! again, as long as it stalled: the members it has not heard since still
+//! look reachable to it (one taken before the stall is carried out: its
+//! picture was fresh). A member that
 //! hears nobody finds everyone unreachable and downs itself once that
 //! picture held still, even where nothing it sees threatens it (it cannot
 //! know what the others decided). A newer process of a member's name at

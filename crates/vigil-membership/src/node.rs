@@ -143,6 +143,11 @@ pub struct Node {
     /// at least half of `stable_after` late). A verdict the others took
     /// meanwhile is one this node's own absence explains.
     long_stall: Option<Instant>,
+    /// After a long stall, until when this node's picture is older than
+    /// what it may have missed (its detectors stay quiet as long as it
+    /// stalled): members it has not heard since still look reachable, so
+    /// it downs nobody before then (see `Node::settle_downing`).
+    stale_until: Option<Instant>,
     /// When this node last started a push-pull of its own.
     pulled_at: Option<Instant>,
     /// The seeds given to [`Node::join`] (or [`Node::set_seeds`]), asked
@@ -279,6 +284,7 @@ impl Node {
             now,
             stall_seen: None,
             long_stall: None,
+            stale_until: None,
             pulled_at: None,
             seeds: Vec::new(),
             join_backoff: JOIN_RETRY_FIRST,
@@ -1185,6 +1191,7 @@ impl Node {
             self.monitor.note_stall(now, late);
             if late >= self.config.downing.stable_after / 2 {
                 self.long_stall = Some(now);
+                self.stale_until = Some(now.saturating_add(late));
             }
             self.emit(Event::LocalStall { late });
         }

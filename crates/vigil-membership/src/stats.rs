@@ -105,6 +105,12 @@ pub struct Stats {
     /// Verdicts of this node's that nobody followed, withdrawn: the
     /// member downed, reaching the rest of its side, never downed itself.
     pub downs_withdrawn: u64,
+    /// Decisions that would have downed others, put off because this node
+    /// had stalled long and its picture was older than what it missed:
+    /// the gate waited for it to hold still again. (A decision taken
+    /// before the stall is carried out: its picture was fresh, and the
+    /// members it downs learn it.)
+    pub decisions_deferred_after_stall: u64,
     /// Decisions dropped when they came to be carried out: the side they
     /// were taken for no longer held (this node lost members of it since),
     /// so the strategy decides again once the picture holds still.

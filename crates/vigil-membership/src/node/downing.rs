@@ -320,6 +320,18 @@ impl Node {
         }
         let settings = &self.config.downing;
         let mut verdict = downing::decide(&settings.strategy, &picture);
+        // A member that stalled long sees, for as long as it stalled, the
+        // members it has not heard since as reachable: a side it holds
+        // together may be long gone, downed by the others or cut off. It
+        // may down itself on that picture, never others: the gate waits
+        // for the picture to hold still again, past the quiet.
+        let downs_others = matches!(verdict.decision, Decision::AskLease { .. })
+            || (verdict.decision == Decision::DownUnreachable && !verdict.down.is_empty());
+        if downs_others && self.picture_stale(now) {
+            self.stats.decisions_deferred_after_stall += 1;
+            self.resolver.reopen(now);
+            return;
+        }
         if unstable {
             let margin = settings.decide_when_unstable.unwrap_or_default();
             verdict.reason = format!(
@@ -391,6 +403,12 @@ impl Node {
                 }));
             }
         }
+    }
+
+    /// Whether this node stalled long lately and its detectors are still
+    /// quiet about it: its picture is as old as the stall.
+    fn picture_stale(&self, now: Instant) -> bool {
+        self.stale_until.is_some_and(|until| now < until)
     }
 
     /// The generations of the members `names`, as this node knows them.

@@ -86,6 +86,18 @@ impl Node {
         // This node's own word comes from within, never from the network:
         // a rumour about another member said to be this node's is an echo
         // of what it said (nothing new), or a forgery in its name.
+        // An earlier process of this node's name (this node before it was
+        // downed) accused the member: the rumour still says the member
+        // exists, which this node, having forgotten everyone, may need to
+        // learn; the accusation is not this process's, and is dropped.
+        let mut u = u;
+        if u.from.name == self.me.name
+            && u.from.generation < self.me.generation
+            && u.id.name != self.me.name
+            && u.status == Status::Suspect
+        {
+            u = Update { status: Status::Alive, from: u.id.clone(), ..u };
+        }
         if u.from.name == self.me.name && u.id.name != self.me.name {
             self.stats.stale_updates += 1;
             return;
