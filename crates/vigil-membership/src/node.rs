@@ -148,6 +148,11 @@ pub struct Node {
     /// stalled): members it has not heard since still look reachable, so
     /// it downs nobody before then (see `Node::settle_downing`).
     stale_until: Option<Instant>,
+    /// Newer processes of members a decision downed, not taken yet (see
+    /// `Node::apply_as`): since when, by name. Kept out two windows at
+    /// most: by then this node's side has decided, or cannot decide
+    /// without them.
+    rejoins_held: std::collections::HashMap<Arc<str>, Instant>,
     /// When this node last started a push-pull of its own.
     pulled_at: Option<Instant>,
     /// The seeds given to [`Node::join`] (or [`Node::set_seeds`]), asked
@@ -285,6 +290,7 @@ impl Node {
             stall_seen: None,
             long_stall: None,
             stale_until: None,
+            rejoins_held: std::collections::HashMap::new(),
             pulled_at: None,
             seeds: Vec::new(),
             join_backoff: JOIN_RETRY_FIRST,

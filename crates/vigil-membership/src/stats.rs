@@ -111,6 +111,10 @@ pub struct Stats {
     /// before the stall is carried out: its picture was fresh, and the
     /// members it downs learn it.)
     pub decisions_deferred_after_stall: u64,
+    /// Newer processes of members a decision downed, not taken yet because
+    /// this node could not reach members of its own then (see
+    /// [`Event::Downed`](crate::Event::Downed)).
+    pub rejoins_deferred: u64,
     /// Decisions dropped when they came to be carried out: the side they
     /// were taken for no longer held (this node lost members of it since),
     /// so the strategy decides again once the picture holds still.

@@ -331,10 +331,14 @@ impl Recorder {
             _ => {}
         }
         let (subject, against_other) = match event {
+            // A member that downed the other side and then itself did not
+            // go on as the cluster; one that downs the other side again
+            // after that (its next process, regrouped with its side) does.
             Event::Downed { id, .. } if id.name == me => {
                 for s in &mut self.sides {
                     let side = s.side(i);
                     s.self_downed[side].insert(i);
+                    s.winners[side].remove(&i);
                 }
                 return;
             }
@@ -553,13 +557,7 @@ impl Recorder {
         let lasted_ms = lasted.as_secs_f64() * 1e3;
         let (mut surviving_sides, mut self_downed) = (0, [0, 0]);
         if let Some(p) = self.sides.iter().position(|s| s.fault == k) {
-            let mut s = self.sides.remove(p);
-            // A member that downed the other side and then itself did not
-            // go on as the cluster.
-            for side in 0..2 {
-                let downed = s.self_downed[side].clone();
-                s.winners[side].retain(|i| !downed.contains(i));
-            }
+            let s = self.sides.remove(p);
             surviving_sides = s.winners.iter().filter(|w| !w.is_empty()).count();
             self_downed = [s.self_downed[0].len(), s.self_downed[1].len()];
             if self.stable_after.is_some() {

@@ -33,7 +33,7 @@ impl Node {
     /// `stable_after` and the removal margin, twice: how long a verdict
     /// about this node's stall explains, and how long a verdict of its own
     /// waits for a follower before it may be withdrawn.
-    fn two_windows(&self) -> std::time::Duration {
+    pub(super) fn two_windows(&self) -> std::time::Duration {
         let d = &self.config.downing;
         d.stable_after.saturating_add(d.down_removal_margin).saturating_mul(2)
     }
@@ -405,10 +405,25 @@ impl Node {
         }
     }
 
+    /// Whether this node stalled long enough to be decided about within
+    /// the last two windows.
+    pub(super) fn stalled_lately(&self, now: Instant) -> bool {
+        let window = self.two_windows();
+        self.long_stall.is_some_and(|at| now.saturating_duration_since(at) <= window)
+    }
+
     /// Whether this node stalled long lately and its detectors are still
     /// quiet about it: its picture is as old as the stall.
     fn picture_stale(&self, now: Instant) -> bool {
         self.stale_until.is_some_and(|until| now < until)
+    }
+
+    /// Whether this node's detectors have had `stable_after` since its
+    /// picture stopped being stale (see [`Node::picture_stale`]) to find
+    /// the members it no longer reaches: after a long stall, the members
+    /// it could not hear while it stalled are only found unreachable then.
+    pub(super) fn looked_again(&self, now: Instant) -> bool {
+        self.stale_until.is_none_or(|until| now >= until.saturating_add(self.config.downing.stable_after))
     }
 
     /// The generations of the members `names`, as this node knows them.
@@ -604,8 +619,7 @@ impl Node {
         // A member that stalled long enough to be decided about lately
         // takes one member's word: its own absence explains the verdict
         // (a stall is its own to see, nobody can forge one).
-        let window = self.two_windows();
-        let stalled = self.long_stall.is_some_and(|at| now.saturating_duration_since(at) <= window);
+        let stalled = self.stalled_lately(now);
         let kept = downing::keeps(&self.config.downing.strategy, &picture, &side);
         if !kept && !stalled && tellers.len() < 2 {
             return;
@@ -720,6 +734,7 @@ impl Node {
         // The stall explained a verdict about the generation that stalled,
         // not about the next one.
         self.long_stall = None;
+        self.rejoins_held.clear();
         self.told.clear();
         self.checks.clear();
         self.reform = None;

@@ -297,6 +297,36 @@ impl Node {
                 self.newcomer(now, u);
                 return;
             }
+            // A newer process of a member a decision downed, while this
+            // node cannot reach members of its own: the side that decided
+            // may be cut off from this node now, and the newcomer, counted
+            // here, would make this node's side look larger than the side
+            // that downed it, which does not know it (members downed
+            // together rejoined a survivor cut off since, and two sides
+            // survived). It is taken once this node reaches everyone again
+            // (and its detectors have looked again after a long stall of
+            // its own: until then it does not know whom it no longer
+            // reaches), or two windows after it first came: by then this
+            // node's side has decided about the members it cannot reach, or
+            // cannot without it (they crashed, and a static quorum needs
+            // it).
+            if m.status == Status::Dead
+                && self.decides()
+                && matches!(u.status, Status::Alive | Status::Suspect)
+                && (self.rows.own().any(|(_, _, mark)| mark == crate::message::Mark::Unreachable)
+                    || !self.looked_again(now))
+            {
+                let window = self.two_windows();
+                let first = *self.rejoins_held.entry(m.name.clone()).or_insert(now);
+                // Counted from when this node's picture is fresh again.
+                let fresh = self.stale_until.map(|u| u.saturating_add(self.config.downing.stable_after));
+                let since = fresh.map_or(first, |f| f.max(first));
+                if now.saturating_duration_since(since) < window {
+                    self.stats.rejoins_deferred += 1;
+                    return;
+                }
+            }
+            self.rejoins_held.remove(u.id.name.as_str());
             self.forget(&u.id.name);
             if matches!(u.status, Status::Dead | Status::Left) {
                 // A member this node knew, whose next life is already over:

@@ -369,3 +369,49 @@ fn a_verdict_another_member_followed_is_kept() {
     assert_eq!(n.member("n3").unwrap().status, Status::Dead);
     assert_eq!(n.stats().downs_withdrawn, 0);
 }
+
+#[test]
+fn a_newer_process_of_a_member_a_decision_downed_waits_while_this_member_cannot_reach_others() {
+    // n3 was downed by a decision; n1 then falls silent. n3 comes back as a
+    // new process: counted now, it would make this side look larger than
+    // a side n1 may be on, which downed n3 too and does not know the new
+    // process. It is taken once n1 answers again.
+    let (mut n, downed) = downed_n3_alone();
+    let t = ms(12_000);
+    let _ = run_among(&mut n, 3, 1, downed, t);
+    let unreachable: Vec<String> = n
+        .rows
+        .own()
+        .filter(|(_, _, m)| *m == crate::message::Mark::Unreachable)
+        .map(|(name, _, _)| name.to_string())
+        .collect();
+    assert_eq!(unreachable, ["n1"], "n1 is unreachable from n0 by 12 s");
+    let newer = NodeId::new("n3", 2);
+    let back = || {
+        datagram(
+            NodeId::new("n3", 2),
+            Message::Gossip,
+            vec![Update {
+                id: NodeId::new("n3", 2),
+                addr: addr(3),
+                incarnation: 0,
+                status: Status::Alive,
+                from: NodeId::new("n3", 2),
+                tags: None,
+            }],
+        )
+    };
+    n.handle_datagram(t, addr(3), &back()).unwrap();
+    assert_eq!(n.member("n3").map(|m| (m.id.generation, m.status)), Some((1, Status::Dead)));
+    assert!(n.stats().rejoins_deferred >= 1);
+    // n1 answers again (refuting, at a higher incarnation): the newer
+    // process is taken.
+    let refute = Update { incarnation: 5, ..rumour(1, Status::Alive, id(1)) };
+    let p = Packet { cluster: CLUSTER, from: id(1), incarnation: 5, message: Message::Gossip, updates: vec![refute] };
+    n.handle_datagram(t, addr(1), &wire::encode(&p, wire::MAX_DATAGRAM).unwrap()).unwrap();
+    let t2 = ms(16_000);
+    let _ = run_among(&mut n, 3, usize::MAX, t, t2);
+    assert!(n.rows.own().all(|(_, _, m)| m != crate::message::Mark::Unreachable), "n1 reachable again by 16 s");
+    n.handle_datagram(t2, addr(3), &back()).unwrap();
+    assert_eq!(n.member("n3").map(|m| (m.id.clone(), m.status)), Some((newer, Status::Alive)));
+}
