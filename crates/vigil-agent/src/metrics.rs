@@ -455,7 +455,7 @@ impl Metrics {
         );
         r.register(
             "downing_decisions_deferred",
-            "Decisions that would have downed members, put off because this member had stalled long and its detectors had not looked again since (the members it had not heard still looked reachable): the strategy decides again once the picture holds still",
+            "Decisions that would have downed members, put off because this member had stalled long and its detectors had not looked again since (the members it had not heard still looked reachable), or because, back after downing itself, it had heard nothing yet of members it knew then: the strategy decides again once the picture holds still",
             m.downing_decisions_deferred.clone(),
         );
         r.register(
@@ -653,7 +653,10 @@ impl Metrics {
         advance(&self.name_conflicts, node.name_conflicts);
         advance(&self.downs_spared, node.downs_spared);
         advance(&self.downs_withdrawn, node.downs_withdrawn);
-        advance(&self.downing_decisions_deferred, node.decisions_deferred_after_stall);
+        advance(
+            &self.downing_decisions_deferred,
+            node.decisions_deferred_after_stall + node.decisions_deferred_incomplete,
+        );
         advance(&self.decisions_abandoned, node.decisions_abandoned);
         advance(&self.stranger_rumours, node.stranger_rumours_ignored);
         advance(&self.addresses_moved, node.addresses_moved);

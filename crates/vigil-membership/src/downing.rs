@@ -94,6 +94,9 @@
 //! again after a long stall): counted by a survivor cut off since from the
 //! rest of its side, members downed together would make that survivor's
 //! side out-count the side that downed them, which does not know them. A
+//! member back after downing itself downs nobody until it has heard of
+//! every member it knew then or seen the cluster whole for `stable_after`
+//! (on a membership with holes the oldest may look alone). A
 //! member that
 //! hears nobody finds everyone unreachable and downs itself once that
 //! picture held still, even where nothing it sees threatens it (it cannot
@@ -115,7 +118,7 @@
 //! address as the process downed. The simulator checks all of this over
 //! random fault schedules (`vigil sim swarm`), which also find where it
 //! falls short (the top-level README lists what it found and fixed): in
-//! 5 of 40,000 schedules, two sides each downed the other (two of them a
+//! 4 of 40,000 schedules, two sides each downed the other (two of them a
 //! `lease-majority` side holding the lease past its term).
 //!
 //! What no rule here can give: a side that downed itself in favour of a

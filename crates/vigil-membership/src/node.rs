@@ -153,6 +153,12 @@ pub struct Node {
     /// most: by then this node's side has decided, or cannot decide
     /// without them.
     rejoins_held: std::collections::HashMap<Arc<str>, Instant>,
+    /// The members this node knew live when it last downed itself, that
+    /// it has heard nothing of since (see `Node::decide_downing`):
+    /// cleared once its picture has been clear for `stable_after`.
+    past: std::collections::BTreeSet<Arc<str>>,
+    /// Since when its picture has been clear, while `past` is kept.
+    past_clear_since: Option<Instant>,
     /// When this node last started a push-pull of its own.
     pulled_at: Option<Instant>,
     /// The seeds given to [`Node::join`] (or [`Node::set_seeds`]), asked
@@ -291,6 +297,8 @@ impl Node {
             long_stall: None,
             stale_until: None,
             rejoins_held: std::collections::HashMap::new(),
+            past: std::collections::BTreeSet::new(),
+            past_clear_since: None,
             pulled_at: None,
             seeds: Vec::new(),
             join_backoff: JOIN_RETRY_FIRST,

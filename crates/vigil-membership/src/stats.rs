@@ -111,6 +111,10 @@ pub struct Stats {
     /// before the stall is carried out: its picture was fresh, and the
     /// members it downs learn it.)
     pub decisions_deferred_after_stall: u64,
+    /// Decisions that would have downed others, put off because this
+    /// node, back after downing itself, had heard nothing yet of members
+    /// it knew then, and had not seen the cluster whole since.
+    pub decisions_deferred_incomplete: u64,
     /// Newer processes of members a decision downed, not taken yet because
     /// this node could not reach members of its own then (see
     /// [`Event::Downed`](crate::Event::Downed)).

@@ -227,6 +227,23 @@ impl Node {
         if change.flapped {
             self.resolver.flapped(now);
         }
+        // Back and seeing the cluster whole for `stable_after`: what it
+        // knew before no longer matters.
+        let mut past_clear_at = None;
+        if !self.past.is_empty() {
+            let clear = !self.rejoining && self.members.live_count() > 0 && self.picture(false).records.is_empty();
+            let since = if clear { Some(self.past_clear_since.unwrap_or(now)) } else { None };
+            self.past_clear_since = since;
+            if let Some(since) = since {
+                let at = since.saturating_add(self.config.downing.stable_after);
+                if now >= at {
+                    self.past.clear();
+                    self.past_clear_since = None;
+                } else {
+                    past_clear_at = Some(at);
+                }
+            }
+        }
         let version = self.rows.changes().wrapping_add(self.members.ring_version()).wrapping_add(self.superseded.1);
         if self.resolver.is_new(version) {
             let anything = !self.picture(true).records.is_empty();
@@ -253,7 +270,8 @@ impl Node {
         }
         self.send_rows(now, change.changed);
         let next_send = self.rows.any_owed().then(|| now.saturating_add(self.config.gossip_interval));
-        let next = [self.resolver.next_deadline(), next_send, self.rows.send_at()].into_iter().flatten().min();
+        let next =
+            [self.resolver.next_deadline(), next_send, self.rows.send_at(), past_clear_at].into_iter().flatten().min();
         self.timers.set(Timer::Downing, next);
     }
 
@@ -329,6 +347,16 @@ impl Node {
             || (verdict.decision == Decision::DownUnreachable && !verdict.down.is_empty());
         if downs_others && self.picture_stale(now) {
             self.stats.decisions_deferred_after_stall += 1;
+            self.resolver.reopen(now);
+            return;
+        }
+        // Back after downing itself, this node has heard nothing yet of
+        // members it knew then, and its picture has not been clear since:
+        // it knows too little of the cluster to say who survives (the
+        // oldest may look alone, a side small). It may down itself, never
+        // others, until it learns of them or sees the cluster whole.
+        if verdict.decision == Decision::DownUnreachable && !verdict.down.is_empty() && !self.past.is_empty() {
+            self.stats.decisions_deferred_incomplete += 1;
             self.resolver.reopen(now);
             return;
         }
@@ -718,6 +746,7 @@ impl Node {
         let mut own = own;
         own.sort();
         own.dedup();
+        self.past = self.members.iter().filter(|m| m.is_live()).map(|m| m.name.clone()).collect();
         let names: Vec<Arc<str>> = self.members.iter().map(|m| m.name.clone()).collect();
         for name in names {
             self.forget(&name);

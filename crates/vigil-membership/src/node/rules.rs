@@ -214,6 +214,10 @@ impl Node {
     /// As [`Node::apply`]; `checked` says the member was already asked
     /// about this rumour (see `checks.rs`), so it is taken as it is.
     pub(super) fn apply_as(&mut self, now: Instant, mut u: Update, level: Option<f64>, checked: bool) {
+        // Word of a member it knew before it was downed, whatever it says.
+        if !self.past.is_empty() {
+            self.past.remove(u.id.name.as_str());
+        }
         if u.id.name == self.me.name {
             self.about_me(now, u);
             return;
