@@ -44,6 +44,22 @@ fn rumour(name: &str, generation: u64, addr: SocketAddr, incarnation: u64, statu
 
 // ---- agents ----
 
+/// A loopback port free for both UDP and TCP now, below the kernel's
+/// ephemeral range (from 32768): an agent restarted at a fixed address
+/// needs both again, and an outgoing connection (a metrics request) may
+/// take an ephemeral port's TCP side meanwhile.
+fn free_port() -> u16 {
+    let mut port = 30_000 + (std::process::id() % 250) as u16 * 10;
+    loop {
+        port += 1;
+        assert!(port < 32_768, "no free port below 32768");
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", port));
+        if tcp.is_ok() && UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
 struct Agent {
     name: String,
     child: Child,
@@ -74,9 +90,14 @@ impl Agent {
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let (mut addr, mut http) = (None, None);
         let mut line = String::new();
+        let mut said = String::new();
         while addr.is_none() || http.is_none() {
             line.clear();
-            assert!(err.read_line(&mut line).unwrap() > 0, "{name}: stderr ended before it said where it listens");
+            assert!(
+                err.read_line(&mut line).unwrap() > 0,
+                "{name}: stderr ended before it said where it listens:\n{said}"
+            );
+            said.push_str(&line);
             if line.contains(" started ") {
                 addr = line.split(" on ").nth(1).and_then(|s| s.split(',').next()).map(|a| a.parse().unwrap());
             }
@@ -407,7 +428,7 @@ fn packets_captured_before_a_restart_are_refused_after_it() {
     let data = std::env::temp_dir().join(format!("vigil-hostile-net-{}-data", std::process::id()));
     let _ = std::fs::remove_dir_all(&data);
     let r1 = Agent::start("r1", None, &["--key-file", keys.to_str().unwrap()]);
-    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let r0_addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let args: Vec<String> =
         ["--bind", &r0_addr.to_string(), "--key-file", keys.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]
