@@ -116,8 +116,8 @@ pub struct Stats {
     /// it knew then, and had not seen the cluster whole since.
     pub decisions_deferred_incomplete: u64,
     /// Newer processes of members a decision downed, not taken yet because
-    /// this node could not reach members of its own then (see
-    /// [`Event::Downed`](crate::Event::Downed)).
+    /// this node could not reach every member then, or had not looked
+    /// again since a long stall of its own (two windows at most).
     pub rejoins_deferred: u64,
     /// Decisions dropped when they came to be carried out: the side they
     /// were taken for no longer held (this node lost members of it since),

@@ -446,12 +446,19 @@ impl Node {
         self.stale_until.is_some_and(|until| now < until)
     }
 
-    /// Whether this node's detectors have had `stable_after` since its
-    /// picture stopped being stale (see [`Node::picture_stale`]) to find
-    /// the members it no longer reaches: after a long stall, the members
-    /// it could not hear while it stalled are only found unreachable then.
+    /// After a long stall, when this node's detectors will have had
+    /// `stable_after` since its picture stopped being stale (see
+    /// [`Node::picture_stale`]) to find the members it no longer reaches:
+    /// the members it could not hear while it stalled are only found
+    /// unreachable then.
+    pub(super) fn looked_again_at(&self) -> Option<Instant> {
+        self.stale_until.map(|until| until.saturating_add(self.config.downing.stable_after))
+    }
+
+    /// Whether [`Node::looked_again_at`] has come (or there was no long
+    /// stall).
     pub(super) fn looked_again(&self, now: Instant) -> bool {
-        self.stale_until.is_none_or(|until| now >= until.saturating_add(self.config.downing.stable_after))
+        self.looked_again_at().is_none_or(|at| now >= at)
     }
 
     /// The generations of the members `names`, as this node knows them.

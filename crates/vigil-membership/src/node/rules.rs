@@ -83,9 +83,6 @@ impl Node {
         if u.status == Status::Dead && u.from.name != self.me.name && u.from != u.id {
             self.resolver.followed(&u.id.name, u.id.generation);
         }
-        // This node's own word comes from within, never from the network:
-        // a rumour about another member said to be this node's is an echo
-        // of what it said (nothing new), or a forgery in its name.
         // An earlier process of this node's name (this node before it was
         // downed) accused the member: the rumour still says the member
         // exists, which this node, having forgotten everyone, may need to
@@ -98,6 +95,9 @@ impl Node {
         {
             u = Update { status: Status::Alive, from: u.id.clone(), ..u };
         }
+        // This node's own word comes from within, never from the network:
+        // a rumour about another member said to be this node's is an echo
+        // of what it said (nothing new), or a forgery in its name.
         if u.from.name == self.me.name && u.id.name != self.me.name {
             self.stats.stale_updates += 1;
             return;
@@ -323,14 +323,12 @@ impl Node {
                 let window = self.two_windows();
                 let first = *self.rejoins_held.entry(m.name.clone()).or_insert(now);
                 // Counted from when this node's picture is fresh again.
-                let fresh = self.stale_until.map(|u| u.saturating_add(self.config.downing.stable_after));
-                let since = fresh.map_or(first, |f| f.max(first));
+                let since = self.looked_again_at().map_or(first, |f| f.max(first));
                 if now.saturating_duration_since(since) < window {
                     self.stats.rejoins_deferred += 1;
                     return;
                 }
             }
-            self.rejoins_held.remove(u.id.name.as_str());
             self.forget(&u.id.name);
             if matches!(u.status, Status::Dead | Status::Left) {
                 // A member this node knew, whose next life is already over:
@@ -487,6 +485,7 @@ impl Node {
             if self.superseded.0.remove(name).is_some() {
                 self.superseded.1 = self.superseded.1.wrapping_add(1);
             }
+            self.rejoins_held.remove(name);
             self.suspicions.remove(name);
             self.probes.forget(&m.id());
         }
