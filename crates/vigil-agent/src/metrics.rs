@@ -19,7 +19,7 @@
 //! queues, rejections by reason, ejections by reason, decisions, sinks.
 //! Only the per-member families wait for their members, and the lease's
 //! (`vigil_lease_usable`, `vigil_lease_checks_total`,
-//! `vigil_lease_checks_failed_total`) are served only by an agent that
+//! `vigil_lease_checks_failed_total`, `vigil_lease_renewals_total`) are served only by an agent that
 //! checks a lease (`--downing lease-majority`), from its first scrape.
 //! Beside them:
 //! `vigil_build_info`, `vigil_ready`, and the standard `process_*` metrics
@@ -260,6 +260,7 @@ pub struct Metrics {
     lease_usable: Family<NoLabels, Gauge>,
     lease_checks: Family<NoLabels, Counter>,
     lease_checks_failed: Family<NoLabels, Counter>,
+    lease_renewals: Family<OutcomeLabel, Counter>,
     ready: Gauge,
     process: ProcessMetrics,
 }
@@ -339,6 +340,7 @@ impl Metrics {
             lease_usable: Family::default(),
             lease_checks: Family::default(),
             lease_checks_failed: Family::default(),
+            lease_renewals: Family::default(),
             ready: Gauge::default(),
             process: ProcessMetrics::default(),
         };
@@ -473,6 +475,11 @@ impl Metrics {
             "lease_checks_failed",
             "With lease-majority: checks that found the lease could not be asked",
             m.lease_checks_failed.clone(),
+        );
+        r.register(
+            "lease_renewals",
+            "With lease-majority: renewals of the lease this member's side took, by outcome: renewed, or failed (the lease could not be asked, or another side had taken it: then this member downs itself)",
+            m.lease_renewals.clone(),
         );
         r.register("flaps", "Suspicions refuted within 10 s", m.flaps.clone());
         r.register("deaths", "Members declared dead", m.deaths.clone());
@@ -635,6 +642,9 @@ impl Metrics {
             }
             advance(&self.lease_checks.get_or_create(&Vec::new()), lease.checks);
             advance(&self.lease_checks_failed.get_or_create(&Vec::new()), lease.checks_failed);
+            for (outcome, n) in [("renewed", node.lease_renewals), ("failed", node.lease_renewals_failed)] {
+                advance(&self.lease_renewals.get_or_create(&OutcomeLabel { outcome }), n);
+            }
         }
         for (outcome, n) in [
             ("proposed", node.introductions_proposed),

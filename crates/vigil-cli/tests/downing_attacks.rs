@@ -1057,4 +1057,22 @@ fn a_lease_that_cannot_be_asked_downs_the_healthy_side_and_says_why() {
         );
     }
     assert!(whole, "one cluster of the two, the crashed member dead, within {bound:?} of the lease's return");
+    // The side that took the lease renews it, every 30 s, as long as it
+    // acts as the cluster (the lease holds 120 s): the file's term moves
+    // on, still in its name. Bound: 30 s and a 10 s margin.
+    let term = || {
+        let text = std::fs::read_to_string(&lease).unwrap_or_default();
+        let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).map(str::to_owned);
+        (field("holder="), field("until_ms=").and_then(|u| u.parse::<u64>().ok()))
+    };
+    let (holder, until) = term();
+    let (holder, until) = (holder.expect("the lease names its holder"), until.expect("and its term"));
+    let renewed = within(Duration::from_secs(40), || {
+        let (h, u) = term();
+        h.as_deref() == Some(holder.as_str()) && u.is_some_and(|u| u >= until + 20_000)
+    });
+    let counted: Vec<f64> = all.iter().map(|a| a.metric("vigil_lease_renewals_total", "outcome=\"renewed\"")).collect();
+    println!("lease: held by {holder}, term {until} ms then {:?}; renewals counted {counted:?}", term().1);
+    assert!(renewed, "the holder {holder} renewed its term by 20 s or more within 40 s");
+    assert!(counted.iter().all(|n| *n >= 1.0), "each member of the side renewed: {counted:?}");
 }

@@ -63,6 +63,20 @@
 //! test (`src/downing/exhaustive.rs`) of 1,074,206 configurations,
 //! 11,816,260 cases and 58,786,608 decisions.
 //!
+//! The lease stays with the side that took it for as long as that side
+//! acts as the cluster: each of its members renews it every
+//! [`LEASE_RENEW_EVERY`] (30 s; the runtimes grant it for 120 s), so the
+//! side it downed, re-formed on its own while the partition lasts, is
+//! refused it however long that is. When that side splits again, each part
+//! asks for its own core and names the holder it replaces
+//! ([`LeaseRequest`]): the first part to ask takes the lease over, in one
+//! compare-and-set, and the others are refused (without it, the old grant
+//! would refuse every part, and a part that finds its own name first in
+//! the holder would think itself spared). A member whose renewal finds
+//! another side holding the lease (its side stopped renewing for longer
+//! than the term: all paused, or the lease could not be asked) downs
+//! itself unless that side counts it in.
+//!
 //! Over time, a decision waits for the picture to hold still for
 //! `stable_after`, and is carried out `down_removal_margin` later on the
 //! members still unreachable (after a calm decision; after one that counted
@@ -118,8 +132,7 @@
 //! address as the process downed. The simulator checks all of this over
 //! random fault schedules (`vigil sim swarm`), which also find where it
 //! falls short (the top-level README lists what it found and fixed): in
-//! 4 of 40,000 schedules, two sides each downed the other (two of them a
-//! `lease-majority` side holding the lease past its term).
+//! 2 of 40,000 schedules, two sides each downed the other.
 //!
 //! What no rule here can give: a side that downed itself in favour of a
 //! side that then crashed (or downed itself in turn) cannot tell it from
@@ -163,7 +176,7 @@
 //! | `keep-oldest` (down-if-alone, the default) | the oldest is correct, or it alone crashed |
 //! | `keep-oldest:down-if-alone=off` | the oldest is correct |
 //! | `keep-referee` | the referee is correct and `n − f` reaches `down-all-if-less-than` |
-//! | `lease-majority` | the lease can be asked (a side that cannot ask it downs itself, and asks again when it rejoins) |
+//! | `lease-majority` | the lease can be asked (a side that cannot ask it downs itself, and asks again when it rejoins); a side whose lease holder crashed waits for the lease's term to run out, 120 s after the holder's last renewal, and asks again within 120 s after that |
 //! | `down-all` | never: any unreachable member stops the cluster, by design |
 //!
 //! **(d) Strangers.** Nothing a stranger sends changes a member's address,
@@ -1140,6 +1153,42 @@ pub struct Pending {
     /// calm decision, only one still unreachable is.
     #[cfg_attr(feature = "serde", serde(default))]
     pub unstable: bool,
+}
+
+/// How often a member whose side took the lease renews it, for as long as
+/// it acts as the cluster in the generation that took it. A lease's time
+/// to live must be several times this (the runtimes hold it 120 s): a side
+/// that stopped renewing (crashed, paused, downed) loses it after that
+/// time, and a side that renews keeps it however long a partition lasts,
+/// so the side it downed cannot take it once the time to live runs out
+/// and down the side that acts as the cluster.
+pub const LEASE_RENEW_EVERY: Duration = Duration::from_secs(30);
+
+/// What a member asks its lease for ([`Node::take_lease_request`](crate::Node::take_lease_request)):
+/// the lease goes to `holder` if nobody holds it, its time ran out,
+/// `holder` holds it already, or `replacing` holds it. The last is a
+/// compare-and-set in one step: a side that took the lease and splits
+/// again hands it to the first of its parts to ask, and the other parts,
+/// asking to replace a holder that is gone, are refused.
+///
+/// ```
+/// use vigil_membership::downing::LeaseRequest;
+///
+/// let r = LeaseRequest { holder: "side-b".into(), replacing: Some("side-a".into()), renewal: false };
+/// let may_take = |current: Option<&str>| current.is_none_or(|c| c == r.holder || Some(c) == r.replacing.as_deref());
+/// assert!(may_take(Some("side-a")), "taken over from the side it was part of");
+/// assert!(!may_take(Some("side-c")));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseRequest {
+    /// The holder asked for: a side's name ([`lease_holder`]).
+    pub holder: String,
+    /// The holder this member's side took the lease for earlier and still
+    /// renews, if any and if it is not `holder`.
+    pub replacing: Option<String>,
+    /// Whether it renews the lease this member's side holds
+    /// ([`LEASE_RENEW_EVERY`]) rather than asks for it for a decision.
+    pub renewal: bool,
 }
 
 /// The lease's answer to a request ([`Node::lease_answer`](crate::Node::lease_answer)).

@@ -19,6 +19,12 @@ pub(crate) struct Resolver {
     pending: Option<Pending>,
     /// The lease is due to be asked: taken by the runtime.
     lease_wanted: bool,
+    /// The lease this node's side took, while this node renews it: the
+    /// holder, and when it is next renewed.
+    held: Option<(String, Instant)>,
+    /// A renewal was asked and its answer is awaited (a decision's request
+    /// waits for it, so that answers are not mistaken for each other).
+    renewing: bool,
     /// How long a member that came back stays in this node's row as
     /// flapped: twice the instability an unstable decision waits out, so
     /// that a member that flaps is still marked whenever the decision falls.
@@ -37,6 +43,24 @@ pub(crate) struct Resolver {
 struct Verdict {
     at: Instant,
     followed: bool,
+}
+
+/// What a lease request is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asked {
+    /// The pending decision.
+    Decision,
+    /// Renewing the lease this node's side holds.
+    Renewal,
+}
+
+/// What a lease's answer answers.
+#[derive(Debug, Clone)]
+pub(crate) enum Answered {
+    /// The pending decision, taken out.
+    Decision(Pending),
+    /// A renewal.
+    Renewal,
 }
 
 /// What is due at a time.
@@ -62,6 +86,8 @@ impl Resolver {
             seen: 0,
             pending: None,
             lease_wanted: false,
+            held: None,
+            renewing: false,
             memory: settings
                 .stable_after
                 .saturating_add(settings.decide_when_unstable.unwrap_or_default())
@@ -126,10 +152,13 @@ impl Resolver {
         }
     }
 
-    /// When something is next due.
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    /// When something is next due after `now`. A renewal already due
+    /// waits for the runtime to take it (after the input at hand), not for
+    /// a timer.
+    pub(crate) fn next_deadline(&self, now: Instant) -> Option<Instant> {
         let pending = self.pending.as_ref().filter(|p| !p.lease_asked).map(|p| p.at);
-        [self.gate.deadline(), pending].into_iter().flatten().min()
+        let renewal = self.held.as_ref().filter(|(_, at)| !self.renewing && *at > now).map(|(_, at)| *at);
+        [self.gate.deadline(), pending, renewal].into_iter().flatten().min()
     }
 
     /// When a decision may be taken, while something is unreachable.
@@ -199,14 +228,43 @@ impl Resolver {
         self.verdicts.retain(|(n, _), _| n != name);
     }
 
-    /// Takes the pending lease request, once.
-    pub(crate) fn take_lease_request(&mut self) -> bool {
-        std::mem::take(&mut self.lease_wanted)
+    /// Takes what the lease is to be asked now, once: the pending
+    /// decision's request, or a renewal of the lease this node's side
+    /// holds that is due by `now`. One request at a time.
+    pub(crate) fn take_lease_request(&mut self, now: Instant) -> Option<Asked> {
+        if self.renewing {
+            return None;
+        }
+        if std::mem::take(&mut self.lease_wanted) {
+            return Some(Asked::Decision);
+        }
+        let awaiting = self.pending.as_ref().is_some_and(|p| p.lease_asked);
+        if !awaiting && self.held.as_ref().is_some_and(|(_, at)| *at <= now) {
+            self.renewing = true;
+            return Some(Asked::Renewal);
+        }
+        None
     }
 
-    /// The lease's answer: the pending decision it was asked for, if any.
-    pub(crate) fn lease_answered(&mut self) -> Option<Pending> {
+    /// What a lease's answer answers: a renewal, the pending decision it
+    /// was asked for, or nothing (a decision dropped meanwhile).
+    pub(crate) fn lease_answered(&mut self) -> Option<Answered> {
+        if std::mem::take(&mut self.renewing) {
+            return Some(Answered::Renewal);
+        }
         self.lease_wanted = false;
-        self.pending.take_if(|p| p.lease_asked)
+        self.pending.take_if(|p| p.lease_asked).map(Answered::Decision)
+    }
+
+    /// The lease this node's side holds, while this node renews it.
+    pub(crate) fn held_lease(&self) -> Option<&str> {
+        self.held.as_ref().map(|(h, _)| h.as_str())
+    }
+
+    /// This node's side holds the lease for `holder` from `now`: renewed
+    /// every [`LEASE_RENEW_EVERY`](crate::downing::LEASE_RENEW_EVERY) from
+    /// then. `None`: it no longer does.
+    pub(crate) fn hold_lease(&mut self, holder: Option<String>, now: Instant) {
+        self.held = holder.map(|h| (h, now.saturating_add(crate::downing::LEASE_RENEW_EVERY)));
     }
 }

@@ -130,6 +130,13 @@ pub struct Stats {
     /// the other side, everyone was downed, or the other side's decision
     /// reached it).
     pub self_downs: u64,
+    /// Times this node renewed the lease its side took
+    /// (`lease-majority`, every
+    /// [`LEASE_RENEW_EVERY`](crate::downing::LEASE_RENEW_EVERY)).
+    pub lease_renewals: u64,
+    /// Renewals that failed: the lease could not be asked (asked again
+    /// later), or another side had taken it.
+    pub lease_renewals_failed: u64,
     /// Times this node refuted an accusation about itself.
     pub self_refutations: u64,
     /// Times this node took a new generation because its incarnation could

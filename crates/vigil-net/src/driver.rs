@@ -335,11 +335,11 @@ impl Driver {
                 Input::Command(Some(cmd)) => self.command(cmd),
             }
             self.flush(&errors_tx, &frames_tx).await;
-            // The downing strategy wants the lease: asked off the loop.
-            if let Some(holder) = self.node.take_lease_request() {
+            // The downing strategy wants the lease, or renews it: asked off the loop.
+            if let Some(request) = self.node.take_lease_request() {
                 let (lease, tx) = (self.lease.clone(), lease_tx.clone());
                 tokio::spawn(async move {
-                    let _ = tx.send(crate::lease::ask(lease, holder).await).await;
+                    let _ = tx.send(crate::lease::ask(lease, request).await).await;
                 });
             }
             // Alone, the node asked its seeds again: resolve their names

@@ -7,7 +7,12 @@
 //! [`Node::take_lease_request`](vigil_membership::Node::take_lease_request)
 //! names it), so the lease grants a side, not one of its members. It holds
 //! for a time to live and is granted again to its holder; another holder
-//! gets it only once that time has run out.
+//! gets it only once that time has run out, or by naming the holder it
+//! replaces (a side that took the lease and split again: the first of its
+//! parts to ask takes it over, in one step). A side that took it renews it
+//! every [`LEASE_RENEW_EVERY`](vigil_membership::downing::LEASE_RENEW_EVERY)
+//! for as long as it acts as the cluster, so the side it downed cannot take
+//! it, however long the partition lasts.
 //!
 //! [`FileLease`] keeps the lease in a file, locked while it is read and
 //! written: for tests, and for members on one host or sharing a file
@@ -46,9 +51,11 @@
 //! std::fs::create_dir_all(&dir)?;
 //! let lease = FileLease::new(dir.join("lease"));
 //! let ttl = Duration::from_secs(120);
-//! assert!(lease.acquire("side-of-a", ttl)?);
-//! assert!(lease.acquire("side-of-a", ttl)?, "its holder gets it again");
-//! assert!(!lease.acquire("side-of-d", ttl)?, "another holder waits for the time to live");
+//! assert!(lease.acquire("side-of-a", None, ttl)?);
+//! assert!(lease.acquire("side-of-a", None, ttl)?, "its holder gets it again");
+//! assert!(!lease.acquire("side-of-d", None, ttl)?, "another holder waits for the time to live");
+//! assert!(lease.acquire("side-of-b", Some("side-of-a"), ttl)?, "a part of a's side takes it over");
+//! assert!(!lease.acquire("side-of-c", Some("side-of-a"), ttl)?, "a's other part is too late");
 //! # std::fs::remove_dir_all(&dir)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -60,7 +67,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use vigil_membership::downing::LeaseAnswer;
+use vigil_membership::downing::{LeaseAnswer, LeaseRequest};
 
 /// How long a side holds the lease it took, by default (Akka's Kubernetes
 /// lease: 120 s).
@@ -93,15 +100,17 @@ pub const ANSWER_WAIT: Duration = Duration::from_secs(10);
 /// holder at a time. See the module documentation.
 pub trait Lease: Send + Sync + fmt::Debug + 'static {
     /// Asks the lease for `holder`, to hold it for `ttl`: granted when
-    /// nobody holds it, its holder's time ran out, or `holder` holds it
-    /// already (its time starts again). Blocking: a runtime calls it off
+    /// nobody holds it, its holder's time ran out, `holder` holds it
+    /// already (its time starts again), or `replacing` holds it (taken
+    /// over: a compare-and-set, so that of two requests replacing the same
+    /// holder only the first is granted). Blocking: a runtime calls it off
     /// its event loop.
     ///
     /// # Errors
     ///
     /// A [`LeaseError`] when the lease cannot be read or written; the side
     /// then counts it as not granted.
-    fn acquire(&self, holder: &str, ttl: Duration) -> Result<bool, LeaseError>;
+    fn acquire(&self, holder: &str, replacing: Option<&str>, ttl: Duration) -> Result<bool, LeaseError>;
 
     /// Checks, without asking for it, that the lease could be asked now:
     /// reachable, readable, writable, and holding a lease or nothing. The
@@ -322,17 +331,23 @@ impl LeaseHealth {
     }
 }
 
-/// Asks `lease` for `holder` off the event loop, as a running member does
-/// when its downing strategy wants the lease: waits [`ANSWER_WAIT`] at
-/// most, and says in the log why a lease that could not be asked downs
-/// this side.
-pub(crate) async fn ask(lease: Option<Arc<dyn Lease>>, holder: String) -> LeaseAnswer {
+/// Asks `lease` off the event loop what a running member's downing
+/// strategy asks it (a decision's request or a renewal): waits
+/// [`ANSWER_WAIT`] at most, and says in the log why a lease that could not
+/// be asked downs this side, or was taken from it.
+pub(crate) async fn ask(lease: Option<Arc<dyn Lease>>, request: LeaseRequest) -> LeaseAnswer {
+    let LeaseRequest { holder, replacing, renewal } = request;
+    if renewal {
+        return renew(lease, holder).await;
+    }
     let answer = match lease {
         Some(lease) => {
             let asked = holder.clone();
             // Refused, the lease is asked who holds it (the side that won).
             let asking = tokio::task::spawn_blocking(move || {
-                lease.acquire(&asked, TTL).map(|granted| (granted, (!granted).then(|| lease.holder()).flatten()))
+                lease
+                    .acquire(&asked, replacing.as_deref(), TTL)
+                    .map(|granted| (granted, (!granted).then(|| lease.holder()).flatten()))
             });
             match tokio::time::timeout(ANSWER_WAIT, asking).await {
                 Ok(Ok(Ok((true, _)))) => LeaseAnswer::Granted,
@@ -358,6 +373,42 @@ pub(crate) async fn ask(lease: Option<Arc<dyn Lease>>, holder: String) -> LeaseA
         }
     };
     tracing::info!(holder, granted = answer.granted(), "lease asked");
+    answer
+}
+
+/// Renews the lease this member's side holds for `holder`: a renewal that
+/// could not be asked is said at WARN (the side keeps the lease only while
+/// some member renews it) and asked again later; one refused is said at
+/// WARN (another side took it: this member downs itself).
+async fn renew(lease: Option<Arc<dyn Lease>>, holder: String) -> LeaseAnswer {
+    let Some(lease) = lease else { return LeaseAnswer::Unusable("no lease is configured".into()) };
+    let asked = holder.clone();
+    let asking = tokio::task::spawn_blocking(move || {
+        lease.acquire(&asked, None, TTL).map(|granted| (granted, (!granted).then(|| lease.holder()).flatten()))
+    });
+    let answer = match tokio::time::timeout(ANSWER_WAIT, asking).await {
+        Ok(Ok(Ok((true, _)))) => LeaseAnswer::Granted,
+        Ok(Ok(Ok((false, taker)))) => {
+            let who = taker.as_deref().unwrap_or("a holder it does not name");
+            tracing::warn!(
+                "the lease this side held ({holder}) was taken by {who}: another side acts as the cluster, and this \
+                 member downs itself unless that side counts it in"
+            );
+            LeaseAnswer::Refused { holder: taker }
+        }
+        Ok(Ok(Err(e))) => LeaseAnswer::Unusable(e.to_string()),
+        Ok(Err(e)) => LeaseAnswer::Unusable(format!("the request did not run: {e}")),
+        Err(_) => LeaseAnswer::Unusable(format!("no answer within {} s", ANSWER_WAIT.as_secs())),
+    };
+    if let LeaseAnswer::Unusable(why) = &answer {
+        tracing::warn!(
+            "the lease this side holds ({holder}) could not be renewed: {why}; asked again in {} s. Once its time \
+             to live ({} s) runs out, the side this one downed could take it",
+            vigil_membership::downing::LEASE_RENEW_EVERY.as_secs(),
+            TTL.as_secs()
+        );
+    }
+    tracing::debug!(holder, granted = answer.granted(), "lease renewed");
     answer
 }
 
@@ -464,7 +515,7 @@ fn unix_ms() -> u64 {
 }
 
 impl Lease for FileLease {
-    fn acquire(&self, holder: &str, ttl: Duration) -> Result<bool, LeaseError> {
+    fn acquire(&self, holder: &str, replacing: Option<&str>, ttl: Duration) -> Result<bool, LeaseError> {
         if holder.is_empty() || holder.contains(['\n', '\r']) {
             return Err(self.error(format!("{holder:?} cannot hold a lease (an empty name, or a line break)")));
         }
@@ -474,6 +525,7 @@ impl Lease for FileLease {
         let now = unix_ms();
         if let Some((current, until)) = self.read(&mut file)?
             && current != holder
+            && Some(current.as_str()) != replacing
             && until > now
         {
             return Ok(false);
@@ -530,7 +582,7 @@ impl Lease for FileLease {
     /// std::fs::create_dir_all(&dir)?;
     /// let lease = FileLease::new(dir.join("lease"));
     /// assert_eq!(lease.holder(), None);
-    /// assert!(lease.acquire("side-of-a", Duration::from_secs(60))?);
+    /// assert!(lease.acquire("side-of-a", None, Duration::from_secs(60))?);
     /// assert_eq!(lease.holder().as_deref(), Some("side-of-a"));
     /// # std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -553,15 +605,47 @@ mod tests {
         dir.join("lease")
     }
 
+    fn decision(holder: &str) -> LeaseRequest {
+        LeaseRequest { holder: holder.into(), replacing: None, renewal: false }
+    }
+
+    #[test]
+    fn a_holder_is_taken_over_once_by_a_part_of_its_side() {
+        let path = temp("takeover");
+        let lease = FileLease::new(&path);
+        assert!(lease.acquire("side-ab", None, TTL).unwrap());
+        assert!(!lease.acquire("side-b", None, TTL).unwrap(), "not naming the holder it replaces");
+        assert!(lease.acquire("side-a", Some("side-ab"), TTL).unwrap(), "taken over");
+        assert!(!lease.acquire("side-b", Some("side-ab"), TTL).unwrap(), "the holder it replaces is gone");
+        assert_eq!(lease.holder().as_deref(), Some("side-a"));
+        assert!(lease.acquire("side-a", Some("side-ab"), TTL).unwrap(), "asked again: renewed");
+    }
+
+    #[test]
+    fn racing_parts_of_a_side_take_it_over_once() {
+        let path = temp("takeover-race");
+        assert!(FileLease::new(&path).acquire("side-all", None, TTL).unwrap());
+        let granted: Vec<bool> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let lease = FileLease::new(&path);
+                    s.spawn(move || lease.acquire(&format!("side-{i}"), Some("side-all"), TTL).unwrap())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(granted.iter().filter(|g| **g).count(), 1, "{granted:?}");
+    }
+
     #[test]
     fn one_holder_until_its_time_runs_out() {
         let path = temp("ttl");
         let lease = FileLease::new(&path);
-        assert!(lease.acquire("a", Duration::from_millis(200)).unwrap());
-        assert!(!lease.acquire("d", Duration::from_secs(60)).unwrap());
+        assert!(lease.acquire("a", None, Duration::from_millis(200)).unwrap());
+        assert!(!lease.acquire("d", None, Duration::from_secs(60)).unwrap());
         std::thread::sleep(Duration::from_millis(250));
-        assert!(lease.acquire("d", Duration::from_secs(60)).unwrap(), "a's time ran out");
-        assert!(!lease.acquire("a", Duration::from_secs(60)).unwrap());
+        assert!(lease.acquire("d", None, Duration::from_secs(60)).unwrap(), "a's time ran out");
+        assert!(!lease.acquire("a", None, Duration::from_secs(60)).unwrap());
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("holder=d\nuntil_ms="), "{text}");
     }
@@ -575,7 +659,7 @@ mod tests {
         ] {
             let path = temp("junk");
             std::fs::write(&path, body).unwrap();
-            let e = FileLease::new(&path).acquire("a", TTL).unwrap_err();
+            let e = FileLease::new(&path).acquire("a", None, TTL).unwrap_err();
             assert!(e.to_string().contains(why), "{e}");
             let e = FileLease::new(&path).check().unwrap_err();
             assert!(e.to_string().contains(why), "{e}");
@@ -583,9 +667,9 @@ mod tests {
         }
         let path = temp("big");
         std::fs::write(&path, vec![b'x'; 5000]).unwrap();
-        let e = FileLease::new(&path).acquire("a", TTL).unwrap_err();
+        let e = FileLease::new(&path).acquire("a", None, TTL).unwrap_err();
         assert!(e.to_string().contains("5000 bytes: not a lease"), "{e}");
-        let e = FileLease::new(temp("name")).acquire("a\nuntil_ms=0", TTL).unwrap_err();
+        let e = FileLease::new(temp("name")).acquire("a\nuntil_ms=0", None, TTL).unwrap_err();
         assert!(e.to_string().contains("cannot hold a lease"), "{e}");
     }
 
@@ -612,7 +696,7 @@ mod tests {
         for device in ["/dev/full", "/dev/zero"] {
             let path = link_to(&format!("dev-{}", &device[5..]), device);
             let lease = FileLease::new(&path);
-            let e = returns(device, move || (lease.acquire("a", TTL).unwrap_err(), lease.check().unwrap_err()));
+            let e = returns(device, move || (lease.acquire("a", None, TTL).unwrap_err(), lease.check().unwrap_err()));
             for e in [e.0, e.1] {
                 assert_eq!(e.at, path.display().to_string());
                 assert_eq!(e.problem, "not a regular file (a character device)", "{device}");
@@ -632,7 +716,8 @@ mod tests {
             }
         }
         let lease = FileLease::new(&path);
-        let e = returns("a named pipe", move || (lease.acquire("a", TTL).unwrap_err(), lease.check().unwrap_err()));
+        let e =
+            returns("a named pipe", move || (lease.acquire("a", None, TTL).unwrap_err(), lease.check().unwrap_err()));
         assert_eq!(e.0.problem, "not a regular file (a named pipe)");
         assert_eq!(e.1.problem, "not a regular file (a named pipe)");
     }
@@ -650,7 +735,7 @@ mod tests {
             (dangling, "a symbolic link to /nonexistent-vigil/lease, which cannot be created".to_owned()),
         ] {
             let lease = FileLease::new(&path);
-            assert_eq!(lease.acquire("a", TTL).unwrap_err().problem, problem);
+            assert_eq!(lease.acquire("a", None, TTL).unwrap_err().problem, problem);
             assert_eq!(lease.check().unwrap_err().problem, problem);
         }
         assert!(!gone.exists(), "nothing is created on the way");
@@ -663,7 +748,7 @@ mod tests {
         // lease finds there is not a lease either way.
         let before = std::fs::read_to_string("/proc/version").unwrap();
         let lease = FileLease::new("/proc/version");
-        for e in [lease.acquire("a", TTL).unwrap_err(), lease.check().unwrap_err()] {
+        for e in [lease.acquire("a", None, TTL).unwrap_err(), lease.check().unwrap_err()] {
             assert!(
                 e.problem == "permission denied" || e.problem.contains("is not a line of a lease"),
                 "{}",
@@ -675,7 +760,7 @@ mod tests {
         // /proc/self/smaps of this test is several times longer than 4096 bytes.
         assert!(std::fs::read_to_string("/proc/self/smaps").unwrap().len() > 4 * 4096);
         let lease = FileLease::new("/proc/self/smaps");
-        for e in [lease.acquire("a", TTL).unwrap_err(), lease.check().unwrap_err()] {
+        for e in [lease.acquire("a", None, TTL).unwrap_err(), lease.check().unwrap_err()] {
             assert!(
                 e.problem == "permission denied" || e.problem == "more than 4096 bytes: not a lease",
                 "{}",
@@ -697,7 +782,7 @@ mod tests {
         let file = temp("plain");
         std::fs::write(&file, "").unwrap();
         let lease = FileLease::new(file.join("lease"));
-        assert_eq!(lease.acquire("a", TTL).unwrap_err().problem, "a part of the path is not a directory");
+        assert_eq!(lease.acquire("a", None, TTL).unwrap_err().problem, "a part of the path is not a directory");
         assert_eq!(lease.check().unwrap_err().problem, "a part of the path is not a directory");
     }
 
@@ -705,15 +790,16 @@ mod tests {
     fn a_lock_held_by_another_process_is_waited_for_a_while_only() {
         let path = temp("locked");
         let lease = FileLease::new(&path);
-        assert!(lease.acquire("a", TTL).unwrap());
+        assert!(lease.acquire("a", None, TTL).unwrap());
         // A lock of another open file of it is another process's, to flock.
         let other = File::open(&path).unwrap();
         other.lock().unwrap();
-        let e = returns("a locked lease", move || (lease.acquire("a", TTL).unwrap_err(), lease.check().unwrap_err()));
+        let e =
+            returns("a locked lease", move || (lease.acquire("a", None, TTL).unwrap_err(), lease.check().unwrap_err()));
         assert_eq!(e.0.problem, "locked by another process for more than 5 s");
         assert_eq!(e.1.problem, "locked by another process for more than 5 s");
         drop(other);
-        assert!(FileLease::new(&path).acquire("a", TTL).unwrap(), "granted once the lock is let go");
+        assert!(FileLease::new(&path).acquire("a", None, TTL).unwrap(), "granted once the lock is let go");
     }
 
     #[test]
@@ -723,16 +809,16 @@ mod tests {
         let lease = FileLease::new(&path);
         lease.check().unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "created empty: nobody holds it");
-        assert!(lease.acquire("a", TTL).unwrap());
+        assert!(lease.acquire("a", None, TTL).unwrap());
         let held = std::fs::read_to_string(&path).unwrap();
         FileLease::new(&path).check().unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), held, "a's lease is as it was");
-        assert!(!FileLease::new(&path).acquire("d", TTL).unwrap(), "still a's");
+        assert!(!FileLease::new(&path).acquire("d", None, TTL).unwrap(), "still a's");
         // The default of the trait finds nothing wrong.
         #[derive(Debug)]
         struct Always;
         impl Lease for Always {
-            fn acquire(&self, _: &str, _: Duration) -> Result<bool, LeaseError> {
+            fn acquire(&self, _: &str, _: Option<&str>, _: Duration) -> Result<bool, LeaseError> {
                 Ok(true)
             }
         }
@@ -746,7 +832,7 @@ mod tests {
     }
 
     impl Lease for Switch {
-        fn acquire(&self, _: &str, _: Duration) -> Result<bool, LeaseError> {
+        fn acquire(&self, _: &str, _: Option<&str>, _: Duration) -> Result<bool, LeaseError> {
             Ok(true)
         }
 
@@ -798,7 +884,7 @@ mod tests {
     struct Stuck(Mutex<std::sync::mpsc::Receiver<()>>);
 
     impl Lease for Stuck {
-        fn acquire(&self, _: &str, _: Duration) -> Result<bool, LeaseError> {
+        fn acquire(&self, _: &str, _: Option<&str>, _: Duration) -> Result<bool, LeaseError> {
             let _ = self.0.lock().unwrap().recv();
             Ok(true)
         }
@@ -808,16 +894,16 @@ mod tests {
     async fn a_lease_that_does_not_answer_is_not_taken() {
         let (release, stuck) = std::sync::mpsc::channel();
         let lease: Arc<dyn Lease> = Arc::new(Stuck(Mutex::new(stuck)));
-        let answer = ask(Some(lease.clone()), "a".into()).await;
+        let answer = ask(Some(lease.clone()), decision("a")).await;
         assert_eq!(answer, LeaseAnswer::Unusable("no answer within 10 s".into()));
         release.send(()).unwrap();
         let path = temp("ask");
         let _ = std::fs::remove_file(&path);
-        assert_eq!(ask(Some(Arc::new(FileLease::new(&path))), "a".into()).await, LeaseAnswer::Granted);
+        assert_eq!(ask(Some(Arc::new(FileLease::new(&path))), decision("a")).await, LeaseAnswer::Granted);
         // Refused, with the holder named: the side that won.
-        let refused = ask(Some(Arc::new(FileLease::new(&path))), "d".into()).await;
+        let refused = ask(Some(Arc::new(FileLease::new(&path))), decision("d")).await;
         assert_eq!(refused, LeaseAnswer::Refused { holder: Some("a".into()) });
-        let e = ask(Some(Arc::new(FileLease::new(path.join("lease")))), "a".into()).await;
+        let e = ask(Some(Arc::new(FileLease::new(path.join("lease")))), decision("a")).await;
         assert_eq!(
             e,
             LeaseAnswer::Unusable(format!(
@@ -825,7 +911,7 @@ mod tests {
                 path.join("lease").display()
             ))
         );
-        assert_eq!(ask(None, "a".into()).await, LeaseAnswer::Unusable("no lease is configured".into()));
+        assert_eq!(ask(None, decision("a")).await, LeaseAnswer::Unusable("no lease is configured".into()));
     }
 
     /// A lease whose check answers nothing until the test lets it go.
@@ -833,7 +919,7 @@ mod tests {
     struct Hung(Mutex<std::sync::mpsc::Receiver<()>>);
 
     impl Lease for Hung {
-        fn acquire(&self, _: &str, _: Duration) -> Result<bool, LeaseError> {
+        fn acquire(&self, _: &str, _: Option<&str>, _: Duration) -> Result<bool, LeaseError> {
             Ok(true)
         }
 
@@ -877,7 +963,7 @@ mod tests {
             let handles: Vec<_> = (0..8)
                 .map(|i| {
                     let lease = FileLease::new(&path);
-                    s.spawn(move || lease.acquire(&format!("side-{i}"), TTL).unwrap())
+                    s.spawn(move || lease.acquire(&format!("side-{i}"), None, TTL).unwrap())
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()

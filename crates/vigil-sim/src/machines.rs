@@ -100,8 +100,8 @@ pub(crate) struct Outbox {
     pub(crate) accusations: u64,
     /// (generation, incarnation) at the last drain and now.
     pub(crate) epochs: ((u64, u64), (u64, u64)),
-    /// The holder the node asks the lease for, if it does now.
-    pub(crate) lease: Option<String>,
+    /// What the node asks the lease, if it does now.
+    pub(crate) lease: Option<vigil_membership::downing::LeaseRequest>,
 }
 
 /// A message on its way out of a machine.

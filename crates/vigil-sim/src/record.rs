@@ -66,12 +66,16 @@ pub enum What {
     },
     /// Every live node saw every other live node alive.
     Converged,
-    /// A node asked the lease for its side's holder.
+    /// A node asked the lease for its side's holder, or renewed it.
     Lease {
         /// The node's index.
         node: usize,
         /// The holder asked for.
         holder: String,
+        /// The holder it asked to replace (its side's earlier one), if any.
+        replacing: Option<String>,
+        /// Whether it renewed the lease its side held.
+        renewal: bool,
         /// Whether it was granted.
         granted: bool,
     },

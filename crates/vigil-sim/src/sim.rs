@@ -663,9 +663,11 @@ impl Sim {
         let (before, after) = out.epochs;
         self.recorder.epoch(self.machines.name(i), before, after, now);
         self.recorder.acting(i, self.machines.acting_generation(i), now);
-        if let Some(holder) = out.lease {
-            let answer = self.lease.acquire(&holder, now);
-            self.recorder.record(now, What::Lease { node: i, holder, granted: answer.granted() });
+        if let Some(request) = out.lease {
+            let answer = self.lease.acquire(&request, now);
+            let vigil_membership::downing::LeaseRequest { holder, replacing, renewal } = request;
+            let granted = answer.granted();
+            self.recorder.record(now, What::Lease { node: i, holder, replacing, renewal, granted });
             self.machines.lease_answer(i, now, answer);
             self.flush(i);
         }

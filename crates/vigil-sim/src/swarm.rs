@@ -136,6 +136,12 @@ pub fn schedule(seed: u64) -> Scenario {
             }
         }
     }
+    // Under `lease-majority`, a side that took the lease and then crashed
+    // holds it for its time to live after its last renewal: the others
+    // cannot re-form before (the bound the membership crate states).
+    if lease {
+        s.outage_bound += crate::lease::TTL;
+    }
     s.faults.sort_by_key(|f| f.at);
     let last = s.faults.iter().map(|f| f.at + f.duration.unwrap_or_default()).max().unwrap_or_default();
     s.duration = last + s.outage_bound + Duration::from_secs(10);

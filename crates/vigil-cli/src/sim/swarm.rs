@@ -173,9 +173,11 @@ fn replay(seed: u64, events: bool, out: &mut dyn Write) -> Result<()> {
                 What::FaultStarted { fault } => writeln!(out, "{at:10.3} fault {fault} ({}) starts", kind(&s, *fault))?,
                 What::FaultEnded { fault } => writeln!(out, "{at:10.3} fault {fault} ({}) ends", kind(&s, *fault))?,
                 What::Converged => writeln!(out, "{at:10.3} every live node sees every other alive")?,
-                What::Lease { node, holder, granted } => {
+                What::Lease { node, holder, replacing, renewal, granted } => {
                     let answer = if *granted { "granted" } else { "refused" };
-                    writeln!(out, "{at:10.3} n{node}: asks the lease for {holder}: {answer}")?;
+                    let asks = if *renewal { "renews" } else { "asks" };
+                    let replacing = replacing.as_ref().map(|r| format!(" (replacing {r})")).unwrap_or_default();
+                    writeln!(out, "{at:10.3} n{node}: {asks} the lease for {holder}{replacing}: {answer}")?;
                 }
                 other => writeln!(out, "{at:10.3} {other:?}")?,
             }

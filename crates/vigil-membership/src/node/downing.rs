@@ -14,7 +14,7 @@
 use super::*;
 use crate::downing::{self, Candidate, Decision, LeaseAnswer, Pending, Picture};
 use crate::message::{Mark, RowEntry};
-use crate::resolver::Due;
+use crate::resolver::{Answered, Asked, Due};
 
 /// Members sent this node's row in one turn, at most; the rest in the next
 /// turns, a gossip interval apart.
@@ -28,6 +28,14 @@ const ROW_ENTRIES_PER_PAGE_MIN: usize = 12;
 /// How many times the wait before a re-form (for want of the lease)
 /// doubles, at most: sixteen times `stable_after` and the margin.
 const MAX_REFORM_DOUBLINGS: u32 = 4;
+
+/// The longest a side that downed itself for want of the lease waits
+/// before it re-forms and asks again, unless `stable_after` and the margin
+/// are longer: four renewals' time, a lease's usual time to live (120 s).
+/// A side that took the lease and then crashed loses it that long after
+/// its last renewal; the side waiting for it asks again within as long
+/// after.
+const MAX_REFORM_WAIT: std::time::Duration = downing::LEASE_RENEW_EVERY.saturating_mul(4);
 
 impl Node {
     /// `stable_after` and the removal margin, twice: how long a verdict
@@ -270,8 +278,10 @@ impl Node {
         }
         self.send_rows(now, change.changed);
         let next_send = self.rows.any_owed().then(|| now.saturating_add(self.config.gossip_interval));
-        let next =
-            [self.resolver.next_deadline(), next_send, self.rows.send_at(), past_clear_at].into_iter().flatten().min();
+        let next = [self.resolver.next_deadline(now), next_send, self.rows.send_at(), past_clear_at]
+            .into_iter()
+            .flatten()
+            .min();
         self.timers.set(Timer::Downing, next);
     }
 
@@ -546,19 +556,33 @@ impl Node {
     }
 
     /// The lease's answer to [`Node::take_lease_request`]: taken, this side
-    /// survives (the others are downed after the removal margin); refused
-    /// or not asked, this node downs itself if it is threatened (a side
-    /// that finds it unreachable could hold the lease), and waits if not —
-    /// or if the lease names its holder, a member this node reaches whose
-    /// row (its side's) does not hold this node: the side that won does
-    /// not down it.
+    /// survives (the others are downed after the removal margin) and this
+    /// node renews the lease from then on; refused or not asked, this node
+    /// downs itself if it is threatened (a side that finds it unreachable
+    /// could hold the lease), and waits if not — or if the lease names its
+    /// holder, a member this node reaches whose row (its side's) does not
+    /// hold this node: the side that won does not down it.
+    ///
+    /// A renewal refused means another side took the lease this node's
+    /// side held (its renewals stopped for longer than the lease's time to
+    /// live: a pause, a lease that could not be asked): unless that side
+    /// counts this node in, it acts as the cluster now, and this node downs
+    /// itself. A renewal that could not be asked is asked again later.
     pub fn lease_answer(&mut self, now: Instant, answer: LeaseAnswer) {
         let now = self.enter(now);
-        let Some(p) = self.resolver.lease_answered() else { return };
+        let Some(answered) = self.resolver.lease_answered() else { return };
         if self.status != Status::Alive {
             return;
         }
+        let p = match answered {
+            Answered::Renewal => {
+                self.lease_renewed(now, answer);
+                return self.settle(now);
+            }
+            Answered::Decision(p) => p,
+        };
         if answer.granted() {
+            self.resolver.hold_lease(p.lease_holder.clone(), now);
             let at = now.saturating_add(self.config.downing.down_removal_margin);
             let reason = format!("the lease was taken ({})", p.reason);
             self.resolver.set_pending(Some(Pending {
@@ -569,25 +593,84 @@ impl Node {
                 lease_holder: None,
                 ..p
             }));
-        } else if p.threatened && !self.spared_by(&answer) {
-            let addrs = p.down.iter().filter_map(|n| self.members.get(n).map(|m| m.addr)).collect();
-            // If the side that has the lease (or nobody: the lease could
-            // not be asked) does not answer, this side re-forms and asks
-            // again, counting the other side's members as before (see
-            // `down_self`).
-            let reason = match answer {
-                LeaseAnswer::Unusable(why) => format!("the lease could not be asked: {why} ({})", p.reason),
-                _ => format!("the lease went to the other side ({})", p.reason),
-            };
-            self.down_self(now, self.me.clone(), reason, addrs);
-            let settings = &self.config.downing;
-            let wait = settings.stable_after.saturating_add(settings.down_removal_margin);
-            let wait = wait.saturating_mul(1 << self.reforms_in_a_row.min(MAX_REFORM_DOUBLINGS));
-            if let Some(reform) = self.reform.as_mut() {
-                reform.at = Some(now.saturating_add(wait));
+        } else {
+            // Another holder's now: this node's side no longer renews the
+            // one it held. (Not asked, it still may hold it: renewed on.)
+            if matches!(answer, LeaseAnswer::Refused { .. }) {
+                self.resolver.hold_lease(None, now);
+            }
+            if p.threatened && !self.spared_by(&answer) {
+                let addrs = p.down.iter().filter_map(|n| self.members.get(n).map(|m| m.addr)).collect();
+                let reason = match answer {
+                    LeaseAnswer::Unusable(why) => format!("the lease could not be asked: {why} ({})", p.reason),
+                    _ => format!("the lease went to the other side ({})", p.reason),
+                };
+                self.lost_lease(now, reason, addrs);
             }
         }
         self.settle(now);
+    }
+
+    /// A renewal's answer: renewed, or refused by a side that does not
+    /// count this node in (it downs itself), or not asked (asked again
+    /// later).
+    fn lease_renewed(&mut self, now: Instant, answer: LeaseAnswer) {
+        let Some(holder) = self.resolver.held_lease().map(str::to_owned) else { return };
+        match answer {
+            LeaseAnswer::Granted => {
+                self.stats.lease_renewals += 1;
+                self.resolver.hold_lease(Some(holder), now);
+            }
+            LeaseAnswer::Unusable(_) => {
+                self.stats.lease_renewals_failed += 1;
+                self.resolver.hold_lease(Some(holder), now);
+            }
+            LeaseAnswer::Refused { .. } if self.spared_by(&answer) => {
+                // Handed over to a part of this node's side that decided
+                // first: it renews it now.
+                self.resolver.hold_lease(None, now);
+            }
+            LeaseAnswer::Refused { holder: taker } => {
+                self.stats.lease_renewals_failed += 1;
+                self.resolver.hold_lease(None, now);
+                // It rejoins through the members it cannot reach (they may
+                // be the side that took the lease), or, reaching everyone,
+                // through every member.
+                let mut through: Vec<SocketAddr> = self
+                    .rows
+                    .own()
+                    .filter(|(_, _, m)| *m == Mark::Unreachable)
+                    .filter_map(|(n, _, _)| self.members.get(n).map(|m| m.addr))
+                    .collect();
+                if through.is_empty() {
+                    through =
+                        self.members.iter().filter(|m| m.is_live() && m.addr != self.addr).map(|m| m.addr).collect();
+                }
+                let taker = taker.as_deref().unwrap_or("a holder it does not name");
+                let reason = format!(
+                    "the lease this side held ({holder}) was taken by {taker} while this member renewed it: that side \
+                     acts as the cluster"
+                );
+                self.lost_lease(now, reason, through);
+            }
+        }
+    }
+
+    /// This node's side does not hold the lease and a side that may hold
+    /// it could be downing this node: it downs itself, rejoining through
+    /// `addrs` (the side that may hold it). If that side does not answer
+    /// (or nobody holds the lease: it could not be asked), this side
+    /// re-forms and asks again, counting the other side's members as
+    /// before (see `down_self`), waiting longer each time in a row.
+    fn lost_lease(&mut self, now: Instant, reason: String, addrs: Vec<SocketAddr>) {
+        self.down_self(now, self.me.clone(), reason, addrs);
+        let settings = &self.config.downing;
+        let base = settings.stable_after.saturating_add(settings.down_removal_margin);
+        let wait = base.saturating_mul(1 << self.reforms_in_a_row.min(MAX_REFORM_DOUBLINGS));
+        let wait = wait.min(base.max(MAX_REFORM_WAIT));
+        if let Some(reform) = self.reform.as_mut() {
+            reform.at = Some(now.saturating_add(wait));
+        }
     }
 
     /// Whether the lease went to a side that does not down this node: the
@@ -610,18 +693,45 @@ impl Node {
         reached && !picture.row_of(member).any(|n| n == picture.me)
     }
 
-    /// The holder this node's side asks the lease for, when the downing
-    /// strategy wants it now (`lease-majority`): once per decision. The
-    /// runtime asks its lease (a Kubernetes Lease, an etcd key, a file
-    /// lock) for that holder — every member of a side asks for the same
-    /// one, so a lease already held by the holder is granted again — and
-    /// answers with [`Node::lease_answer`].
-    pub fn take_lease_request(&mut self) -> Option<String> {
-        if !self.resolver.take_lease_request() {
-            return None;
-        }
-        let holder = self.resolver.pending().and_then(|p| p.lease_holder.clone());
-        Some(holder.unwrap_or_else(|| self.me.name.clone()))
+    /// What the lease is to be asked now, if anything (`lease-majority`):
+    /// once per decision, for the holder this node's side asks for, and
+    /// every [`LEASE_RENEW_EVERY`](downing::LEASE_RENEW_EVERY) while this
+    /// node's side holds it. The runtime asks its lease (a Kubernetes
+    /// Lease, an etcd key, a file lock) — every member of a side asks for
+    /// the same holder, so a lease already held by the holder is granted
+    /// again — and answers with [`Node::lease_answer`]. One request at a
+    /// time: the next waits for that answer.
+    ///
+    /// ```
+    /// use vigil_detector::Instant;
+    /// use vigil_membership::{Config, Node, NodeId};
+    ///
+    /// let addr = "127.0.0.1:7946".parse()?;
+    /// let mut node = Node::new(NodeId::new("a", 1), addr, Config::lan(5), 0, Instant::from_secs(1))?;
+    /// assert_eq!(node.take_lease_request(), None, "nothing decided, no lease held");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn take_lease_request(&mut self) -> Option<downing::LeaseRequest> {
+        let renewal = match self.resolver.take_lease_request(self.now)? {
+            Asked::Renewal if self.status != Status::Alive => {
+                // Answered as nothing: a member that left renews nothing.
+                self.resolver.lease_answered();
+                self.resolver.hold_lease(None, self.now);
+                return None;
+            }
+            Asked::Renewal => true,
+            Asked::Decision => false,
+        };
+        let held = self.resolver.held_lease().map(str::to_owned);
+        let holder = match renewal {
+            true => held.clone()?,
+            false => {
+                let asked = self.resolver.pending().and_then(|p| p.lease_holder.clone());
+                asked.unwrap_or_else(|| self.me.name.clone())
+            }
+        };
+        let replacing = held.filter(|h| *h != holder);
+        Some(downing::LeaseRequest { holder, replacing, renewal })
     }
 
     /// `teller`, a live member speaking for itself, says it holds this

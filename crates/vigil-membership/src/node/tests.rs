@@ -6,6 +6,8 @@ use vigil_detector::health::Signal;
 use vigil_detector::outlier::{EjectReason, Outcome};
 
 use super::*;
+use crate::downing::LeaseAnswer;
+use crate::message::{Mark, RowEntry};
 
 const CLUSTER: u64 = 5;
 
@@ -414,4 +416,80 @@ fn a_newer_process_of_a_member_a_decision_downed_waits_while_this_member_cannot_
     assert!(n.rows.own().all(|(_, _, m)| m != crate::message::Mark::Unreachable), "n1 reachable again by 16 s");
     n.handle_datagram(t2, addr(3), &back()).unwrap();
     assert_eq!(n.member("n3").map(|m| (m.id.clone(), m.status)), Some((newer, Status::Alive)));
+}
+
+/// Runs `n0` among `n` members of which `mute` is silent, a second at a
+/// time from `from`, answering every renewal of the lease with `renewal`,
+/// until it asks the lease for a decision (returned with when) or `until`.
+fn until_lease_asked(
+    node: &mut Node,
+    n: usize,
+    mute: usize,
+    from: Instant,
+    until: Instant,
+    renewal: LeaseAnswer,
+) -> Option<(crate::downing::LeaseRequest, Instant)> {
+    let mut now = from;
+    while now < until {
+        let next = now.saturating_add(Duration::from_secs(1)).min(until);
+        let _ = run_among(node, n, mute, now, next);
+        now = next;
+        match node.take_lease_request() {
+            Some(r) if r.renewal => node.lease_answer(now, renewal.clone()),
+            Some(r) => return Some((r, now)),
+            None => {}
+        }
+    }
+    None
+}
+
+#[test]
+fn the_side_that_took_the_lease_renews_it_hands_it_over_and_downs_itself_when_another_side_took_it() {
+    use crate::downing::{LEASE_RENEW_EVERY, LeaseRequest, lease_holder};
+    let mut config = Config::lan(CLUSTER);
+    config.downing =
+        crate::downing::Downing::new("lease-majority".parse().unwrap()).with_stable_after(Duration::from_secs(5));
+    let mut n = node(3, config);
+    // n2 is silent: n0 and n1 (which says so in its row) ask the lease for
+    // their side.
+    let _ = run_among(&mut n, 3, 2, ms(1000), ms(8000));
+    let entries = vec![RowEntry { id: id(2), mark: Mark::Unreachable }];
+    let row = Message::Reachability { version: 1, page: 0, pages: 1, entries };
+    n.handle_datagram(ms(8000), addr(1), &datagram(id(1), row, vec![])).unwrap();
+    let (asked, granted) =
+        until_lease_asked(&mut n, 3, 2, ms(8000), ms(40_000), LeaseAnswer::Granted).expect("asked within 40 s");
+    let ours = lease_holder(&["n0", "n1"]);
+    assert_eq!(asked, LeaseRequest { holder: ours.clone(), replacing: None, renewal: false });
+    n.lease_answer(granted, LeaseAnswer::Granted);
+    // Renewed every 30 s from the grant, not before, one request at a time.
+    let due = granted + LEASE_RENEW_EVERY;
+    let _ = run_among(&mut n, 3, 2, granted, due - Duration::from_millis(200));
+    assert_eq!(n.take_lease_request(), None, "renewed before 30 s");
+    let _ = run_among(&mut n, 3, 2, due - Duration::from_millis(200), due);
+    let renewal = n.take_lease_request().expect("renewed at 30 s");
+    assert_eq!(renewal, LeaseRequest { holder: ours.clone(), replacing: None, renewal: true });
+    assert_eq!(n.take_lease_request(), None, "a second request before the answer");
+    n.lease_answer(due, LeaseAnswer::Granted);
+    assert_eq!(n.stats().lease_renewals, 1);
+    assert_eq!(n.member("n2").map(|m| m.status), Some(Status::Dead), "n2 downed by the side holding the lease");
+    // n1 falls silent too: n0 alone asks for its own side, replacing the
+    // holder its side took the lease for, so that the first part of that
+    // side to ask takes it over.
+    let (asked, at) =
+        until_lease_asked(&mut n, 2, 1, due, due + Duration::from_secs(60), LeaseAnswer::Granted).expect("asked again");
+    assert_eq!(asked, LeaseRequest { holder: lease_holder(&["n0"]), replacing: Some(ours.clone()), renewal: false });
+    n.lease_answer(at, LeaseAnswer::Granted);
+    // n0 holds the lease for itself now; another side takes it (n0's
+    // renewals stopped for longer than the lease's time to live): at its
+    // next renewal n0 learns it and downs itself.
+    let due = at + LEASE_RENEW_EVERY;
+    let _ = run_among(&mut n, 2, 1, at, due);
+    let renewal = n.take_lease_request().expect("renewed");
+    assert_eq!(renewal, LeaseRequest { holder: lease_holder(&["n0"]), replacing: None, renewal: true });
+    let _ = events(&mut n);
+    n.lease_answer(due, LeaseAnswer::Refused { holder: Some(lease_holder(&["n1"])) });
+    let downed = events(&mut n).into_iter().any(|e| matches!(e, Event::Downed { ref id, .. } if id.name == "n0"));
+    assert!(downed, "n0 went on as the cluster without the lease");
+    assert_eq!((n.stats().self_downs, n.stats().lease_renewals_failed), (1, 1));
+    assert_eq!(n.take_lease_request(), None, "a new generation renews nothing");
 }
