@@ -75,7 +75,23 @@
 //! the holder would think itself spared). A member whose renewal finds
 //! another side holding the lease (its side stopped renewing for longer
 //! than the term: all paused, or the lease could not be asked) downs
-//! itself unless that side counts it in.
+//! itself unless that side counts it in. A member threatened under
+//! `lease-majority` (a side that finds it unreachable could take the
+//! lease) asks the lease for its own side before it downs itself, unless
+//! it stalled lately: the side that threatens it needs the lease to down
+//! anyone, and a member cut off alone, accusing the rest on and off, would
+//! otherwise down healthy members one by one.
+//!
+//! Under `keep-majority` and `lease-majority`, a member this node's
+//! decision downed counts for two windows (`stable_after` and the margin,
+//! twice) as unreachable from every member, unless this node knows a live
+//! process of its name: it may have downed itself and rejoined a member
+//! of the other side in the first moments of a new partition, before that
+//! member found anyone unreachable, and a side that counted it out would
+//! be a majority of a membership that is not the cluster's. The cost: a
+//! 2 + 2 partition of five within two windows of a crash downs both sides
+//! (the tie would have kept one); the tolerance below is counted on the
+//! membership before the crash, and this keeps to it.
 //!
 //! Over time, a decision waits for the picture to hold still for
 //! `stable_after`, and is carried out `down_removal_margin` later on the
@@ -132,7 +148,7 @@
 //! address as the process downed. The simulator checks all of this over
 //! random fault schedules (`vigil sim swarm`), which also find where it
 //! falls short (the top-level README lists what it found and fixed): in
-//! 2 of 40,000 schedules, two sides each downed the other.
+//! 1 of 40,000 schedules, two sides each downed the other.
 //!
 //! What no rule here can give: a side that downed itself in favour of a
 //! side that then crashed (or downed itself in turn) cannot tell it from

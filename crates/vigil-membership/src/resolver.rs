@@ -19,9 +19,10 @@ pub(crate) struct Resolver {
     pending: Option<Pending>,
     /// The lease is due to be asked: taken by the runtime.
     lease_wanted: bool,
-    /// The lease this node's side took, while this node renews it: the
-    /// holder, and when it is next renewed.
-    held: Option<(String, Instant)>,
+    /// The lease this node's side took, while this node renews it.
+    held: Option<Held>,
+    /// The core the pending decision asks the lease for.
+    asking: Vec<String>,
     /// A renewal was asked and its answer is awaited (a decision's request
     /// waits for it, so that answers are not mistaken for each other).
     renewing: bool,
@@ -36,6 +37,15 @@ pub(crate) struct Resolver {
     /// downed: when, and whether another member has said since that it
     /// holds the member dead too (see [`Resolver::withdrawable`]).
     verdicts: std::collections::BTreeMap<(String, u64), Verdict>,
+}
+
+/// The lease this node's side took: the holder, the side's members, and
+/// when it is next renewed.
+#[derive(Debug, Clone)]
+struct Held {
+    holder: String,
+    side: Vec<String>,
+    renew_at: Instant,
 }
 
 /// A member this node downed: when, and whether another member followed.
@@ -87,6 +97,7 @@ impl Resolver {
             pending: None,
             lease_wanted: false,
             held: None,
+            asking: Vec::new(),
             renewing: false,
             memory: settings
                 .stable_after
@@ -157,7 +168,7 @@ impl Resolver {
     /// a timer.
     pub(crate) fn next_deadline(&self, now: Instant) -> Option<Instant> {
         let pending = self.pending.as_ref().filter(|p| !p.lease_asked).map(|p| p.at);
-        let renewal = self.held.as_ref().filter(|(_, at)| !self.renewing && *at > now).map(|(_, at)| *at);
+        let renewal = self.held.as_ref().filter(|h| !self.renewing && h.renew_at > now).map(|h| h.renew_at);
         [self.gate.deadline(), pending, renewal].into_iter().flatten().min()
     }
 
@@ -222,6 +233,16 @@ impl Resolver {
             .is_some_and(|v| !v.followed && now.saturating_duration_since(v.at) >= window)
     }
 
+    /// The members this node's decisions downed within `window` of `now`,
+    /// in the generations downed.
+    pub(crate) fn downed_lately(&self, now: Instant, window: std::time::Duration) -> Vec<(&str, u64)> {
+        self.verdicts
+            .iter()
+            .filter(|(_, v)| now.saturating_duration_since(v.at) <= window)
+            .map(|((n, g), _)| (n.as_str(), *g))
+            .collect()
+    }
+
     /// Forgets this node's verdict about `name` (withdrawn, or the member
     /// is gone from the table).
     pub(crate) fn forget_verdict(&mut self, name: &str) {
@@ -239,7 +260,7 @@ impl Resolver {
             return Some(Asked::Decision);
         }
         let awaiting = self.pending.as_ref().is_some_and(|p| p.lease_asked);
-        if !awaiting && self.held.as_ref().is_some_and(|(_, at)| *at <= now) {
+        if !awaiting && self.held.as_ref().is_some_and(|h| h.renew_at <= now) {
             self.renewing = true;
             return Some(Asked::Renewal);
         }
@@ -258,13 +279,47 @@ impl Resolver {
 
     /// The lease this node's side holds, while this node renews it.
     pub(crate) fn held_lease(&self) -> Option<&str> {
-        self.held.as_ref().map(|(h, _)| h.as_str())
+        self.held.as_ref().map(|h| h.holder.as_str())
     }
 
-    /// This node's side holds the lease for `holder` from `now`: renewed
+    /// The pending decision asks the lease for `core`.
+    pub(crate) fn asking_for(&mut self, core: Vec<String>) {
+        self.asking = core;
+    }
+
+    /// The holder the pending decision's request replaces: the lease this
+    /// node's side holds, if the core it asks for is most of that side (or
+    /// half of it, holding its first member in order). A smaller part is
+    /// refused while the side renews the lease, as a side is that the
+    /// lease did not go to: a part cut off alone (a member that cannot
+    /// hear) must not take the lease from the rest.
+    pub(crate) fn replacing(&self) -> Option<&str> {
+        let held = self.held.as_ref()?;
+        let kept = self.asking.iter().filter(|n| held.side.contains(n)).count();
+        let first = held.side.iter().min();
+        let most = kept * 2 > held.side.len()
+            || (kept * 2 == held.side.len() && first.is_some_and(|f| self.asking.contains(f)));
+        most.then_some(held.holder.as_str())
+    }
+
+    /// The pending decision took the lease for `holder` at `now`: renewed
     /// every [`LEASE_RENEW_EVERY`](crate::downing::LEASE_RENEW_EVERY) from
-    /// then. `None`: it no longer does.
-    pub(crate) fn hold_lease(&mut self, holder: Option<String>, now: Instant) {
-        self.held = holder.map(|h| (h, now.saturating_add(crate::downing::LEASE_RENEW_EVERY)));
+    /// then.
+    pub(crate) fn took_lease(&mut self, holder: String, now: Instant) {
+        let side = std::mem::take(&mut self.asking);
+        self.held = Some(Held { holder, side, renew_at: now.saturating_add(crate::downing::LEASE_RENEW_EVERY) });
+    }
+
+    /// A renewal was answered at `now` (renewed, or not asked): the next
+    /// is due a renewal's time later.
+    pub(crate) fn renew_later(&mut self, now: Instant) {
+        if let Some(h) = self.held.as_mut() {
+            h.renew_at = now.saturating_add(crate::downing::LEASE_RENEW_EVERY);
+        }
+    }
+
+    /// This node's side no longer holds the lease.
+    pub(crate) fn drop_lease(&mut self) {
+        self.held = None;
     }
 }

@@ -341,13 +341,33 @@ impl Node {
     /// decide, in the second case with the members that flapped lately
     /// counted unreachable (in every row: each member tells its own).
     fn decide_downing(&mut self, now: Instant, unstable: bool) {
-        let picture = self.picture(unstable);
+        let mut picture = self.picture(unstable);
         // Calm came back with nobody unreachable: nothing to decide.
         if picture.records.is_empty() {
             return;
         }
+        let ghosts = self.add_downed_lately(now, &mut picture);
         let settings = &self.config.downing;
         let mut verdict = downing::decide(&settings.strategy, &picture);
+        verdict.down.retain(|n| !ghosts.contains(n));
+        // Under `lease-majority` a member is threatened by any side that
+        // finds it unreachable, as any side may take the lease: it asks the
+        // lease for its own side first (after the minority's delay), and
+        // downs itself only if refused by a side that does not count it
+        // in. The lease grants one side; the side that threatens it needs
+        // the lease to down anyone. (Downing itself at once, a member
+        // accused on and off by one cut off alone would go, healthy.) A
+        // member that stalled lately downs itself at once, as before: the
+        // others may have downed it while it stalled, and no longer hold
+        // it in their rows.
+        if verdict.decision == Decision::DownReachable
+            && !self.stalled_lately(now)
+            && let downing::Strategy::LeaseMajority { acquire_delay_for_minority, .. } = &settings.strategy
+        {
+            verdict.decision = Decision::AskLease { after: *acquire_delay_for_minority };
+            verdict.down.clear();
+            verdict.threatened = true;
+        }
         // A member that stalled long sees, for as long as it stalled, the
         // members it has not heard since as reachable: a side it holds
         // together may be long gone, downed by the others or cut off. It
@@ -427,6 +447,7 @@ impl Node {
                 // every member of the core.
                 let core: Vec<&str> = verdict.core.iter().map(String::as_str).collect();
                 let holder = Some(downing::lease_holder(&core));
+                self.resolver.asking_for(verdict.core.clone());
                 let generations = self.generations_of(&verdict.down);
                 self.resolver.set_pending(Some(Pending {
                     decision: verdict.decision,
@@ -441,6 +462,49 @@ impl Node {
                 }));
             }
         }
+    }
+
+    /// Under a strategy that counts members (`keep-majority`,
+    /// `lease-majority`), the members this node's decisions downed within
+    /// the last two windows, of which it knows no live process, enter the
+    /// picture as unreachable from every member, the youngest: they may be
+    /// back on the other side of a partition, as newer processes this side
+    /// does not know (a member that downed itself rejoined a member of the
+    /// other side in the first moments of the partition, before that
+    /// member found anyone unreachable). Counted out, they would leave this
+    /// side a majority of a membership that is not the cluster's, and both
+    /// sides would survive. Their names, which the decision does not down
+    /// again.
+    fn add_downed_lately(&self, now: Instant, picture: &mut Picture) -> Vec<String> {
+        let counts = matches!(
+            self.config.downing.strategy,
+            downing::Strategy::KeepMajority { .. } | downing::Strategy::LeaseMajority { .. }
+        );
+        // Only a decision that would down someone counts them: a member
+        // whose own row is empty waits or downs itself, as before.
+        if !counts || !picture.records.iter().any(|(o, _)| *o == picture.me) {
+            return Vec::new();
+        }
+        let mut ghosts = Vec::new();
+        for (name, generation) in self.resolver.downed_lately(now, self.two_windows()) {
+            if picture.members.contains_key(name) {
+                continue;
+            }
+            let Some(m) = self.members.get(name).filter(|m| m.generation == generation) else { continue };
+            let tags = m.tags().cloned().unwrap_or_default();
+            ghosts.push(downing::Candidate { name: name.to_owned(), addr: m.addr, age: u64::MAX, tags });
+        }
+        let observers: Vec<String> = picture.members.keys().cloned().collect();
+        for g in &ghosts {
+            for o in &observers {
+                picture.records.insert((o.clone(), g.name.clone()));
+            }
+        }
+        let names = ghosts.iter().map(|g| g.name.clone()).collect();
+        for g in ghosts {
+            picture.members.insert(g.name.clone(), g);
+        }
+        names
     }
 
     /// Whether this node stalled long enough to be decided about within
@@ -581,8 +645,11 @@ impl Node {
             }
             Answered::Decision(p) => p,
         };
+        let held = self.resolver.held_lease().map(str::to_owned);
         if answer.granted() {
-            self.resolver.hold_lease(p.lease_holder.clone(), now);
+            if let Some(holder) = p.lease_holder.clone() {
+                self.resolver.took_lease(holder, now);
+            }
             let at = now.saturating_add(self.config.downing.down_removal_margin);
             let reason = format!("the lease was taken ({})", p.reason);
             self.resolver.set_pending(Some(Pending {
@@ -597,9 +664,13 @@ impl Node {
             // Another holder's now: this node's side no longer renews the
             // one it held. (Not asked, it still may hold it: renewed on.)
             if matches!(answer, LeaseAnswer::Refused { .. }) {
-                self.resolver.hold_lease(None, now);
+                self.resolver.drop_lease();
             }
-            if p.threatened && !self.spared_by(&answer) {
+            // Refused by the holder this node's side held: its part was
+            // too small to take it over, and a larger part may do so and
+            // down it (the holder naming this node spares nothing then).
+            let by_old = matches!(&answer, LeaseAnswer::Refused { holder: Some(h) } if held.as_ref() == Some(h));
+            if p.threatened && (by_old || !self.spared_by(&answer)) {
                 let addrs = p.down.iter().filter_map(|n| self.members.get(n).map(|m| m.addr)).collect();
                 let reason = match answer {
                     LeaseAnswer::Unusable(why) => format!("the lease could not be asked: {why} ({})", p.reason),
@@ -611,41 +682,39 @@ impl Node {
         self.settle(now);
     }
 
-    /// A renewal's answer: renewed, or refused by a side that does not
-    /// count this node in (it downs itself), or not asked (asked again
-    /// later).
+    /// A renewal's answer: renewed; refused for a holder named after a
+    /// member this node reaches (a part of its side took it over), or for
+    /// one it cannot reach (another side took it: this node downs itself);
+    /// or not asked (asked again later).
     fn lease_renewed(&mut self, now: Instant, answer: LeaseAnswer) {
         let Some(holder) = self.resolver.held_lease().map(str::to_owned) else { return };
         match answer {
             LeaseAnswer::Granted => {
                 self.stats.lease_renewals += 1;
-                self.resolver.hold_lease(Some(holder), now);
+                self.resolver.renew_later(now);
             }
             LeaseAnswer::Unusable(_) => {
                 self.stats.lease_renewals_failed += 1;
-                self.resolver.hold_lease(Some(holder), now);
+                self.resolver.renew_later(now);
             }
-            LeaseAnswer::Refused { .. } if self.spared_by(&answer) => {
-                // Handed over to a part of this node's side that decided
-                // first: it renews it now.
-                self.resolver.hold_lease(None, now);
+            LeaseAnswer::Refused { holder: Some(ref taker) } if self.reaches_holder(taker) => {
+                // Handed over to a part of this node's side: a member it
+                // reaches names the holder. That part renews it now; if
+                // its decision downs this node, this node hears it so.
+                self.resolver.drop_lease();
             }
             LeaseAnswer::Refused { holder: taker } => {
                 self.stats.lease_renewals_failed += 1;
-                self.resolver.hold_lease(None, now);
+                self.resolver.drop_lease();
                 // It rejoins through the members it cannot reach (they may
                 // be the side that took the lease), or, reaching everyone,
                 // through every member.
-                let mut through: Vec<SocketAddr> = self
+                let through: Vec<SocketAddr> = self
                     .rows
                     .own()
                     .filter(|(_, _, m)| *m == Mark::Unreachable)
                     .filter_map(|(n, _, _)| self.members.get(n).map(|m| m.addr))
                     .collect();
-                if through.is_empty() {
-                    through =
-                        self.members.iter().filter(|m| m.is_live() && m.addr != self.addr).map(|m| m.addr).collect();
-                }
                 let taker = taker.as_deref().unwrap_or("a holder it does not name");
                 let reason = format!(
                     "the lease this side held ({holder}) was taken by {taker} while this member renewed it: that side \
@@ -663,6 +732,13 @@ impl Node {
     /// re-forms and asks again, counting the other side's members as
     /// before (see `down_self`), waiting longer each time in a row.
     fn lost_lease(&mut self, now: Instant, reason: String, addrs: Vec<SocketAddr>) {
+        // Named nobody: it rejoins through every member (with none, it
+        // would be out until restarted).
+        let addrs = if addrs.is_empty() {
+            self.members.iter().filter(|m| m.is_live() && m.addr != self.addr).map(|m| m.addr).collect()
+        } else {
+            addrs
+        };
         self.down_self(now, self.me.clone(), reason, addrs);
         let settings = &self.config.downing;
         let base = settings.stable_after.saturating_add(settings.down_removal_margin);
@@ -671,6 +747,17 @@ impl Node {
         if let Some(reform) = self.reform.as_mut() {
             reform.at = Some(now.saturating_add(wait));
         }
+    }
+
+    /// Whether `holder` names ([`downing::lease_holder_member`]) this node
+    /// or a live member it reaches.
+    fn reaches_holder(&self, holder: &str) -> bool {
+        let Some(member) = downing::lease_holder_member(holder) else { return false };
+        if member == self.me.name {
+            return true;
+        }
+        let live = self.members.get(member).is_some_and(|m| m.is_live());
+        live && !self.rows.own().any(|(n, _, m)| &**n == member && m == Mark::Unreachable)
     }
 
     /// Whether the lease went to a side that does not down this node: the
@@ -716,21 +803,23 @@ impl Node {
             Asked::Renewal if self.status != Status::Alive => {
                 // Answered as nothing: a member that left renews nothing.
                 self.resolver.lease_answered();
-                self.resolver.hold_lease(None, self.now);
+                self.resolver.drop_lease();
                 return None;
             }
             Asked::Renewal => true,
             Asked::Decision => false,
         };
-        let held = self.resolver.held_lease().map(str::to_owned);
         let holder = match renewal {
-            true => held.clone()?,
+            true => self.resolver.held_lease()?.to_owned(),
             false => {
                 let asked = self.resolver.pending().and_then(|p| p.lease_holder.clone());
                 asked.unwrap_or_else(|| self.me.name.clone())
             }
         };
-        let replacing = held.filter(|h| *h != holder);
+        let replacing = match renewal {
+            true => None,
+            false => self.resolver.replacing().filter(|h| **h != holder).map(str::to_owned),
+        };
         Some(downing::LeaseRequest { holder, replacing, renewal })
     }
 

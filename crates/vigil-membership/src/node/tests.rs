@@ -6,7 +6,7 @@ use vigil_detector::health::Signal;
 use vigil_detector::outlier::{EjectReason, Outcome};
 
 use super::*;
-use crate::downing::LeaseAnswer;
+use crate::downing::{Decision, LeaseAnswer};
 use crate::message::{Mark, RowEntry};
 
 const CLUSTER: u64 = 5;
@@ -492,4 +492,49 @@ fn the_side_that_took_the_lease_renews_it_hands_it_over_and_downs_itself_when_an
     assert!(downed, "n0 went on as the cluster without the lease");
     assert_eq!((n.stats().self_downs, n.stats().lease_renewals_failed), (1, 1));
     assert_eq!(n.take_lease_request(), None, "a new generation renews nothing");
+}
+
+/// `n0` of five with `keep-majority` (12 s of calm), whose decision downed
+/// `n4` at `downed_at`; from `cut_at`, `n2` and `n3` are silent and `n1`
+/// says in its row that it cannot reach them either. What `n0` decides.
+fn two_against_two_after_a_downing(downed_at: Instant, cut_at: Instant) -> Vec<Event> {
+    let mut config = Config::lan(CLUSTER);
+    config.downing =
+        crate::downing::Downing::new("keep-majority".parse().unwrap()).with_stable_after(Duration::from_secs(12));
+    let mut n = node(5, config);
+    let _ = run_among(&mut n, 4, usize::MAX, ms(1000), downed_at);
+    n.resolver.downed("n4", 1, downed_at);
+    n.apply(downed_at, Update { status: Status::Dead, ..rumour(4, Status::Alive, id(0)) }, None);
+    let _ = run_among(&mut n, 4, usize::MAX, downed_at, cut_at);
+    let _ = events(&mut n);
+    let told = cut_at + Duration::from_secs(8);
+    let _ = run_among(&mut n, 2, usize::MAX, cut_at, told);
+    let entries =
+        vec![RowEntry { id: id(2), mark: Mark::Unreachable }, RowEntry { id: id(3), mark: Mark::Unreachable }];
+    let row = Message::Reachability { version: 1, page: 0, pages: 1, entries };
+    n.handle_datagram(told, addr(1), &datagram(id(1), row, vec![])).unwrap();
+    let _ = run_among(&mut n, 2, usize::MAX, told, told + Duration::from_secs(20));
+    events(&mut n)
+}
+
+#[test]
+fn a_member_downed_lately_counts_against_this_side_for_two_windows() {
+    let decided = |events: &[Event]| {
+        events.iter().find_map(|e| match e {
+            Event::Decided { decision, .. } => Some(*decision),
+            _ => None,
+        })
+    };
+    // n4 downed at 3 s, the cut at 10 s: n4 may be back, as a newer
+    // process, on the other side (it downed itself and rejoined there),
+    // so n0 and n1 are two against three, and n0 downs itself.
+    let soon = two_against_two_after_a_downing(ms(3000), ms(10_000));
+    assert_eq!(decided(&soon), Some(Decision::DownReachable), "{soon:?}");
+    assert!(soon.iter().any(|e| matches!(e, Event::Downed { id, .. } if id.name == "n0")));
+    // The cut two windows (of 12 s and the margin) later: n4 no longer
+    // counts; two against two, the side with the lowest address (n0's)
+    // survives and downs n2 and n3.
+    let late = two_against_two_after_a_downing(ms(3000), ms(120_000));
+    assert_eq!(decided(&late), Some(Decision::DownUnreachable), "{late:?}");
+    assert!(late.iter().all(|e| !matches!(e, Event::Downed { id, .. } if id.name == "n0")));
 }
