@@ -342,30 +342,11 @@ pub(crate) async fn ask(lease: Option<Arc<dyn Lease>>, request: LeaseRequest) ->
     }
     let answer = match lease {
         Some(lease) => {
-            let asked = holder.clone();
-            // Refused, the lease is asked who holds it (the side that won).
-            let asking = tokio::task::spawn_blocking(move || {
-                lease
-                    .acquire(&asked, replacing.as_deref(), TTL)
-                    .map(|granted| (granted, (!granted).then(|| lease.holder()).flatten()))
-            });
-            match tokio::time::timeout(ANSWER_WAIT, asking).await {
-                Ok(Ok(Ok((true, _)))) => LeaseAnswer::Granted,
-                Ok(Ok(Ok((false, holder)))) => LeaseAnswer::Refused { holder },
-                Ok(Ok(Err(e))) => {
-                    tracing::warn!("{e}: this side cannot hold the lease and downs itself");
-                    LeaseAnswer::Unusable(e.to_string())
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!("the lease was not asked ({e}): this side downs itself");
-                    LeaseAnswer::Unusable(format!("the request did not run: {e}"))
-                }
-                Err(_) => {
-                    let why = format!("no answer within {} s", ANSWER_WAIT.as_secs());
-                    tracing::warn!("the lease gave {why}: this side downs itself");
-                    LeaseAnswer::Unusable(why)
-                }
+            let answer = acquire_within(lease, holder.clone(), replacing).await;
+            if let LeaseAnswer::Unusable(why) = &answer {
+                tracing::warn!("the lease could not be asked ({why}): this side cannot hold it and downs itself");
             }
+            answer
         }
         None => {
             tracing::warn!("lease-majority wants a lease and none is configured: this side downs itself");
@@ -382,34 +363,43 @@ pub(crate) async fn ask(lease: Option<Arc<dyn Lease>>, request: LeaseRequest) ->
 /// WARN (another side took it: this member downs itself).
 async fn renew(lease: Option<Arc<dyn Lease>>, holder: String) -> LeaseAnswer {
     let Some(lease) = lease else { return LeaseAnswer::Unusable("no lease is configured".into()) };
-    let asked = holder.clone();
-    let asking = tokio::task::spawn_blocking(move || {
-        lease.acquire(&asked, None, TTL).map(|granted| (granted, (!granted).then(|| lease.holder()).flatten()))
-    });
-    let answer = match tokio::time::timeout(ANSWER_WAIT, asking).await {
-        Ok(Ok(Ok((true, _)))) => LeaseAnswer::Granted,
-        Ok(Ok(Ok((false, taker)))) => {
+    let answer = acquire_within(lease, holder.clone(), None).await;
+    match &answer {
+        LeaseAnswer::Refused { holder: taker } => {
             let who = taker.as_deref().unwrap_or("a holder it does not name");
             tracing::warn!(
                 "the lease this side held ({holder}) was taken by {who}: another side acts as the cluster, and this \
                  member downs itself unless that side counts it in"
             );
-            LeaseAnswer::Refused { holder: taker }
         }
-        Ok(Ok(Err(e))) => LeaseAnswer::Unusable(e.to_string()),
-        Ok(Err(e)) => LeaseAnswer::Unusable(format!("the request did not run: {e}")),
-        Err(_) => LeaseAnswer::Unusable(format!("no answer within {} s", ANSWER_WAIT.as_secs())),
-    };
-    if let LeaseAnswer::Unusable(why) = &answer {
-        tracing::warn!(
+        LeaseAnswer::Unusable(why) => tracing::warn!(
             "the lease this side holds ({holder}) could not be renewed: {why}; asked again in {} s. Once its time \
              to live ({} s) runs out, the side this one downed could take it",
             vigil_membership::downing::LEASE_RENEW_EVERY.as_secs(),
             TTL.as_secs()
-        );
+        ),
+        LeaseAnswer::Granted => {}
     }
     tracing::debug!(holder, granted = answer.granted(), "lease renewed");
     answer
+}
+
+/// Asks `lease` for `holder` (replacing `replacing`) off the event loop,
+/// for [`ANSWER_WAIT`] at most; refused, it is asked who holds it (the
+/// side that won).
+async fn acquire_within(lease: Arc<dyn Lease>, holder: String, replacing: Option<String>) -> LeaseAnswer {
+    let asking = tokio::task::spawn_blocking(move || {
+        lease
+            .acquire(&holder, replacing.as_deref(), TTL)
+            .map(|granted| (granted, (!granted).then(|| lease.holder()).flatten()))
+    });
+    match tokio::time::timeout(ANSWER_WAIT, asking).await {
+        Ok(Ok(Ok((true, _)))) => LeaseAnswer::Granted,
+        Ok(Ok(Ok((false, holder)))) => LeaseAnswer::Refused { holder },
+        Ok(Ok(Err(e))) => LeaseAnswer::Unusable(e.to_string()),
+        Ok(Err(e)) => LeaseAnswer::Unusable(format!("the request did not run: {e}")),
+        Err(_) => LeaseAnswer::Unusable(format!("no answer within {} s", ANSWER_WAIT.as_secs())),
+    }
 }
 
 /// A running member's watch over its lease: checks it off the event loop
