@@ -1071,8 +1071,13 @@ fn a_lease_that_cannot_be_asked_downs_the_healthy_side_and_says_why() {
         let (h, u) = term();
         h.as_deref() == Some(holder.as_str()) && u.is_some_and(|u| u >= until + 20_000)
     });
-    let counted: Vec<f64> = all.iter().map(|a| a.metric("vigil_lease_renewals_total", "outcome=\"renewed\"")).collect();
+    // Each member renews 30 s after its own grant, which may fall a few
+    // seconds after another's: each has renewed within 40 s of the read.
+    let counts =
+        || -> Vec<f64> { all.iter().map(|a| a.metric("vigil_lease_renewals_total", "outcome=\"renewed\"")).collect() };
+    let each = within(Duration::from_secs(40), || counts().iter().all(|n| *n >= 1.0));
+    let counted = counts();
     println!("lease: held by {holder}, term {until} ms then {:?}; renewals counted {counted:?}", term().1);
     assert!(renewed, "the holder {holder} renewed its term by 20 s or more within 40 s");
-    assert!(counted.iter().all(|n| *n >= 1.0), "each member of the side renewed: {counted:?}");
+    assert!(each, "each member of the side renewed within 40 s: {counted:?}");
 }
