@@ -5,6 +5,8 @@
 //! - a stranger's forged accusations during a real crash;
 //! - a member paused until the others downed it, then resumed;
 //! - the oldest killed under `keep-oldest`;
+//! - under a static quorum, a member paused until downed, then the other
+//!   side crashed, so the two left re-form;
 //! - outlier verdicts posted to remove healthy members one after another;
 //! - a stranger moving a member's address;
 //! - a second process of a live member's name, refused; then one taking
@@ -565,6 +567,71 @@ fn a_crash_of_the_oldest_under_keep_oldest_is_no_outage() {
             downed["reason"].as_str().unwrap()
         );
     }
+}
+
+// ---- 3b. a static quorum: the members left after a crash re-form ----
+
+/// Three agents with a static quorum of two (4 s of calm, 2 s of margin).
+/// q2 is paused until q0 and q1 have downed it; then q0 is killed, so q1,
+/// below the quorum, downs itself; then q2 resumes. Nobody that survived
+/// is left to rejoin through: the two re-form, hold a quorum of two
+/// between them, and down q0 by their own decision. The same fault in the
+/// simulator (`crates/vigil-sim/tests/downing.rs`,
+/// `under_a_static_quorum_a_paused_member_and_the_one_left_after_a_crash_re_form`)
+/// gives the same outcome, 35 to 40 virtual seconds after the resume.
+#[test]
+fn under_a_static_quorum_the_members_left_after_a_crash_re_form() {
+    const QUORUM: &[&str] =
+        &["--downing", "static-quorum:size=2", "--stable-after", "4s", "--down-removal-margin", "2s"];
+    let mut all = cluster("q", 3, QUORUM);
+    all[2].signal("-STOP");
+    assert!(
+        within(DECIDED, || all[..2].iter().all(|a| a.first("dead", "q2").is_some())),
+        "q0 and q1 declare the paused q2 dead within {DECIDED:?}: {:?}",
+        all.iter().map(|a| a.lines(&["unreachable", "decided", "downed", "dead"])).collect::<Vec<_>>()
+    );
+    let mut q0 = all.remove(0);
+    q0.crash();
+    let (q1, q2) = (&all[0], &all[1]);
+    assert!(
+        within(DECIDED, || !q1.self_downs().is_empty()),
+        "q1, alone below the quorum, downs itself within {DECIDED:?}: {:?}",
+        q1.lines(&["unreachable", "decided", "downed"])
+    );
+    let q1_downed = q1.self_downs()[0].1.clone();
+    assert!(q1_downed["reason"].as_str().unwrap().contains("a quorum of 2"), "{q1_downed}");
+    q2.signal("-CONT");
+    let resumed = Instant::now();
+    // Found unreachable in about 6 s, a decision after 4 s of calm, then
+    // waits of 6 s and 12 s before re-forming: about 40 s on an idle
+    // machine (the simulator's figure); 120 s when loaded.
+    let bound = Duration::from_secs(120);
+    let together =
+        || q1.alive() == ["q2"] && q2.alive() == ["q1"] && [q1, q2].iter().all(|a| a.first("dead", "q0").is_some());
+    assert!(
+        within(bound, together),
+        "q1 and q2 re-form and declare q0 dead within {bound:?} of the resume: q1 {:?}; q2 {:?}",
+        q1.lines(&["unreachable", "decided", "downed", "dead", "renewed", "up"]),
+        q2.lines(&["unreachable", "decided", "downed", "dead", "renewed", "up"])
+    );
+    let took = resumed.elapsed();
+    for a in [q1, q2] {
+        assert!(!a.self_downs().is_empty(), "{} downed itself on the way", a.name);
+        // Each decided it (the first to carry it out tells the other, which
+        // takes the death as its own decision's).
+        let decided = a.lines(&["decided"]);
+        let wanted = "\"down\":[\"q0\"]";
+        let decision = decided.iter().find(|l| l.contains(wanted)).unwrap_or_else(|| {
+            panic!("{}: decided to down q0: {:?}", a.name, a.lines(&["decided", "downed", "dead", "renewed"]))
+        });
+        assert!(decision.contains("(q1, q2): it survives (2 counted here, a quorum of 2)"), "{}: {decision}", a.name);
+    }
+    println!(
+        "static quorum of 2: q1 and q2 re-formed and declared q0 dead {} after q2 resumed (self-downs: q1 {}, q2 {})",
+        secs(took),
+        q1.self_downs().len(),
+        q2.self_downs().len()
+    );
 }
 
 // ---- 4. gray evidence, one removal at a time ----

@@ -152,12 +152,27 @@
 //!
 //! What no rule here can give: a side that downed itself in favour of a
 //! side that then crashed (or downed itself in turn) cannot tell it from
-//! a side still cut off, so it waits for it; re-formed on its own, counting
-//! members downed since, it could out-count a side that did survive (the
-//! swarm found it doing so when this was tried), and a split brain is
-//! worse than an outage. A restart of one of its members (which joins
-//! through its seeds) brings them back, and `lease-majority`, whose lease
-//! says which side won, re-forms by itself.
+//! a side still cut off. Under `keep-majority`, `keep-oldest` and
+//! `keep-referee` it waits for it: re-formed on its own, counting members
+//! downed since, it could out-count a side that did survive (the swarm
+//! found it doing so when this was tried), and a split brain is worse
+//! than an outage. A restart of one of its members (which joins through
+//! its seeds) brings them back. Two strategies re-form by themselves, as
+//! the lease's arbitration and a fixed count make it safe:
+//! `lease-majority`, whose lease says which side won, and
+//! `static-quorum`, whose quorum is counted on no membership (a side
+//! re-formed acts again only if it holds a quorum, and two sides of a
+//! cluster no larger than `2 × size − 1` cannot both hold one). Each
+//! waits `stable_after` and the margin first (doubled for each re-form in
+//! a row, up to 120 s), and a call from another downed side brings the
+//! next re-form forward.
+//!
+//! A member back after downing itself that stalled long lately counts
+//! the cluster as seen whole only once its detectors have looked again:
+//! packets the stall held up (sent before a new partition, perhaps) make
+//! members look reachable whatever became of them, and a member knowing
+//! only the one it rejoined through could judge it the oldest, alone (the
+//! swarm found a split brain so).
 //!
 //! **(b) No collateral.** With `f` crashed members within the strategy's
 //! tolerance (below) and any number of forged accusations, no correct
@@ -182,8 +197,10 @@
 //! heals, the members that downed themselves rejoin through those that
 //! survived, at new generations, and call once every member they knew
 //! (members downed together may have rejoined through one another: the
-//! two groups become one). The tolerance, for `n` members of which
-//! `f` crashed:
+//! two groups become one). Members whose surviving side is gone as well
+//! re-form under `lease-majority` and `static-quorum` (above), and wait
+//! for a restart under the others. The tolerance, for `n` members of
+//! which `f` crashed:
 //!
 //! | strategy | the correct members survive while |
 //! |---|---|

@@ -930,7 +930,8 @@ impl Node {
                 self.rejoining = false;
                 self.reforms_in_a_row = 0;
                 self.reconnect_past(from);
-            } else if self.reforms_in_a_row > 0
+            } else if (self.reforms_in_a_row > 0
+                || matches!(self.config.downing.strategy, crate::downing::Strategy::StaticQuorum { .. }))
                 && self.reform.as_ref().is_some_and(|r| r.own.binary_search(&from).is_err())
             {
                 // Downed again for want of the lease after re-forming: the
@@ -940,7 +941,11 @@ impl Node {
                 // waits too) is heard, and this node re-forms at once,
                 // counting the other side again (it asks the lease again
                 // before anyone is downed). Its own side's members wait out
-                // the wait with it.
+                // the wait with it. Under a static quorum, from the first
+                // downing on: a quorum is counted on no membership, so the
+                // members of two downed sides may meet at any time (left
+                // to their waits, each asking when the other waits deaf,
+                // they could miss each other for ever).
                 self.reform_now(now);
             } else {
                 self.stats.ignored_while_downed += 1;

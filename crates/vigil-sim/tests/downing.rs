@@ -211,3 +211,78 @@ fn a_member_that_flaps_is_removed_not_the_cluster() {
     assert_eq!(r.false_deaths, 0);
     assert_eq!(r.final_disagreements, 0, "one cluster at the end, n9 included");
 }
+
+#[test]
+fn under_a_static_quorum_the_members_left_after_their_side_crashed_re_form_and_act() {
+    // Three members, a quorum of two. n2 is cut off and downs itself (one
+    // of three); n0, the other side's, crashes while the partition lasts,
+    // so n1 is left alone and downs itself too. Nobody that survived is
+    // left to rejoin through: once the partition heals, n1 and n2 re-form
+    // (they wait `stable_after` and the margin, doubled the second time),
+    // hold a quorum of two between them, and down the crashed n0.
+    for seed in 1..=3 {
+        let mut s = partition(3, 2, 120, "static-quorum:size=2", seed);
+        s.faults.push(Timed::new(secs(90), Fault::Crash { node: 0 }));
+        s.duration = secs(30 + 120 + 300);
+        s.check_liveness = true;
+        s.outage_bound = secs(240);
+        // Nobody is left to detect the crash until the two have re-formed.
+        s.detection_bound = s.duration;
+        let r = Sim::new(&s).unwrap().keep_records(true).run(&mut |_| {});
+        assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
+        assert_eq!(self_downed(&r), [1, 2], "seed {seed}");
+        // Both declared n0 dead, by a decision of theirs after the heal.
+        let healed_ms = ((30 + 120) * 1000) as f64;
+        for by in [1, 2] {
+            let at = r.events().find_map(|(t, i, e)| match e {
+                Event::Dead { id, .. } if i == by && id.name == "n0" && t > healed_ms => Some(t),
+                _ => None,
+            });
+            assert!(at.is_some(), "seed {seed}: n{by} never declared the crashed n0 dead after the heal");
+        }
+        // And they see each other alive at the end.
+        assert_eq!(r.final_disagreements, 0, "seed {seed}");
+    }
+}
+
+/// The fault of the real-agent test `downing_attacks.rs`
+/// (`under_a_static_quorum_the_members_left_after_a_crash_re_form`), with
+/// its settings (4 s of calm, 2 s of margin): n2 paused until n0 and n1
+/// have downed it, then n0 crashed, so n1 is left below the quorum and
+/// downs itself; n2 resumes 25 s after its pause began. The two re-form,
+/// hold a quorum of two between them, and down n0: the same outcome as
+/// the agents'.
+#[test]
+fn under_a_static_quorum_a_paused_member_and_the_one_left_after_a_crash_re_form() {
+    for seed in 1..=20 {
+        let mut s = Scenario::new("static-quorum:size=2: n2 paused, n0 crashed", 3);
+        s.seed = seed;
+        s.duration = secs(30 + 25 + 180);
+        let mut d = Downing::new("static-quorum:size=2");
+        d.stable_after = Some(secs(4));
+        d.down_removal_margin = Some(secs(2));
+        s.downing = Some(d);
+        s.detection_bound = s.duration;
+        s.check_liveness = true;
+        s.outage_bound = secs(120);
+        s.faults.push(Timed::new(secs(30), Fault::Pause { node: 2 }).lasting(secs(25)));
+        s.faults.push(Timed::new(secs(44), Fault::Crash { node: 0 }));
+        let r = Sim::new(&s).unwrap().keep_records(true).run(&mut |_| {});
+        assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
+        assert_eq!(self_downed(&r), [1, 2], "seed {seed}");
+        let dead_n0: Vec<usize> = r
+            .events()
+            .filter(|(_, _, e)| matches!(e, Event::Dead { id, .. } if id.name == "n0"))
+            .map(|(_, i, _)| i)
+            .collect();
+        assert!(dead_n0.contains(&1) && dead_n0.contains(&2), "seed {seed}: both declare n0 dead: {dead_n0:?}");
+        assert_eq!(r.final_disagreements, 0, "seed {seed}");
+        let one_at = r
+            .events()
+            .filter(|(_, i, e)| *i == 1 && matches!(e, Event::Dead { id, .. } if id.name == "n0"))
+            .map(|(t, _, _)| t)
+            .next()
+            .unwrap();
+        println!("seed {seed}: n1 declared n0 dead {:.1} s after n2 resumed", (one_at - 55_000.0) / 1e3);
+    }
+}

@@ -89,12 +89,21 @@ fn a_seed_replays_its_run_exactly() {
 /// sides that waited for each other for ever). 1202: under
 /// `lease-majority` a threatened member asks the lease before it downs
 /// itself now, except one that stalled lately (the others may have downed
-/// it meanwhile and hold it in no row: asking, it stayed).
+/// it meanwhile and hold it in no row: asking, it stayed). 45839, a split
+/// brain under `keep-oldest`: a member downed while paused rejoined on a
+/// packet the surviving side sent before a new partition, held up by the
+/// pause, knew that member alone, and judged it the oldest, alone (after a
+/// long stall, a member back counts the cluster as seen whole only once
+/// its detectors have looked again). 691,
+/// 3382 and 7559: under a static quorum of two of three, the member left
+/// alone after the other side's crash and the member that side had downed
+/// each waited for a side that was gone (they re-form now, and hold a
+/// quorum between them).
 #[test]
 fn schedules_that_once_violated_a_property_no_longer_do() {
     let seeds = [
         1421, 2054, 3192, 3679, 4961, 5110, 5317, 5423, 5798, 6279, 6379, 6856, 7348, 7877, 8657, 8910, 19455, 24185,
-        29075, 32098, 39926, 44457, 18644, 31135, 3671, 19002, 33132, 8806, 9189, 1202,
+        29075, 32098, 39926, 44457, 18644, 31135, 3671, 19002, 33132, 8806, 9189, 1202, 45839, 691, 3382, 7559,
     ];
     for seed in seeds {
         let report = vigil_sim::swarm::run(seed);

@@ -236,10 +236,21 @@ impl Node {
             self.resolver.flapped(now);
         }
         // Back and seeing the cluster whole for `stable_after`: what it
-        // knew before no longer matters.
+        // knew before no longer matters. Seen whole only once its
+        // detectors have looked again after a long stall: until then the
+        // members it took alive from packets the stall held up (sent
+        // before a new partition, perhaps) look reachable whatever became
+        // of them (the swarm found a split brain so: a member knowing the
+        // one it rejoined through and nobody else judged it the oldest,
+        // alone).
         let mut past_clear_at = None;
         if !self.past.is_empty() {
-            let clear = !self.rejoining && self.members.live_count() > 0 && self.picture(false).records.is_empty();
+            let looked = self.looked_again(now);
+            if !looked {
+                past_clear_at = self.looked_again_at();
+            }
+            let clear =
+                !self.rejoining && looked && self.members.live_count() > 0 && self.picture(false).records.is_empty();
             let since = if clear { Some(self.past_clear_since.unwrap_or(now)) } else { None };
             self.past_clear_since = since;
             if let Some(since) = since {
@@ -740,6 +751,15 @@ impl Node {
             addrs
         };
         self.down_self(now, self.me.clone(), reason, addrs);
+        self.reform_later(now);
+    }
+
+    /// Downed: if the side it waits for does not answer, this node
+    /// re-forms with its own side after `stable_after` and the margin,
+    /// doubled for each re-form in a row (up to sixteen times, and no
+    /// longer than [`MAX_REFORM_WAIT`] unless `stable_after` and the
+    /// margin are).
+    fn reform_later(&mut self, now: Instant) {
         let settings = &self.config.downing;
         let base = settings.stable_after.saturating_add(settings.down_removal_margin);
         let wait = base.saturating_mul(1 << self.reforms_in_a_row.min(MAX_REFORM_DOUBLINGS));
@@ -948,6 +968,16 @@ impl Node {
             .map(|m| m.addr)
             .collect();
         let mut seeds = own.clone();
+        if matches!(self.config.downing.strategy, downing::Strategy::StaticQuorum { .. }) {
+            // Under a static quorum the members of every side may re-form
+            // together (a quorum is counted on no membership): it calls
+            // every member it knew, whatever it held of them (a member
+            // downed on the other side since waits too, perhaps for a
+            // side that is gone).
+            seeds.extend(self.members.iter().filter(|m| m.addr != self.addr).map(|m| m.addr));
+            seeds.sort();
+            seeds.dedup();
+        }
         seeds.extend(self.given_seeds.iter().copied());
         let mut own = own;
         own.sort();
@@ -997,19 +1027,28 @@ impl Node {
         self.timers.set(Timer::Rejoin, Some(now));
         self.broadcast(self.self_update(Status::Alive));
         self.reform = Some(super::Reform { at: None, seeds, own, others });
+        if matches!(self.config.downing.strategy, downing::Strategy::StaticQuorum { .. }) {
+            // A static quorum is counted on no membership: any side
+            // holding one may act, and two cannot both hold one (the
+            // cluster is no larger than `2 × size − 1`). A downed side
+            // whose surviving side is gone (crashed, or downed in turn)
+            // re-forms, and acts again if it holds a quorum.
+            self.reform_later(now);
+        }
     }
 
-    /// Downed for want of the lease, and no member of the side that took
-    /// it answered for `stable_after` and the removal margin (doubled for
-    /// each re-form in a row, up to sixteen times): this node re-forms with
-    /// its own side (their addresses and the given seeds), counting the
-    /// other side's members again, so that a side that is gone is found
-    /// unreachable and the strategy decides again: it asks the lease
-    /// again, which decides. Other strategies do not re-form: a side that
-    /// downed itself cannot tell a side that survived and then crashed
-    /// from one still cut off, and re-formed, counting members that were
-    /// downed since, it could out-count the side that survived (the swarm
-    /// found it doing so); it waits for that side, or for a restart.
+    /// Downed for want of the lease (or under a static quorum), and no
+    /// member of the side that won answered for `stable_after` and the
+    /// removal margin (doubled for each re-form in a row, up to sixteen
+    /// times): this node re-forms with its own side (their addresses and
+    /// the given seeds), counting the other side's members again, so that
+    /// a side that is gone is found unreachable and the strategy decides
+    /// again: it asks the lease again, which decides, or it counts a
+    /// quorum. Other strategies do not re-form: a side that downed itself
+    /// cannot tell a side that survived and then crashed from one still
+    /// cut off, and re-formed, counting members that were downed since, it
+    /// could out-count the side that survived (the swarm found it doing
+    /// so); it waits for that side, or for a restart.
     pub(super) fn reform_if_due(&mut self, now: Instant) {
         let Some(reform) = self.reform.take_if(|r| r.at.is_some_and(|at| at <= now)) else { return };
         if !self.rejoining {
