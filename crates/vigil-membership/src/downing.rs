@@ -72,7 +72,12 @@
 //! ([`LeaseRequest`]): the first part to ask takes the lease over, in one
 //! compare-and-set, and the others are refused (without it, the old grant
 //! would refuse every part, and a part that finds its own name first in
-//! the holder would think itself spared). A member whose renewal finds
+//! the holder would think itself spared; so a member refused by the
+//! holder its own side took the lease for is spared only if that holder
+//! names a member outside its core, which it reaches and whose row does
+//! not hold it: the rest of its side holds the lease and counts it in, as
+//! when it alone finds unreachable a member that left while it missed the
+//! word). A member whose renewal finds
 //! another side holding the lease (its side stopped renewing for longer
 //! than the term: all paused, or the lease could not be asked) downs
 //! itself unless that side counts it in. A member threatened under

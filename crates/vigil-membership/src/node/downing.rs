@@ -677,10 +677,16 @@ impl Node {
             if matches!(answer, LeaseAnswer::Refused { .. }) {
                 self.resolver.drop_lease();
             }
-            // Refused by the holder this node's side held: its part was
-            // too small to take it over, and a larger part may do so and
-            // down it (the holder naming this node spares nothing then).
-            let by_old = matches!(&answer, LeaseAnswer::Refused { holder: Some(h) } if held.as_ref() == Some(h));
+            // Refused by the holder this node's side held, named after a
+            // member of its own part: its part was too small to take it
+            // over, and a larger part may do so and down it (the holder
+            // naming this node spares nothing then). Named after a member
+            // outside its part that it reaches and whose row does not
+            // hold it, the rest of its side holds the lease and counts it
+            // in (this node alone finds some member unreachable: one that
+            // left while this node missed the word, say).
+            let by_old = matches!(&answer, LeaseAnswer::Refused { holder: Some(h) } if held.as_ref() == Some(h))
+                && self.holder_in_core(&answer);
             if p.threatened && (by_old || !self.spared_by(&answer)) {
                 let addrs = p.down.iter().filter_map(|n| self.members.get(n).map(|m| m.addr)).collect();
                 let reason = match answer {
@@ -784,6 +790,20 @@ impl Node {
     /// holder names a member of its side ([`downing::lease_holder_member`])
     /// that this node reaches, and whose row (its side's) does not hold
     /// this node — or names this node (that side counts it in).
+    /// Whether `answer`'s holder names ([`downing::lease_holder_member`])
+    /// this node or a member of its core (one it reaches whose row is its
+    /// own).
+    fn holder_in_core(&self, answer: &LeaseAnswer) -> bool {
+        let LeaseAnswer::Refused { holder: Some(holder) } = answer else { return false };
+        let Some(member) = downing::lease_holder_member(holder) else { return false };
+        let picture = self.picture(false);
+        if member == picture.me {
+            return true;
+        }
+        let reached = picture.members.contains_key(member) && !picture.row_of(&picture.me).any(|n| n == member);
+        reached && picture.row_of(member).eq(picture.row_of(&picture.me))
+    }
+
     fn spared_by(&self, answer: &LeaseAnswer) -> bool {
         let LeaseAnswer::Refused { holder: Some(holder) } = answer else { return false };
         let Some(member) = downing::lease_holder_member(holder) else { return false };
