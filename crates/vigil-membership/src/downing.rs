@@ -114,7 +114,9 @@
 //! others downed while it could not decide (paused, cut off on and off)
 //! learns it from the members that hold it dead, each telling it
 //! first-hand, and downs itself once those members (with those it cannot
-//! reach) could be a side the strategy keeps, or two members have told it
+//! reach) could be a side the strategy keeps (under `lease-majority`, a
+//! majority: the lease would keep any side, and one member's word would
+//! down anyone), or two members have told it
 //! (one of them at least is not a member holding the key that lies: a
 //! correct member carried out a decision, and the member would otherwise
 //! stay dead there and alive elsewhere), or one has and it stalled itself

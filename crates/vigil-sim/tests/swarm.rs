@@ -104,13 +104,17 @@ fn a_seed_replays_its_run_exactly() {
 /// taken it for, named after another member that it reached and that
 /// counted it in, and downed itself (refused by its side's holder, a
 /// member downs itself now only if the holder names a member of its own
-/// core).
+/// core). 42835, under `lease-majority`: a member holding the key told
+/// every member, every second, that it held it dead, and each downed
+/// itself on that one word (the lease would keep any side): forty
+/// generations each, and no cluster once that member crashed (one
+/// member's word is weighed as a majority's would be now).
 #[test]
 fn schedules_that_once_violated_a_property_no_longer_do() {
     let seeds = [
         1421, 2054, 3192, 3679, 4961, 5110, 5317, 5423, 5798, 6279, 6379, 6856, 7348, 7877, 8657, 8910, 19455, 24185,
         29075, 32098, 39926, 44457, 18644, 31135, 3671, 19002, 33132, 8806, 9189, 1202, 45839, 691, 3382, 7559, 10753,
-        29015,
+        29015, 42835,
     ];
     for seed in seeds {
         let report = vigil_sim::swarm::run(seed);

@@ -876,8 +876,8 @@ impl Node {
     /// decided about (within twice `stable_after` plus the margin). One
     /// member's word alone otherwise (a member holding the key can say
     /// anything) is not enough, unless the strategy lets one member decide
-    /// (the oldest, the referee, the lease's holder) or the members this
-    /// node cannot reach are most of the cluster already.
+    /// (the oldest, the referee) or the members this node cannot reach are
+    /// most of the cluster already.
     pub(super) fn heard_death(&mut self, now: Instant, teller: &NodeId) {
         if !self.decides() || self.status != Status::Alive {
             return;
@@ -894,7 +894,17 @@ impl Node {
         // takes one member's word: its own absence explains the verdict
         // (a stall is its own to see, nobody can forge one).
         let stalled = self.stalled_lately(now);
-        let kept = downing::keeps(&self.config.downing.strategy, &picture, &side);
+        // Under `lease-majority` the lease would keep any side, so the
+        // word of one member (a member holding the key that lies, over
+        // and over) would down anyone: the side is weighed as a majority
+        // instead. A side that took the lease as a minority downs the
+        // others by their own decisions (refused the lease, they down
+        // themselves), or by the word of two of its members.
+        let strategy = match &self.config.downing.strategy {
+            downing::Strategy::LeaseMajority { tag, .. } => downing::Strategy::KeepMajority { tag: tag.clone() },
+            other => other.clone(),
+        };
+        let kept = downing::keeps(&strategy, &picture, &side);
         if !kept && !stalled && tellers.len() < 2 {
             return;
         }

@@ -538,3 +538,38 @@ fn a_member_downed_lately_counts_against_this_side_for_two_windows() {
     assert_eq!(decided(&late), Some(Decision::DownUnreachable), "{late:?}");
     assert!(late.iter().all(|e| !matches!(e, Event::Downed { id, .. } if id.name == "n0")));
 }
+
+#[test]
+fn under_lease_majority_one_members_word_downs_nobody_and_two_members_do() {
+    // n0 of five with `lease-majority` reaches everyone. n1 (a member
+    // holding the key that lies) tells it, again and again, that it holds
+    // it dead: the lease would keep n1's side whatever it is, but one
+    // member's word is weighed as a majority's would be, and n1 alone is
+    // not one. A second member's word is enough (two members' own
+    // decisions: at least one of them correct).
+    let mut config = Config::lan(CLUSTER);
+    config.downing =
+        crate::downing::Downing::new("lease-majority".parse().unwrap()).with_stable_after(Duration::from_secs(5));
+    let mut n = node(5, config);
+    let _ = run_among(&mut n, 5, usize::MAX, ms(1000), ms(4000));
+    let _ = events(&mut n);
+    let told = |n: &mut Node, by: usize, t: Instant| {
+        let death = rumour(0, Status::Dead, id(by));
+        n.handle_datagram(t, addr(by), &datagram(id(by), Message::Gossip, vec![death])).unwrap();
+    };
+    for k in 0..10 {
+        let t = ms(4000 + 1000 * k);
+        let _ = run_among(&mut n, 5, usize::MAX, t, t + Duration::from_millis(1000));
+        told(&mut n, 1, t + Duration::from_millis(1000));
+    }
+    let seen = events(&mut n);
+    assert_eq!(n.stats().self_downs, 0, "one member's word downed n0: {seen:?}");
+    assert_eq!(n.id().generation, 1);
+    told(&mut n, 2, ms(14_100));
+    assert_eq!(n.stats().self_downs, 1, "two members' word");
+    let downed = events(&mut n).into_iter().find_map(|e| match e {
+        Event::Downed { id, reason, .. } if id.name == "n0" => Some(reason),
+        _ => None,
+    });
+    assert_eq!(downed.as_deref(), Some("declared dead by n1, n2 (more than one member's own decision)"));
+}
