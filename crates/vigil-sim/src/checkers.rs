@@ -23,7 +23,9 @@
 //!   strategy's tolerance, no member inside the liveness envelope is
 //!   downed, downs itself, or is declared dead, whatever is forged;
 //! - [`DOWNED_MEMBERS_STOP`]: a member that others downed downs itself
-//!   (or is gone) within a bound, unless paused then;
+//!   (or is gone) within a bound (`stable_after`, the margin and 60 s)
+//!   of acting as a member: of being downed, or, if paused then, of
+//!   resuming;
 //! - [`ONE_CLUSTER_AFTER_FAULTS`]: once no fault has been in force for the
 //!   scenario's outage bound, and the faulty members are within the
 //!   strategy's tolerance, every running member is alive (none downed for

@@ -444,7 +444,10 @@ impl Recorder {
                         // A member that forges may down anyone in its own
                         // view: only correct members' decisions must be
                         // followed by their victims.
-                        let acting = (machines.acting_generation(j) == Some(id.generation)).then_some(now);
+                        // A paused member does not act (nor can it stop):
+                        // its bound starts when it runs again.
+                        let acting = (machines.acting_generation(j) == Some(id.generation) && !machines.paused(j))
+                            .then_some(now);
                         let entry = self.downed_by_others.entry((j, id.generation)).or_insert((acting, Vec::new()));
                         entry.1.push((i, machines.generation(i)));
                     }
