@@ -688,7 +688,19 @@ impl Node {
             let by_old = matches!(&answer, LeaseAnswer::Refused { holder: Some(h) } if held.as_ref() == Some(h))
                 && self.holder_in_core(&answer);
             if p.threatened && (by_old || !self.spared_by(&answer)) {
-                let addrs = p.down.iter().filter_map(|n| self.members.get(n).map(|m| m.addr)).collect();
+                // It rejoins through the members it could not reach (the
+                // side that may hold the lease), and through those whose
+                // rows hold it (the side that threatens it): a member that
+                // alone found a crashed member unreachable would otherwise
+                // wait for that member alone.
+                let picture = self.picture(false);
+                let mut addrs: Vec<SocketAddr> =
+                    p.down.iter().filter_map(|n| self.members.get(n).map(|m| m.addr)).collect();
+                for (name, c) in &picture.members {
+                    if *name != picture.me && picture.row_of(name).any(|s| s == picture.me) {
+                        addrs.push(c.addr);
+                    }
+                }
                 let reason = match answer {
                     LeaseAnswer::Unusable(why) => format!("the lease could not be asked: {why} ({})", p.reason),
                     _ => format!("the lease went to the other side ({})", p.reason),
