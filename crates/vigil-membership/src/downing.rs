@@ -171,8 +171,9 @@
 //! re-formed acts again only if it holds a quorum, and two sides of a
 //! cluster no larger than `2 × size − 1` cannot both hold one). Each
 //! waits `stable_after` and the margin first (doubled for each re-form in
-//! a row, up to 120 s), and a call from another downed side brings the
-//! next re-form forward.
+//! a row, up to 120 s), then calls every member it knew (the members it
+//! held dead too: one may have restarted, and found only another), and a
+//! call from another downed side brings the next re-form forward.
 //!
 //! A member back after downing itself that stalled long lately counts
 //! the cluster as seen whole only once its detectors have looked again:
@@ -196,7 +197,11 @@
 //! first-hand, that they hold it dead: it downs itself (and rejoins in a
 //! new generation), as it would for two correct members that downed it;
 //! one can do so, once, to a member that has just stalled long enough to
-//! be decided about.
+//! be decided about. And for `stable_after` and the margin after a member
+//! carried out a decision, it takes the death of a member that decision
+//! spared (it answered again) from any member, as a side
+//! downs a member as one: a member holding the key can get such a member
+//! declared dead there.
 //!
 //! **(c) No outage from a crash.** Within the tolerance, the correct
 //! members survive crashes: detection, then `stable_after`, then the

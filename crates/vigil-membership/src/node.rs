@@ -68,17 +68,20 @@ mod rules;
 mod tests;
 
 /// A member that downed itself: the sides it knew, and, for want of the
-/// lease, when it may re-form (see `Node::reform_if_due`).
+/// lease or under a static quorum, when it may re-form (see
+/// `Node::reform_if_due`).
 #[derive(Debug, Clone)]
 struct Reform {
     /// When to re-form, if no member of the side that won answered: only
-    /// for want of the lease (see `Node::reform_if_due`).
+    /// for want of the lease, or under a static quorum (see
+    /// `Node::reform_if_due`).
     at: Option<Instant>,
-    /// Its own side's addresses and the given seeds: where to re-form.
+    /// Where to re-form: its own side's addresses and the given seeds;
+    /// under `lease-majority` and a static quorum, every member it knew.
     seeds: Vec<SocketAddr>,
     /// Its own side's addresses (members downed with it): after the first
-    /// re-form, a call from anywhere else brings the next one forward
-    /// (sorted).
+    /// re-form (under a static quorum, at once), a call from anywhere else
+    /// brings the next one forward (sorted).
     own: Vec<SocketAddr>,
     /// The members of the other side, counted again when it re-forms (a
     /// side that is gone is then found unreachable, and the strategy

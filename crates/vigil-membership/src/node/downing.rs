@@ -1010,12 +1010,18 @@ impl Node {
             .map(|m| m.addr)
             .collect();
         let mut seeds = own.clone();
-        if matches!(self.config.downing.strategy, downing::Strategy::StaticQuorum { .. }) {
-            // Under a static quorum the members of every side may re-form
-            // together (a quorum is counted on no membership): it calls
-            // every member it knew, whatever it held of them (a member
-            // downed on the other side since waits too, perhaps for a
-            // side that is gone).
+        if matches!(
+            self.config.downing.strategy,
+            downing::Strategy::StaticQuorum { .. } | downing::Strategy::LeaseMajority { .. }
+        ) {
+            // Where a downed side re-forms, it calls every member it knew,
+            // whatever it held of them: under a static quorum the members
+            // of every side may re-form together (a quorum is counted on
+            // no membership; a member downed on the other side since
+            // waits too, perhaps for a side that is gone), and under
+            // `lease-majority` the lease decides between whatever groups
+            // meet (a member it held dead may have restarted, and formed
+            // a group of its own with another).
             seeds.extend(self.members.iter().filter(|m| m.addr != self.addr).map(|m| m.addr));
             seeds.sort();
             seeds.dedup();
@@ -1082,8 +1088,9 @@ impl Node {
     /// Downed for want of the lease (or under a static quorum), and no
     /// member of the side that won answered for `stable_after` and the
     /// removal margin (doubled for each re-form in a row, up to sixteen
-    /// times): this node re-forms with its own side (their addresses and
-    /// the given seeds), counting the other side's members again, so that
+    /// times): this node re-forms, calling every member it knew (its own
+    /// side, the other side, the members it held dead) and the given
+    /// seeds, counting the other side's members again, so that
     /// a side that is gone is found unreachable and the strategy decides
     /// again: it asks the lease again, which decides, or it counts a
     /// quorum. Other strategies do not re-form: a side that downed itself
