@@ -143,7 +143,11 @@
 //! name in its place); an old process that did not answer, superseded by a
 //! newer one the others speak of, counts as unreachable from every member
 //! (they no longer hold it, and their silence is not reaching it), so that
-//! it is decided about at all; and a newer process nobody here heard alive
+//! it is decided about at all; a member this member cannot reach that
+//! other members say, each first-hand, they hold dead counts as
+//! unreachable from each of them (that side downed it and forgot it;
+//! counted as their silence, this member's core would be itself alone);
+//! and a newer process nobody here heard alive
 //! is never taken dead on another member's word. A decision that one member of a side
 //! carried out and the rest did not (their pictures differed, or they
 //! reached the member again before their margins ended) leaves the member
@@ -157,7 +161,7 @@
 //! falls short (the top-level README lists what it found and fixed): of
 //! 50,000 schedules, none ends with two sides that each downed the other,
 //! one with a correct member declared dead (by a member holding the key,
-//! in the moments after a decision: (b) below), and 12 with members that
+//! in the moments after a decision: (b) below), and 11 with members that
 //! do not see each other once faults stop.
 //!
 //! What no rule here can give: a side that downed itself in favour of a

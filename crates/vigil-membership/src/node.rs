@@ -89,6 +89,9 @@ struct Reform {
     others: Vec<(Arc<str>, u64, SocketAddr)>,
 }
 
+/// See `Node::dead_elsewhere`.
+type DeadElsewhere = (std::collections::BTreeMap<Arc<str>, (u64, std::collections::BTreeSet<Arc<str>>)>, u64);
+
 /// What this node tells a member, at most once a probe interval each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Tell {
@@ -213,6 +216,14 @@ pub struct Node {
     /// `Node::picture`); with a count of changes, part of the picture's
     /// version.
     superseded: (std::collections::BTreeMap<Arc<str>, u64>, u64),
+    /// Members (name → the generation held, and who said so) that other
+    /// members said, each first-hand, they hold dead, in the generation
+    /// this node holds live: while this node finds one unreachable too,
+    /// each of those members counts as finding it unreachable (they forgot
+    /// it: their silence about it is not reaching it; see
+    /// `Node::picture`); with a count of changes, part of the picture's
+    /// version.
+    dead_elsewhere: DeadElsewhere,
     /// When this node last told a member something it must hear (that it
     /// was downed, that its name is held by another process), by member
     /// and what it was told.
@@ -281,6 +292,7 @@ impl Node {
             rows: Rows::default(),
             tellers: std::collections::BTreeSet::new(),
             superseded: (std::collections::BTreeMap::new(), 0),
+            dead_elsewhere: (std::collections::BTreeMap::new(), 0),
             told: std::collections::HashMap::new(),
             rival_said: None,
             checks: Checks::default(),

@@ -120,13 +120,18 @@ fn a_seed_replays_its_run_exactly() {
 /// crashed, two restarted and found only each other; the one left, which
 /// had downed itself and forgotten every member, re-formed calling only
 /// the member that crashed last (it calls every member it knew now, the
-/// dead ones' addresses too, where the restarted members answer).
+/// dead ones' addresses too, where the restarted members answer). 48711:
+/// a member held live a newer process of a member, heard of during a
+/// partition, that the rest of its side had downed and forgotten; it found
+/// it unreachable alone and, its core itself alone, waited for ever (a
+/// member that others say, each first-hand, they hold dead counts as
+/// unreachable from each of them now).
 #[test]
 fn schedules_that_once_violated_a_property_no_longer_do() {
     let seeds = [
         1421, 2054, 3192, 3679, 4961, 5110, 5317, 5423, 5798, 6279, 6379, 6856, 7348, 7877, 8657, 8910, 19455, 24185,
         29075, 32098, 39926, 44457, 18644, 31135, 3671, 19002, 33132, 8806, 9189, 1202, 45839, 691, 3382, 7559, 10753,
-        29015, 42835, 16137, 27643, 46810, 33531,
+        29015, 42835, 16137, 27643, 46810, 33531, 48711,
     ];
     for seed in seeds {
         let report = vigil_sim::swarm::run(seed);

@@ -212,6 +212,23 @@ impl Node {
                 records.insert((m.name.to_string(), name.to_string()));
             }
         }
+        // A member this node cannot reach that other members said, each
+        // first-hand, they hold dead (in the generation this node holds
+        // live): each of them finds it unreachable. They forgot it, and
+        // their silence about it is not reaching it; without this, this
+        // node alone would hold it in its row, and its core would be
+        // itself (the swarm found a member back after downing itself,
+        // which had taken a crashed member alive from a packet its stall
+        // held up, waiting so for ever). One record per member that said
+        // so, as a row would give: a member holding the key adds its own.
+        for (name, (generation, tellers)) in &self.dead_elsewhere.0 {
+            if !mine.contains(name) || !live(name, *generation) {
+                continue;
+            }
+            for t in tellers.iter().filter(|t| self.members.get(t).is_some_and(|m| m.is_live())) {
+                records.insert((t.to_string(), name.to_string()));
+            }
+        }
         Picture { me: self.me.name.clone(), members, records }
     }
 
@@ -263,7 +280,12 @@ impl Node {
                 }
             }
         }
-        let version = self.rows.changes().wrapping_add(self.members.ring_version()).wrapping_add(self.superseded.1);
+        let version = self
+            .rows
+            .changes()
+            .wrapping_add(self.members.ring_version())
+            .wrapping_add(self.superseded.1)
+            .wrapping_add(self.dead_elsewhere.1);
         if self.resolver.is_new(version) {
             let anything = !self.picture(true).records.is_empty();
             self.resolver.observe(now, version, anything);
@@ -516,6 +538,27 @@ impl Node {
             picture.members.insert(g.name.clone(), g);
         }
         names
+    }
+
+    /// `teller`, a member speaking for itself, holds `id` dead: noted while
+    /// this node, which decides, holds that process live (see
+    /// [`Node::picture`]).
+    pub(super) fn held_dead_elsewhere(&mut self, id: &NodeId, teller: &NodeId) {
+        if !self.decides() || teller.name == self.me.name || teller.name == id.name {
+            return;
+        }
+        let Some(m) = self.members.get(&id.name).filter(|m| m.is_live() && m.generation == id.generation) else {
+            return;
+        };
+        let Some(t) = self.members.get(&teller.name).filter(|t| t.is(teller) && t.is_live()) else { return };
+        let (name, generation, teller) = (m.name.clone(), m.generation, t.name.clone());
+        let entry = self.dead_elsewhere.0.entry(name).or_insert_with(|| (generation, Default::default()));
+        if entry.0 != generation {
+            *entry = (generation, Default::default());
+        }
+        if entry.1.insert(teller) {
+            self.dead_elsewhere.1 = self.dead_elsewhere.1.wrapping_add(1);
+        }
     }
 
     /// Whether this node stalled long enough to be decided about within

@@ -83,6 +83,13 @@ impl Node {
         if u.status == Status::Dead && u.from.name != self.me.name && u.from != u.id {
             self.resolver.followed(&u.id.name, u.id.generation);
         }
+        // A member that passes a death on, speaking for itself, holds that
+        // member dead (a death is passed on only once taken).
+        if u.status == Status::Dead
+            && let Some(teller) = speaker
+        {
+            self.held_dead_elsewhere(&u.id, teller);
+        }
         // An earlier process of this node's name (this node before it was
         // downed) accused the member: the rumour still says the member
         // exists, which this node, having forgotten everyone, may need to
@@ -484,6 +491,9 @@ impl Node {
             self.resolver.forget_verdict(name);
             if self.superseded.0.remove(name).is_some() {
                 self.superseded.1 = self.superseded.1.wrapping_add(1);
+            }
+            if self.dead_elsewhere.0.remove(name).is_some() {
+                self.dead_elsewhere.1 = self.dead_elsewhere.1.wrapping_add(1);
             }
             self.rejoins_held.remove(name);
             self.suspicions.remove(name);

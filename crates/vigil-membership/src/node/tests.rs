@@ -573,3 +573,30 @@ fn under_lease_majority_one_members_word_downs_nobody_and_two_members_do() {
     });
     assert_eq!(downed.as_deref(), Some("declared dead by n1, n2 (more than one member's own decision)"));
 }
+
+#[test]
+fn a_member_the_others_hold_dead_counts_unreachable_from_them_too() {
+    // n0 of four with `keep-majority`: n1 says it holds n3 dead (n1's
+    // side downed it while n0 was away, and forgot it: it sends no row
+    // about it), and n3 does not answer n0 either. n0 alone holds n3 in
+    // its row; counted as n1 and n2's silence, n0's core would be itself,
+    // and it would wait for ever. The others' word that n3 is dead counts
+    // as their finding it unreachable: n0's core is n0, n1 and n2, a
+    // majority, and it downs n3 by its own decision.
+    let mut config = Config::lan(CLUSTER);
+    config.downing =
+        crate::downing::Downing::new("keep-majority".parse().unwrap()).with_stable_after(Duration::from_secs(5));
+    let mut n = node(4, config);
+    let _ = run_among(&mut n, 4, usize::MAX, ms(1000), ms(4000));
+    let death = rumour(3, Status::Dead, id(1));
+    n.handle_datagram(ms(4000), addr(1), &datagram(id(1), Message::Gossip, vec![death])).unwrap();
+    let _ = run_among(&mut n, 4, 3, ms(4000), ms(40_000));
+    let seen = events(&mut n);
+    let decided = seen.iter().find_map(|e| match e {
+        Event::Decided { decision, down, .. } => Some((*decision, down.clone())),
+        _ => None,
+    });
+    assert_eq!(decided, Some((Decision::DownUnreachable, vec!["n3".to_owned()])), "{seen:?}");
+    let dead_by_n0 = seen.iter().any(|e| matches!(e, Event::Dead { id, by, .. } if id.name == "n3" && by.name == "n0"));
+    assert!(dead_by_n0, "{seen:?}");
+}
