@@ -841,16 +841,17 @@ impl Node {
         live && !self.rows.own().any(|(n, _, m)| &**n == member && m == Mark::Unreachable)
     }
 
-    /// Whether the lease went to a side that does not down this node: the
-    /// holder names a member of its side ([`downing::lease_holder_member`])
-    /// that this node reaches, and whose row (its side's) does not hold
-    /// this node — or names this node (that side counts it in).
-    /// Whether `answer`'s holder names ([`downing::lease_holder_member`])
-    /// this node or a member of its core (one it reaches whose row is its
-    /// own).
+    /// The member a refusal's holder names ([`downing::lease_holder_member`]),
+    /// if `answer` is a refusal for a holder made by [`downing::lease_holder`].
+    fn refused_for(answer: &LeaseAnswer) -> Option<&str> {
+        let LeaseAnswer::Refused { holder: Some(holder) } = answer else { return None };
+        downing::lease_holder_member(holder)
+    }
+
+    /// Whether `answer`'s holder names this node or a member of its core
+    /// (one it reaches whose row is its own).
     fn holder_in_core(&self, answer: &LeaseAnswer) -> bool {
-        let LeaseAnswer::Refused { holder: Some(holder) } = answer else { return false };
-        let Some(member) = downing::lease_holder_member(holder) else { return false };
+        let Some(member) = Self::refused_for(answer) else { return false };
         let picture = self.picture(false);
         if member == picture.me {
             return true;
@@ -859,9 +860,12 @@ impl Node {
         reached && picture.row_of(member).eq(picture.row_of(&picture.me))
     }
 
+    /// Whether the lease went to a side that does not down this node: the
+    /// holder names a member of its side ([`downing::lease_holder_member`])
+    /// that this node reaches, and whose row (its side's) does not hold
+    /// this node — or names this node (that side counts it in).
     fn spared_by(&self, answer: &LeaseAnswer) -> bool {
-        let LeaseAnswer::Refused { holder: Some(holder) } = answer else { return false };
-        let Some(member) = downing::lease_holder_member(holder) else { return false };
+        let Some(member) = Self::refused_for(answer) else { return false };
         let picture = self.picture(false);
         // Named itself: the side that holds the lease counts this node in
         // its core, so its row does not hold it.
