@@ -945,8 +945,7 @@ impl Node {
                 self.rejoining = false;
                 self.reforms_in_a_row = 0;
                 self.reconnect_past(from);
-            } else if (self.reforms_in_a_row > 0
-                || matches!(self.config.downing.strategy, crate::downing::Strategy::StaticQuorum { .. }))
+            } else if (self.reforms_in_a_row > 0 || self.re_forms_at_will())
                 && self.reform.as_ref().is_some_and(|r| r.own.binary_search(&from).is_err())
             {
                 // Downed again for want of the lease after re-forming: the

@@ -1057,10 +1057,7 @@ impl Node {
             .map(|m| m.addr)
             .collect();
         let mut seeds = own.clone();
-        if matches!(
-            self.config.downing.strategy,
-            downing::Strategy::StaticQuorum { .. } | downing::Strategy::LeaseMajority { .. }
-        ) {
+        if self.re_forms() {
             // Where a downed side re-forms, it calls every member it knew,
             // whatever it held of them: under a static quorum the members
             // of every side may re-form together (a quorum is counted on
@@ -1122,14 +1119,32 @@ impl Node {
         self.timers.set(Timer::Rejoin, Some(now));
         self.broadcast(self.self_update(Status::Alive));
         self.reform = Some(super::Reform { at: None, seeds, own, others });
-        if matches!(self.config.downing.strategy, downing::Strategy::StaticQuorum { .. }) {
-            // A static quorum is counted on no membership: any side
-            // holding one may act, and two cannot both hold one (the
-            // cluster is no larger than `2 × size − 1`). A downed side
-            // whose surviving side is gone (crashed, or downed in turn)
-            // re-forms, and acts again if it holds a quorum.
+        if self.re_forms_at_will() {
             self.reform_later(now);
         }
+    }
+
+    /// Whether a side that downed itself re-forms on its own when the side
+    /// it waits for does not answer: under `lease-majority` (the lease
+    /// decides between whatever groups meet) and a static quorum (see
+    /// [`Node::re_forms_at_will`]). The others wait for that side, or a
+    /// restart.
+    fn re_forms(&self) -> bool {
+        matches!(
+            self.config.downing.strategy,
+            downing::Strategy::StaticQuorum { .. } | downing::Strategy::LeaseMajority { .. }
+        )
+    }
+
+    /// Whether a side that downed itself re-forms after any downing, and
+    /// hears a call from another downed side at once: under a static
+    /// quorum, which is counted on no membership (any side holding one may
+    /// act, and two cannot both hold one in a cluster no larger than
+    /// `2 × size − 1`), so a re-formed side acts again only if it holds a
+    /// quorum. Under `lease-majority` only a side that lost the lease
+    /// re-forms, and hears such calls after its first re-form.
+    pub(super) fn re_forms_at_will(&self) -> bool {
+        matches!(self.config.downing.strategy, downing::Strategy::StaticQuorum { .. })
     }
 
     /// Downed for want of the lease (or under a static quorum), and no
