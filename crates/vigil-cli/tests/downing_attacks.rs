@@ -4,7 +4,7 @@
 //!
 //! - a stranger's forged accusations during a real crash;
 //! - a member paused until the others downed it, then resumed;
-//! - the oldest killed under `keep-oldest`;
+//! - the oldest killed under `keep-oldest`, and the younger of two;
 //! - under a static quorum, a member paused until downed, then the other
 //!   side crashed, so the two left re-form;
 //! - outlier verdicts posted to remove healthy members one after another;
@@ -580,6 +580,37 @@ fn a_crash_of_the_oldest_under_keep_oldest_is_no_outage() {
             downed["reason"].as_str().unwrap()
         );
     }
+}
+
+/// Two agents with `keep-oldest`; the younger is killed. Of two members
+/// each is alone, so the oldest stays (down-if-alone does not apply): it
+/// downs the younger by its own decision and does not down itself,
+/// through the calm and margin of another decision after (8 s). The same
+/// fault in the simulator (`crates/vigil-sim/tests/attacks.rs`,
+/// `of_two_members_under_keep_oldest_the_oldest_stays_when_the_other_crashes`)
+/// gives the same outcome.
+#[test]
+fn of_two_members_under_keep_oldest_the_oldest_stays_when_the_other_crashes() {
+    let mut all = cluster("t", 2, OLDEST);
+    let mut t1 = all.pop().unwrap();
+    let t0 = all.pop().unwrap();
+    assert!(t0.id().generation < t1.id().generation, "t0 is the oldest");
+    let killed = Instant::now();
+    t1.crash();
+    assert!(
+        within(DECIDED, || t0.first("dead", "t1").is_some()),
+        "t0 declares t1 dead within {DECIDED:?}: {:?}",
+        t0.lines(&["unreachable", "decided", "downed", "dead"])
+    );
+    std::thread::sleep(Duration::from_secs(8));
+    assert!(t0.self_downs().is_empty(), "t0 downed itself: {:?}", t0.self_downs());
+    assert_eq!(t0.metric("vigil_downed_total", "side=\"self\""), 0.0);
+    let (downed_at, downed) = t0.events("downed", "t1").first().cloned().expect("t1 downed by a decision");
+    assert_eq!(downed["by"], "t0");
+    let reason = downed["reason"].as_str().unwrap();
+    assert!(reason.contains("of two members it stays"), "the reason says why it stays: {reason}");
+    assert!(t0.alive().is_empty(), "t0 alone: {:?}", t0.alive());
+    println!("t0: t1 downed {} after the kill ({})", secs(downed_at - killed), downed["reason"].as_str().unwrap());
 }
 
 // ---- 3b. a static quorum: the members left after a crash re-form ----

@@ -77,7 +77,13 @@
 //! names a member outside its core, which it reaches and whose row does
 //! not hold it: the rest of its side holds the lease and counts it in, as
 //! when it alone finds unreachable a member that left while it missed the
-//! word). A member whose renewal finds
+//! word). A member refused for a holder named after a member of its
+//! own core (its side holds the lease, taken by that member's earlier
+//! decision) downs, after the margin, those of the members it decided
+//! about that this member told it, first-hand, it holds dead: the side
+//! downs a member as one (without it, a member that alone still held an
+//! impostor's process of a name kept it, and the name's own newer process
+//! out, for as long as its side held the lease). A member whose renewal finds
 //! another side holding the lease (its side stopped renewing for longer
 //! than the term: all paused, or the lease could not be asked) downs
 //! itself unless that side counts it in. A member threatened under
@@ -87,8 +93,9 @@
 //! anyone, and a member cut off alone, accusing the rest on and off, would
 //! otherwise down healthy members one by one.
 //!
-//! Under `keep-majority` and `lease-majority`, a member this node's
-//! decision downed counts for two windows (`stable_after` and the margin,
+//! Under `keep-majority`, `lease-majority` and `keep-oldest` with
+//! down-if-alone (the oldest of two stays, of three it goes when alone), a
+//! member this node's decision downed counts for two windows (`stable_after` and the margin,
 //! twice) as unreachable from every member, unless this node knows a live
 //! process of its name: it may have downed itself and rejoined a member
 //! of the other side in the first moments of a new partition, before that
@@ -161,7 +168,7 @@
 //! falls short (the top-level README lists what it found and fixed): of
 //! 50,000 schedules, none ends with two sides that each downed the other,
 //! one with a correct member declared dead (by a member holding the key,
-//! in the moments after a decision: (b) below), and 11 with members that
+//! in the moments after a decision: (b) below), and 6 with members that
 //! do not see each other once faults stop.
 //!
 //! What no rule here can give: a side that downed itself in favour of a
@@ -171,7 +178,14 @@
 //! downed since, it could out-count a side that did survive (the swarm
 //! found it doing so when this was tried), and a split brain is worse
 //! than an outage. A restart of one of its members (which joins through
-//! its seeds) brings them back. Two strategies re-form by themselves, as
+//! its seeds) brings them back. Of two members (a cluster that small, or
+//! one that partitions and crashes left so), each is alone when the other
+//! goes, and only a lease tells a crash from a cut: one crash of the two
+//! is an outage under `keep-majority` (of the member with the lowest
+//! address, which the tie keeps) and `keep-oldest` (of the oldest, which
+//! stays of two rather than being downed for being alone: downed so, the
+//! other's crash would be the outage, and the side that keeps the oldest
+//! would not be the one holding it). Two strategies re-form by themselves, as
 //! the lease's arbitration and a fixed count make it safe:
 //! `lease-majority`, whose lease says which side won, and
 //! `static-quorum`, whose quorum is counted on no membership (a side
@@ -225,7 +239,7 @@
 //! |---|---|
 //! | `keep-majority` | `f < n / 2`, or `f = n / 2` and the lowest address is a correct member's |
 //! | `static-quorum:size=q` | `n − f ≥ q` (and `n ≤ 2q − 1`) |
-//! | `keep-oldest` (down-if-alone, the default) | the oldest is correct, or it alone crashed |
+//! | `keep-oldest` (down-if-alone, the default) | the oldest is correct, or it alone crashed of three or more members (of two, the oldest stays) |
 //! | `keep-oldest:down-if-alone=off` | the oldest is correct |
 //! | `keep-referee` | the referee is correct and `n − f` reaches `down-all-if-less-than` |
 //! | `lease-majority` | the lease can be asked (a side that cannot ask it downs itself, and asks again when it rejoins); a side whose lease holder crashed waits for the lease's term to run out, 120 s after the holder's last renewal, and asks again within 120 s after that |
@@ -402,8 +416,10 @@ pub enum Strategy {
         tag: Option<TagFilter>,
     },
     /// The side holding the oldest member survives; with `down_if_alone`
-    /// (the default in the text form), an oldest member cut off alone goes
-    /// and the others survive, so that its crash is not an outage.
+    /// (the default in the text form), an oldest member cut off alone from
+    /// two or more others goes and the others survive, so that its crash
+    /// is not an outage (of two members, the oldest stays: either could be
+    /// the one that crashed).
     KeepOldest {
         /// Down the oldest rather than everyone else when it is alone.
         down_if_alone: bool,
@@ -629,10 +645,13 @@ impl Weigh<'_> {
             Strategy::StaticQuorum { size, tag } => !self.overgrown() && self.counted(side, tag) >= *size,
             Strategy::KeepOldest { down_if_alone, tag } => {
                 let Some(oldest) = self.oldest(tag) else { return false };
+                // Of two members, each is alone: downing the oldest would
+                // trade one outage for the other, and the oldest stays.
+                let alone_counts = *down_if_alone && n > 2;
                 if side.contains(oldest) {
-                    !(*down_if_alone && side.len() == 1 && n > 1)
+                    !(alone_counts && side.len() == 1)
                 } else {
-                    *down_if_alone && n - side.len() == 1
+                    alone_counts && n - side.len() == 1
                 }
             }
             Strategy::KeepReferee { referee, down_all_if_less_than } => {
@@ -843,7 +862,11 @@ fn explain(strategy: &Strategy, members: &[&Candidate], me: usize, rows: &[Bits]
             }
             Strategy::KeepOldest { tag, down_if_alone } => {
                 let oldest = w.oldest(tag).map_or("nobody", name);
-                let alone = if *down_if_alone { ", down-if-alone" } else { "" };
+                let alone = match (*down_if_alone, n > 2) {
+                    (true, true) => ", down-if-alone",
+                    (true, false) => ", of two members it stays",
+                    (false, _) => "",
+                };
                 if w.oldest(tag).is_some_and(|o| r.core.contains(o)) {
                     format!("the oldest, {oldest}, is here{alone}")
                 } else {
@@ -1472,6 +1495,12 @@ mod tests {
         assert!(survives(&go, &split("b", &FIVE, &["a"])));
         // Not alone: its side survives either way.
         assert!(survives(&go, &split("a", &FIVE, &["a", "b"])));
+        // Of two members, the oldest stays either way: downing it would
+        // make the crash of the other an outage, as keeping it makes its
+        // own crash one.
+        let two = ["a", "b"];
+        assert!(survives(&go, &split("a", &two, &["a"])));
+        assert!(!survives(&go, &split("b", &two, &["a"])));
     }
 
     #[test]

@@ -129,6 +129,22 @@ fn a_crash_of_the_oldest_under_keep_oldest_is_no_outage() {
 }
 
 #[test]
+fn of_two_members_under_keep_oldest_the_oldest_stays_when_the_other_crashes() {
+    // Of two members each is alone: the oldest stays and downs the other,
+    // rather than downing itself in favour of a member that is gone.
+    let mut s = scenario("the younger of two crashes", 2, "keep-oldest", 120);
+    s.faults.push(Timed::new(secs(30), Fault::Crash { node: 1 }));
+    let r = run(&s);
+    let d = downs(&r);
+    assert_eq!(d.iter().map(|(_, by, who)| (*by, who.as_str())).collect::<Vec<_>>(), [(0, "n1")], "{d:?}");
+    assert!(self_downs(&r).is_empty());
+    assert_eq!(declared_dead(&r), ["n1"]);
+    let at = d[0].0;
+    println!("the younger of two downed by the oldest {:.1} s after its crash", at - 30.0);
+    assert!(at - 30.0 < 20.0, "decided and carried out within 20 s: {at}");
+}
+
+#[test]
 fn gray_evidence_needs_two_ejectors_and_downs_one_member_per_window() {
     let mut s = scenario("gray evidence", 5, "keep-majority", 300);
     s.downing.as_mut().unwrap().gray_evidence = true;

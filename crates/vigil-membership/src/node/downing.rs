@@ -498,7 +498,8 @@ impl Node {
     }
 
     /// Under a strategy that counts members (`keep-majority`,
-    /// `lease-majority`), the members this node's decisions downed within
+    /// `lease-majority`, and `keep-oldest` with down-if-alone, which keeps
+    /// the oldest of two but not of three), the members this node's decisions downed within
     /// the last two windows, of which it knows no live process, enter the
     /// picture as unreachable from every member, the youngest: they may be
     /// back on the other side of a partition, as newer processes this side
@@ -511,7 +512,9 @@ impl Node {
     fn add_downed_lately(&self, now: Instant, picture: &mut Picture) -> Vec<String> {
         let counts = matches!(
             self.config.downing.strategy,
-            downing::Strategy::KeepMajority { .. } | downing::Strategy::LeaseMajority { .. }
+            downing::Strategy::KeepMajority { .. }
+                | downing::Strategy::LeaseMajority { .. }
+                | downing::Strategy::KeepOldest { down_if_alone: true, .. }
         );
         // Only a decision that would down someone counts them: a member
         // whose own row is empty waits or downs itself, as before.
@@ -749,9 +752,56 @@ impl Node {
                     _ => format!("the lease went to the other side ({})", p.reason),
                 };
                 self.lost_lease(now, reason, addrs);
+            } else {
+                self.follow_holder(now, &answer, p);
             }
         }
         self.settle(now);
+    }
+
+    /// Refused for a holder named after a member of this node's core: the
+    /// lease is its own side's, taken by that member's earlier decision.
+    /// The members of `p.down` that member said, first-hand, it holds dead
+    /// (in the generation decided about) are downed here too after the
+    /// margin, still unreachable then: the side downs a member as one, and
+    /// without this, a member this node alone still holds (an old process
+    /// of a name, kept while a newer one waits for a decision about it)
+    /// would stay for as long as that side holds the lease, for ever.
+    fn follow_holder(&mut self, now: Instant, answer: &LeaseAnswer, p: Pending) {
+        if !self.holder_in_core(answer) {
+            return;
+        }
+        let Some(holder) = Self::refused_for(answer).filter(|h| *h != &*self.me.name).map(str::to_owned) else {
+            return;
+        };
+        let mut down = Vec::new();
+        let mut generations = Vec::new();
+        for (k, name) in p.down.iter().enumerate() {
+            let generation = p.generations.get(k).copied();
+            let told = self
+                .dead_elsewhere
+                .0
+                .get(name.as_str())
+                .is_some_and(|(g, tellers)| Some(*g) == generation && tellers.iter().any(|t| **t == *holder));
+            if told && let Some(g) = generation {
+                down.push(name.clone());
+                generations.push(g);
+            }
+        }
+        if down.is_empty() {
+            return;
+        }
+        let reason = format!("{holder}, whose side holds the lease, holds them dead ({})", p.reason);
+        self.resolver.set_pending(Some(Pending {
+            decision: Decision::DownUnreachable,
+            down,
+            generations,
+            reason,
+            at: now.saturating_add(self.config.downing.down_removal_margin),
+            lease_asked: false,
+            lease_holder: None,
+            ..p
+        }));
     }
 
     /// A renewal's answer: renewed; refused for a holder named after a

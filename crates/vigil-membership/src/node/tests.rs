@@ -600,3 +600,56 @@ fn a_member_the_others_hold_dead_counts_unreachable_from_them_too() {
     let dead_by_n0 = seen.iter().any(|e| matches!(e, Event::Dead { id, by, .. } if id.name == "n3" && by.name == "n0"));
     assert!(dead_by_n0, "{seen:?}");
 }
+
+/// `n0` of four with `lease-majority` (5 s of calm): n3 is silent, and n1
+/// and n2 say, first-hand, they hold it dead (their side downed it with
+/// the lease, and forgot it). n0 asks the lease for its core (n0, n1, n2)
+/// and is refused with `answer`. What it emitted over the next 20 s.
+fn refused_after_the_others_downed_n3(answer: LeaseAnswer) -> Vec<Event> {
+    use crate::downing::lease_holder;
+    let mut config = Config::lan(CLUSTER);
+    config.downing =
+        crate::downing::Downing::new("lease-majority".parse().unwrap()).with_stable_after(Duration::from_secs(5));
+    let mut n = node(4, config);
+    let _ = run_among(&mut n, 4, usize::MAX, ms(1000), ms(4000));
+    for teller in [1, 2] {
+        let death = rumour(3, Status::Dead, id(teller));
+        n.handle_datagram(ms(4000), addr(teller), &datagram(id(teller), Message::Gossip, vec![death])).unwrap();
+    }
+    let (asked, at) =
+        until_lease_asked(&mut n, 4, 3, ms(4000), ms(60_000), LeaseAnswer::Granted).expect("asked within 60 s");
+    assert_eq!(asked.holder, lease_holder(&["n0", "n1", "n2"]));
+    let _ = events(&mut n);
+    n.lease_answer(at, answer);
+    let _ = run_among(&mut n, 4, 3, at, at + Duration::from_secs(20));
+    events(&mut n)
+}
+
+#[test]
+fn refused_the_lease_its_own_core_holds_a_member_follows_the_holders_deaths() {
+    use crate::downing::lease_holder;
+    // The lease is held for n1's side (n1 and n2, named after n1), which
+    // is n0's core: n0 downs n3, as n1 and n2 did, and not itself.
+    let seen = refused_after_the_others_downed_n3(LeaseAnswer::Refused { holder: Some(lease_holder(&["n1", "n2"])) });
+    let downed: Vec<(String, String)> = seen
+        .iter()
+        .filter_map(|e| match e {
+            Event::Downed { id, by, reason, .. } => Some((id.name.clone(), format!("{} {reason}", by.name))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(downed.len(), 1, "{seen:?}");
+    assert_eq!(downed[0].0, "n3");
+    assert!(downed[0].1.starts_with("n0 n1, whose side holds the lease, holds them dead"), "{:?}", downed[0]);
+    // Held for a side n0 does not know (n3's, perhaps): n0 follows no
+    // death, and downs itself (that side may down it).
+    let seen = refused_after_the_others_downed_n3(LeaseAnswer::Refused { holder: Some(lease_holder(&["n3"])) });
+    let downed: Vec<&str> = seen
+        .iter()
+        .filter_map(|e| match e {
+            Event::Downed { id, .. } => Some(id.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(downed, ["n0"], "{seen:?}");
+}
