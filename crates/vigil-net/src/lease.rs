@@ -589,10 +589,43 @@ impl Lease for FileLease {
 mod tests {
     use super::*;
 
-    fn temp(name: &str) -> PathBuf {
+    /// A lease path, `lease` in a directory of its own that is removed,
+    /// with whatever a test put there, when the test is done with it.
+    struct Scratch {
+        path: PathBuf,
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            if let Some(dir) = self.path.parent() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+
+    impl std::ops::Deref for Scratch {
+        type Target = PathBuf;
+        fn deref(&self) -> &PathBuf {
+            &self.path
+        }
+    }
+
+    impl AsRef<Path> for Scratch {
+        fn as_ref(&self) -> &Path {
+            &self.path
+        }
+    }
+
+    impl AsRef<std::ffi::OsStr> for Scratch {
+        fn as_ref(&self) -> &std::ffi::OsStr {
+            self.path.as_os_str()
+        }
+    }
+
+    fn temp(name: &str) -> Scratch {
         let dir = std::env::temp_dir().join(format!("vigil-lease-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        dir.join("lease")
+        Scratch { path: dir.join("lease") }
     }
 
     fn decision(holder: &str) -> LeaseRequest {
@@ -659,7 +692,7 @@ mod tests {
         std::fs::write(&path, vec![b'x'; 5000]).unwrap();
         let e = FileLease::new(&path).acquire("a", None, TTL).unwrap_err();
         assert!(e.to_string().contains("5000 bytes: not a lease"), "{e}");
-        let e = FileLease::new(temp("name")).acquire("a\nuntil_ms=0", None, TTL).unwrap_err();
+        let e = FileLease::new(&temp("name")).acquire("a\nuntil_ms=0", None, TTL).unwrap_err();
         assert!(e.to_string().contains("cannot hold a lease"), "{e}");
     }
 
@@ -674,7 +707,7 @@ mod tests {
     }
 
     /// A symbolic link at `temp(name)` to `target`.
-    fn link_to(name: &str, target: &str) -> PathBuf {
+    fn link_to(name: &str, target: &str) -> Scratch {
         let path = temp(name);
         let _ = std::fs::remove_file(&path);
         std::os::unix::fs::symlink(target, &path).unwrap();
@@ -722,7 +755,7 @@ mod tests {
         for (path, problem) in [
             (dir.clone(), "not a regular file (a directory)".to_owned()),
             (gone.join("lease"), format!("no such directory ({})", gone.display())),
-            (dangling, "a symbolic link to /nonexistent-vigil/lease, which cannot be created".to_owned()),
+            (dangling.to_path_buf(), "a symbolic link to /nonexistent-vigil/lease, which cannot be created".to_owned()),
         ] {
             let lease = FileLease::new(&path);
             assert_eq!(lease.acquire("a", None, TTL).unwrap_err().problem, problem);
