@@ -731,15 +731,15 @@ impl Node {
             // hold it, the rest of its side holds the lease and counts it
             // in (this node alone finds some member unreachable: one that
             // left while this node missed the word, say).
+            let picture = self.picture(false);
             let by_old = matches!(&answer, LeaseAnswer::Refused { holder: Some(h) } if held.as_ref() == Some(h))
-                && self.holder_in_core(&answer);
-            if p.threatened && (by_old || !self.spared_by(&answer)) {
+                && Self::holder_in_core(&picture, &answer);
+            if p.threatened && (by_old || !Self::spared_by(&picture, &answer)) {
                 // It rejoins through the members it could not reach (the
                 // side that may hold the lease), and through those whose
                 // rows hold it (the side that threatens it): a member that
                 // alone found a crashed member unreachable would otherwise
                 // wait for that member alone.
-                let picture = self.picture(false);
                 let mut addrs: Vec<SocketAddr> =
                     p.down.iter().filter_map(|n| self.members.get(n).map(|m| m.addr)).collect();
                 for (name, c) in &picture.members {
@@ -753,7 +753,7 @@ impl Node {
                 };
                 self.lost_lease(now, reason, addrs);
             } else {
-                self.follow_holder(now, &answer, p);
+                self.follow_holder(now, &picture, &answer, p);
             }
         }
         self.settle(now);
@@ -767,8 +767,8 @@ impl Node {
     /// without this, a member this node alone still holds (an old process
     /// of a name, kept while a newer one waits for a decision about it)
     /// would stay for as long as that side holds the lease, for ever.
-    fn follow_holder(&mut self, now: Instant, answer: &LeaseAnswer, p: Pending) {
-        if !self.holder_in_core(answer) {
+    fn follow_holder(&mut self, now: Instant, picture: &Picture, answer: &LeaseAnswer, p: Pending) {
+        if !Self::holder_in_core(picture, answer) {
             return;
         }
         let Some(holder) = Self::refused_for(answer).filter(|h| *h != &*self.me.name).map(str::to_owned) else {
@@ -900,9 +900,8 @@ impl Node {
 
     /// Whether `answer`'s holder names this node or a member of its core
     /// (one it reaches whose row is its own).
-    fn holder_in_core(&self, answer: &LeaseAnswer) -> bool {
+    fn holder_in_core(picture: &Picture, answer: &LeaseAnswer) -> bool {
         let Some(member) = Self::refused_for(answer) else { return false };
-        let picture = self.picture(false);
         if member == picture.me {
             return true;
         }
@@ -914,9 +913,8 @@ impl Node {
     /// holder names a member of its side ([`downing::lease_holder_member`])
     /// that this node reaches, and whose row (its side's) does not hold
     /// this node — or names this node (that side counts it in).
-    fn spared_by(&self, answer: &LeaseAnswer) -> bool {
+    fn spared_by(picture: &Picture, answer: &LeaseAnswer) -> bool {
         let Some(member) = Self::refused_for(answer) else { return false };
-        let picture = self.picture(false);
         // Named itself: the side that holds the lease counts this node in
         // its core, so its row does not hold it.
         if member == picture.me {
