@@ -34,6 +34,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use vigil_detector::Instant;
 
+use self::counted::Counted;
 use crate::arrivals::Arrivals;
 use crate::broadcast::Broadcasts;
 use crate::checks::{Check, Checks, Kind as CheckKind};
@@ -60,6 +61,7 @@ use crate::view::MemberView;
 use crate::watch_report::WatchReport;
 use crate::wire::{self, MAX_DATAGRAM_ACCEPTED, MAX_STREAM};
 
+mod counted;
 mod dissemination;
 mod downing;
 mod probing;
@@ -88,9 +90,6 @@ struct Reform {
     /// decides again).
     others: Vec<(Arc<str>, u64, SocketAddr)>,
 }
-
-/// See `Node::dead_elsewhere`.
-type DeadElsewhere = (std::collections::BTreeMap<Arc<str>, (u64, std::collections::BTreeSet<Arc<str>>)>, u64);
 
 /// What this node tells a member, at most once a probe interval each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -213,17 +212,15 @@ pub struct Node {
     /// Members (name → the generation held) that a newer process of their
     /// name, heard of from the others, supersedes, and that did not answer
     /// where this node knows them: kept until a decision downs them (see
-    /// `Node::picture`); with a count of changes, part of the picture's
-    /// version.
-    superseded: (std::collections::BTreeMap<Arc<str>, u64>, u64),
+    /// `Node::picture`).
+    superseded: Counted<u64>,
     /// Members (name → the generation held, and who said so) that other
     /// members said, each first-hand, they hold dead, in the generation
     /// this node holds live: while this node finds one unreachable too,
     /// each of those members counts as finding it unreachable (they forgot
     /// it: their silence about it is not reaching it; see
-    /// `Node::picture`); with a count of changes, part of the picture's
-    /// version.
-    dead_elsewhere: DeadElsewhere,
+    /// `Node::picture`).
+    dead_elsewhere: Counted<(u64, std::collections::BTreeSet<Arc<str>>)>,
     /// When this node last told a member something it must hear (that it
     /// was downed, that its name is held by another process), by member
     /// and what it was told.
@@ -291,8 +288,8 @@ impl Node {
             resolver: Resolver::new(&config.downing),
             rows: Rows::default(),
             tellers: std::collections::BTreeSet::new(),
-            superseded: (std::collections::BTreeMap::new(), 0),
-            dead_elsewhere: (std::collections::BTreeMap::new(), 0),
+            superseded: Counted::default(),
+            dead_elsewhere: Counted::default(),
             told: std::collections::HashMap::new(),
             rival_said: None,
             checks: Checks::default(),

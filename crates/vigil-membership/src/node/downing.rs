@@ -204,7 +204,7 @@ impl Node {
         // must not count as reaching it. Every member finds it
         // unreachable, so that this node decides about it at all (its
         // side keeps the newer one out until a decision downs the older).
-        for (name, generation) in &self.superseded.0 {
+        for (name, generation) in self.superseded.iter() {
             if !mine.contains(name) || !live(name, *generation) {
                 continue;
             }
@@ -221,7 +221,7 @@ impl Node {
         // which had taken a crashed member alive from a packet its stall
         // held up, waiting so for ever). One record per member that said
         // so, as a row would give: a member holding the key adds its own.
-        for (name, (generation, tellers)) in &self.dead_elsewhere.0 {
+        for (name, (generation, tellers)) in self.dead_elsewhere.iter() {
             if !mine.contains(name) || !live(name, *generation) {
                 continue;
             }
@@ -284,8 +284,8 @@ impl Node {
             .rows
             .changes()
             .wrapping_add(self.members.ring_version())
-            .wrapping_add(self.superseded.1)
-            .wrapping_add(self.dead_elsewhere.1);
+            .wrapping_add(self.superseded.changes())
+            .wrapping_add(self.dead_elsewhere.changes());
         if self.resolver.is_new(version) {
             let anything = !self.picture(true).records.is_empty();
             self.resolver.observe(now, version, anything);
@@ -555,13 +555,17 @@ impl Node {
         };
         let Some(t) = self.members.get(&teller.name).filter(|t| t.is(teller) && t.is_live()) else { return };
         let (name, generation, teller) = (m.name.clone(), m.generation, t.name.clone());
-        let entry = self.dead_elsewhere.0.entry(name).or_insert_with(|| (generation, Default::default()));
-        if entry.0 != generation {
-            *entry = (generation, Default::default());
-        }
-        if entry.1.insert(teller) {
-            self.dead_elsewhere.1 = self.dead_elsewhere.1.wrapping_add(1);
-        }
+        self.dead_elsewhere.update(
+            name,
+            || (generation, Default::default()),
+            |(held, tellers)| {
+                if *held != generation {
+                    *held = generation;
+                    tellers.clear();
+                }
+                tellers.insert(teller)
+            },
+        );
     }
 
     /// Whether this node stalled long enough to be decided about within
@@ -780,7 +784,6 @@ impl Node {
             let generation = p.generations.get(k).copied();
             let told = self
                 .dead_elsewhere
-                .0
                 .get(name.as_str())
                 .is_some_and(|(g, tellers)| Some(*g) == generation && tellers.iter().any(|t| **t == *holder));
             if told && let Some(g) = generation {

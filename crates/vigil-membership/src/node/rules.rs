@@ -489,12 +489,8 @@ impl Node {
     pub(super) fn forget(&mut self, name: &str) {
         if let Some(m) = self.members.remove(name) {
             self.resolver.forget_verdict(name);
-            if self.superseded.0.remove(name).is_some() {
-                self.superseded.1 = self.superseded.1.wrapping_add(1);
-            }
-            if self.dead_elsewhere.0.remove(name).is_some() {
-                self.dead_elsewhere.1 = self.dead_elsewhere.1.wrapping_add(1);
-            }
+            self.superseded.remove(name);
+            self.dead_elsewhere.remove(name);
             self.rejoins_held.remove(name);
             self.suspicions.remove(name);
             self.probes.forget(&m.id());
@@ -749,9 +745,7 @@ impl Node {
                     self.stats.newcomers_deferred += 1;
                     if let Some(m) = self.members.get(&probe.target.name).filter(|m| m.is(&probe.target)) {
                         let (name, generation) = (m.name.clone(), m.generation);
-                        if self.superseded.0.insert(name, generation) != Some(generation) {
-                            self.superseded.1 = self.superseded.1.wrapping_add(1);
-                        }
+                        self.superseded.insert(name, generation);
                     }
                     return;
                 }

@@ -31,6 +31,15 @@ fn node(n: usize, config: Config) -> Node {
     node
 }
 
+/// `n0` of `n` members on the LAN preset, deciding with `strategy` after
+/// `stable_after` seconds of calm.
+fn deciding(n: usize, strategy: &str, stable_after: u64) -> Node {
+    let mut config = Config::lan(CLUSTER);
+    config.downing =
+        crate::downing::Downing::new(strategy.parse().unwrap()).with_stable_after(Duration::from_secs(stable_after));
+    node(n, config)
+}
+
 /// A datagram from `from` (a member's name and generation) with `updates`.
 fn datagram(from: NodeId, message: Message, updates: Vec<Update>) -> Vec<u8> {
     let p = Packet { cluster: CLUSTER, from, incarnation: 0, message, updates };
@@ -294,10 +303,7 @@ fn run_among(node: &mut Node, n: usize, mute: usize, from: Instant, until: Insta
 /// `n0` of four with `keep-majority` (12 s of calm), whose own decision
 /// downed `n3` at 3 s, alone: nobody else said it holds it dead.
 fn downed_n3_alone() -> (Node, Instant) {
-    let mut config = Config::lan(CLUSTER);
-    config.downing =
-        crate::downing::Downing::new("keep-majority".parse().unwrap()).with_stable_after(Duration::from_secs(12));
-    let mut n = node(4, config);
+    let mut n = deciding(4, "keep-majority", 12);
     let _ = run_among(&mut n, 4, 0, ms(1000), ms(3000));
     let downed = ms(3000);
     n.resolver.downed("n3", 1, downed);
@@ -446,10 +452,7 @@ fn until_lease_asked(
 #[test]
 fn the_side_that_took_the_lease_renews_it_hands_it_over_and_downs_itself_when_another_side_took_it() {
     use crate::downing::{LEASE_RENEW_EVERY, LeaseRequest, lease_holder};
-    let mut config = Config::lan(CLUSTER);
-    config.downing =
-        crate::downing::Downing::new("lease-majority".parse().unwrap()).with_stable_after(Duration::from_secs(5));
-    let mut n = node(3, config);
+    let mut n = deciding(3, "lease-majority", 5);
     // n2 is silent: n0 and n1 (which says so in its row) ask the lease for
     // their side.
     let _ = run_among(&mut n, 3, 2, ms(1000), ms(8000));
@@ -498,10 +501,7 @@ fn the_side_that_took_the_lease_renews_it_hands_it_over_and_downs_itself_when_an
 /// `n4` at `downed_at`; from `cut_at`, `n2` and `n3` are silent and `n1`
 /// says in its row that it cannot reach them either. What `n0` decides.
 fn two_against_two_after_a_downing(downed_at: Instant, cut_at: Instant) -> Vec<Event> {
-    let mut config = Config::lan(CLUSTER);
-    config.downing =
-        crate::downing::Downing::new("keep-majority".parse().unwrap()).with_stable_after(Duration::from_secs(12));
-    let mut n = node(5, config);
+    let mut n = deciding(5, "keep-majority", 12);
     let _ = run_among(&mut n, 4, usize::MAX, ms(1000), downed_at);
     n.resolver.downed("n4", 1, downed_at);
     n.apply(downed_at, Update { status: Status::Dead, ..rumour(4, Status::Alive, id(0)) }, None);
@@ -547,10 +547,7 @@ fn under_lease_majority_one_members_word_downs_nobody_and_two_members_do() {
     // member's word is weighed as a majority's would be, and n1 alone is
     // not one. A second member's word is enough (two members' own
     // decisions: at least one of them correct).
-    let mut config = Config::lan(CLUSTER);
-    config.downing =
-        crate::downing::Downing::new("lease-majority".parse().unwrap()).with_stable_after(Duration::from_secs(5));
-    let mut n = node(5, config);
+    let mut n = deciding(5, "lease-majority", 5);
     let _ = run_among(&mut n, 5, usize::MAX, ms(1000), ms(4000));
     let _ = events(&mut n);
     let told = |n: &mut Node, by: usize, t: Instant| {
@@ -583,10 +580,7 @@ fn a_member_the_others_hold_dead_counts_unreachable_from_them_too() {
     // and it would wait for ever. The others' word that n3 is dead counts
     // as their finding it unreachable: n0's core is n0, n1 and n2, a
     // majority, and it downs n3 by its own decision.
-    let mut config = Config::lan(CLUSTER);
-    config.downing =
-        crate::downing::Downing::new("keep-majority".parse().unwrap()).with_stable_after(Duration::from_secs(5));
-    let mut n = node(4, config);
+    let mut n = deciding(4, "keep-majority", 5);
     let _ = run_among(&mut n, 4, usize::MAX, ms(1000), ms(4000));
     let death = rumour(3, Status::Dead, id(1));
     n.handle_datagram(ms(4000), addr(1), &datagram(id(1), Message::Gossip, vec![death])).unwrap();
@@ -607,10 +601,7 @@ fn a_member_the_others_hold_dead_counts_unreachable_from_them_too() {
 /// and is refused with `answer`. What it emitted over the next 20 s.
 fn refused_after_the_others_downed_n3(answer: LeaseAnswer) -> Vec<Event> {
     use crate::downing::lease_holder;
-    let mut config = Config::lan(CLUSTER);
-    config.downing =
-        crate::downing::Downing::new("lease-majority".parse().unwrap()).with_stable_after(Duration::from_secs(5));
-    let mut n = node(4, config);
+    let mut n = deciding(4, "lease-majority", 5);
     let _ = run_among(&mut n, 4, usize::MAX, ms(1000), ms(4000));
     for teller in [1, 2] {
         let death = rumour(3, Status::Dead, id(teller));
