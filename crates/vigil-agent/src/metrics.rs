@@ -241,6 +241,7 @@ pub struct Metrics {
     view_digests: Family<OutcomeLabel, Counter>,
     strangers: Counter,
     reconnects: Counter,
+    past_calls: Counter,
     catch_ups: Counter,
     views_paged: Counter,
     sealed_opened: Family<EnvelopeLabel, Counter>,
@@ -321,6 +322,7 @@ impl Metrics {
             view_digests: Family::default(),
             strangers: Counter::default(),
             reconnects: Counter::default(),
+            past_calls: Counter::default(),
             catch_ups: Counter::default(),
             views_paged: Counter::default(),
             sealed_opened: Family::default(),
@@ -530,6 +532,11 @@ impl Metrics {
         );
         r.register("reconnects", "Attempts to reconnect to members believed dead", m.reconnects.clone());
         r.register(
+            "past_calls",
+            "Calls, back after a downing, to members known then and not heard alive since",
+            m.past_calls.clone(),
+        );
+        r.register(
             "push_pulls_brought_forward",
             "Push-pulls brought forward because this member learned its view lacked members",
             m.catch_ups.clone(),
@@ -686,6 +693,7 @@ impl Metrics {
         advance(&self.suspicions_raised, node.suspicions_started);
         advance(&self.deaths_declared, node.deaths_declared);
         advance(&self.reconnects, node.reconnects);
+        advance(&self.past_calls, node.past_calls);
         advance(&self.catch_ups, node.push_pulls_brought_forward);
         advance(&self.views_paged, node.views_paged);
         let seal = &s.seal;

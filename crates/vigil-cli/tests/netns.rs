@@ -286,3 +286,77 @@ fn who_survives_a_partition_in_namespaces() {
 fn names_index(name: &str) -> usize {
     name.trim_start_matches('a').parse().unwrap_or(usize::MAX)
 }
+
+/// Cuts the hosts into the groups `group` gives, both ways, in place of
+/// any cut before.
+fn cut(net: &Net, group: impl Fn(usize) -> usize) {
+    net.heal();
+    for (i, h) in net.hosts.iter().enumerate() {
+        let others: Vec<String> = (0..net.hosts.len()).filter(|&j| group(j) != group(i)).map(ip).collect();
+        nft(
+            h,
+            &format!(
+                "table inet fault {{ chain in {{ type filter hook input priority 0; policy accept;
+                   ip saddr {{ {} }} drop; }}
+             }}",
+                others.join(", ")
+            ),
+        );
+    }
+}
+
+/// The simulator's
+/// `two_groups_of_downed_members_find_each_other_once_the_cut_between_them_heals`
+/// on real sockets: four agents under `keep-majority`, each cut off from
+/// every other until all four have downed themselves; then the pairs
+/// a0+a1 and a2+a3 reach each other again (each pair back as a group
+/// through one of its own, the other pair still cut off), and a minute
+/// later the cut between the pairs heals. They are one cluster again
+/// within a reconnect interval or two (10 s each), as in the simulator:
+/// each pair calls the other again, which it asked once, unheard, when it
+/// came back. About three minutes.
+#[test]
+fn two_groups_of_downed_agents_find_each_other_once_the_cut_between_them_heals() {
+    if !support::netns::enabled("two_groups_of_downed_agents_find_each_other_once_the_cut_between_them_heals") {
+        return;
+    }
+    const FOUR: usize = 4;
+    let net = Net::new("g", FOUR, NET);
+    let flags = ["--downing", "keep-majority", "--stable-after", "15s", "--decide-when-unstable", "30s"];
+    let mut agents = Vec::new();
+    for (i, h) in net.hosts.iter().enumerate() {
+        agents.push(start_with(h, i, &flags));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    until_one_view(&agents, Duration::from_secs(20)).expect("the agents converge within 20 s");
+
+    let start = Instant::now();
+    cut(&net, |i| i);
+    let all_down = Instant::now() + Duration::from_secs(90);
+    while self_downed(&agents, start).len() < FOUR && Instant::now() < all_down {
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let mut downed = self_downed(&agents, start);
+    downed.sort();
+    assert_eq!(downed, ["a0", "a1", "a2", "a3"], "everyone alone downs itself within 90 s");
+    println!("everyone alone: all four downed themselves {:.1} s after the cut", start.elapsed().as_secs_f64());
+
+    cut(&net, |i| i / 2);
+    for pair in agents.chunks(2) {
+        let pair: Vec<&Agent> = pair.iter().collect();
+        support::netns::until_one_view(&pair, Duration::from_secs(60)).expect("each pair one group within 60 s");
+    }
+    // Long enough that the first call of each pair to the other is over.
+    std::thread::sleep(Duration::from_secs(30));
+    for a in &agents {
+        let v = a.view();
+        let apart = if a.name == "a0" || a.name == "a1" { ["a2", "a3"] } else { ["a0", "a1"] };
+        assert!(apart.iter().all(|m| v.get(*m).is_none_or(|s| s != "alive")), "{} sees across the cut: {v:?}", a.name);
+    }
+
+    net.heal();
+    // A reconnect interval (10 s), the merge and its events, with room.
+    let whole = until_one_view(&agents, Duration::from_secs(40))
+        .expect("the two pairs are one cluster within 40 s of the heal (they stayed two clusters before)");
+    println!("the two pairs one cluster {:.1} s after the last heal", whole.as_secs_f64());
+}

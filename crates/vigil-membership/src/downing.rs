@@ -168,8 +168,9 @@
 //! falls short (the top-level README lists what it found and fixed): of
 //! 50,000 schedules, none ends with two sides that each downed the other,
 //! one with a correct member declared dead (by a member holding the key,
-//! in the moments after a decision: (b) below), and 6 with members that
-//! do not see each other once faults stop.
+//! in the moments after a decision: (b) below), and 3 with members that
+//! do not see each other once faults stop (2 of them the two-member
+//! outage below).
 //!
 //! What no rule here can give: a side that downed itself in favour of a
 //! side that then crashed (or downed itself in turn) cannot tell it from
@@ -228,9 +229,13 @@
 //! members survive crashes: detection, then `stable_after`, then the
 //! removal margin before the crashed are declared dead. After a partition
 //! heals, the members that downed themselves rejoin through those that
-//! survived, at new generations, and call once every member they knew
+//! survived, at new generations, and call every member they knew
 //! (members downed together may have rejoined through one another: the
-//! two groups become one). Members whose surviving side is gone as well
+//! two groups become one); those still cut off then are called again, one
+//! each reconnect interval (`reconnect_interval`, 10 s on a LAN), until a
+//! live member holds their address or `reconnect_timeout` passes, so two
+//! groups that each came back through their own (every side downed
+//! itself) meet within a reconnect interval of the heal. Members whose surviving side is gone as well
 //! re-form under `lease-majority` and `static-quorum` (above), and wait
 //! for a restart under the others. The tolerance, for `n` members of
 //! which `f` crashed:

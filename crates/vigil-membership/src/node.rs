@@ -186,6 +186,11 @@ pub struct Node {
     /// when it re-forms if the side that took it (or nobody) does not
     /// answer.
     reform: Option<Reform>,
+    /// Back after a downing: the addresses of the members it knew then
+    /// that it has not heard alive since, called again one a reconnect
+    /// interval until this deadline (see `Node::call_past`).
+    calling: Vec<SocketAddr>,
+    calling_until: Option<Instant>,
     /// Re-forms since the side that won last answered: each doubles the
     /// wait before the next (a side that is only cut off, not gone, asks
     /// the lease again less and less often).
@@ -318,6 +323,8 @@ impl Node {
             rejoining: false,
             given_seeds: Vec::new(),
             reform: None,
+            calling: Vec::new(),
+            calling_until: None,
             reforms_in_a_row: 0,
             refuted_to: std::collections::BTreeSet::new(),
             members: MemberTable::new(),
@@ -941,7 +948,7 @@ impl Node {
             if self.seeds.contains(&from) {
                 self.rejoining = false;
                 self.reforms_in_a_row = 0;
-                self.reconnect_past(from);
+                self.reconnect_past(now, from);
             } else if (self.reforms_in_a_row > 0 || self.re_forms_at_will())
                 && self.reform.as_ref().is_some_and(|r| r.own.binary_search(&from).is_err())
             {
@@ -1069,6 +1076,11 @@ impl Node {
                 let short = members.len() <= 2;
                 let known = self.members.len();
                 for mut u in members {
+                    // The sender's own view, sent by itself (on a
+                    // datagram, or a stream in stream-only mode).
+                    if let Some(teller) = speaker.as_ref() {
+                        self.held_gone_elsewhere(&u, teller);
+                    }
                     // A remote view's "dead" is only a suspicion here, for a
                     // member this node believes alive: it gets to refute
                     // (memberlist does the same), and tells the view's

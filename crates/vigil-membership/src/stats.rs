@@ -169,6 +169,10 @@ pub struct Stats {
     /// Reconnection attempts to members believed dead
     /// ([`Config::reconnect_interval`](crate::Config::reconnect_interval)).
     pub reconnects: u64,
+    /// Calls, back after a downing, to members it knew then and has not
+    /// heard alive since (one a reconnect interval, for
+    /// [`Config::reconnect_timeout`](crate::Config::reconnect_timeout)).
+    pub past_calls: u64,
     /// Tombstones reaped ([`Event::Reaped`](crate::Event::Reaped)).
     pub reaped: u64,
     /// Packets from strangers: their source address is not the known

@@ -286,3 +286,40 @@ fn under_a_static_quorum_a_paused_member_and_the_one_left_after_a_crash_re_form(
         println!("seed {seed}: n1 declared n0 dead {:.1} s after n2 resumed", (one_at - 55_000.0) / 1e3);
     }
 }
+
+/// Every member of four is cut off from every other (three partitions at
+/// once) and downs itself; at 90 s the pairs {n0, n1} and {n2, n3} reach
+/// each other again, each pair back as a group through one of its own
+/// while the other pair is still cut off; at 210 s that cut heals too.
+/// Each pair asked the other once when it came back, unheard then; it
+/// calls again each reconnect interval, and the four are one cluster
+/// again well within the outage bound. (Asked only once, the two pairs
+/// stayed two clusters for ever, neither knowing the other: swarm 15410.)
+#[test]
+fn two_groups_of_downed_members_find_each_other_once_the_cut_between_them_heals() {
+    let mut s = Scenario::new("everyone alone, then two pairs, then one cut healed", 4);
+    s.duration = secs(210 + 180);
+    s.downing = Some(downing("keep-majority"));
+    s.check_liveness = true;
+    for split in [1, 3] {
+        s.faults.push(Timed::new(secs(30), Fault::Partition { split }).lasting(secs(60)));
+    }
+    s.faults.push(Timed::new(secs(30), Fault::Partition { split: 2 }).lasting(secs(180)));
+    let r = Sim::new(&s).unwrap().keep_records(true).run(&mut |_| {});
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(self_downed(&r), [0, 1, 2, 3], "everyone alone downs itself");
+    // n0 hears of n2's new process after the last heal, and the four see
+    // each other alive at the end.
+    let healed_ms = 210_000.0;
+    let met = r
+        .events()
+        .find_map(|(t, i, e)| match e {
+            Event::Up { id, .. } if i == 0 && id.name == "n2" && t > healed_ms => Some(t),
+            _ => None,
+        })
+        .expect("n0 never heard n2 again after the cut between the pairs healed");
+    println!("the two pairs one cluster {:.1} s after the last heal", (met - healed_ms) / 1e3);
+    // One reconnect interval (10 s on the LAN preset), and the merge.
+    assert!(met - healed_ms < 20_000.0, "{met}");
+    assert_eq!(r.final_disagreements, 0);
+}

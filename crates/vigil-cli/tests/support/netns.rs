@@ -141,10 +141,16 @@ impl Agent {
         all.iter().filter(|(at, v)| *at >= t && v["event"] == kind).map(|(_, v)| v.clone()).collect()
     }
 
-    /// What this agent believes of each member now, from its events.
+    /// What this agent believes of each member now, from its events (a
+    /// new generation of its own, after a downing, starts from nothing:
+    /// it forgot every member).
     pub(crate) fn view(&self) -> HashMap<String, String> {
         let mut view = HashMap::new();
         for (_, v) in self.events.lock().unwrap().iter() {
+            if v["event"] == "renewed" && v["member"] == self.name.as_str() {
+                view.clear();
+                continue;
+            }
             let state = match v["event"].as_str() {
                 Some("up" | "refuted" | "reachable") => "alive",
                 Some("suspected") => "suspect",

@@ -94,6 +94,7 @@ impl Node {
     /// answers with its full view and a request for ours, so both sides
     /// merge. One attempt per interval, whatever the number of the dead.
     pub(super) fn reconnect(&mut self, now: Instant) {
+        self.call_past(now);
         let timeout = self.config.reconnect_timeout;
         let tried = |m: &&Member| m.status == Status::Dead && now.saturating_duration_since(m.since) < timeout;
         // Counted, then walked to the one drawn: no list of the dead is kept.

@@ -543,6 +543,18 @@ impl Node {
         names
     }
 
+    /// `teller`, a member speaking for itself, holds `u`: if it is a death,
+    /// the process `u` names is dead there; if it is a newer process of a
+    /// name than the one this node holds live, that one is gone there (the
+    /// teller forgot it for the newer one).
+    pub(super) fn held_gone_elsewhere(&mut self, u: &Update, teller: &NodeId) {
+        match self.members.get(&u.id.name).map(|m| m.id()) {
+            Some(held) if held.generation < u.id.generation => self.held_dead_elsewhere(&held, teller),
+            _ if u.status == Status::Dead => self.held_dead_elsewhere(&u.id, teller),
+            _ => {}
+        }
+    }
+
     /// `teller`, a member speaking for itself, holds `id` dead: noted while
     /// this node, which decides, holds that process live (see
     /// [`Node::picture`]).
@@ -765,12 +777,21 @@ impl Node {
 
     /// Refused for a holder named after a member of this node's core: the
     /// lease is its own side's, taken by that member's earlier decision.
-    /// The members of `p.down` that member said, first-hand, it holds dead
-    /// (in the generation decided about) are downed here too after the
-    /// margin, still unreachable then: the side downs a member as one, and
-    /// without this, a member this node alone still holds (an old process
-    /// of a name, kept while a newer one waits for a decision about it)
-    /// would stay for as long as that side holds the lease, for ever.
+    /// The members of `p.down` that member, or another member of this
+    /// node's core, said first-hand it holds dead or gone (in the
+    /// generation decided about) are downed here too after the margin,
+    /// still unreachable then: the side downs a member as one, and without
+    /// this, a member this node alone still holds (an old process of a
+    /// name, kept while a newer one waits for a decision about it) would
+    /// stay for as long as that side holds the lease, for ever. Another
+    /// member of the core counts as the holder's word passed on: while a
+    /// strategy decides, a correct member holds a member dead only by a
+    /// decision, its own with the lease or one it followed so, and a
+    /// member's word told once is easily missed (the swarm found one that
+    /// missed the holder's and heard it from the member that followed it,
+    /// 48581). A member holding the key can say so falsely only of a member
+    /// this node's core, the holder's among them, finds unreachable, and
+    /// whose own decision, under the lease it holds, downs it anyway.
     fn follow_holder(&mut self, now: Instant, picture: &Picture, answer: &LeaseAnswer, p: Pending) {
         if !Self::holder_in_core(picture, answer) {
             return;
@@ -782,10 +803,9 @@ impl Node {
         let mut generations = Vec::new();
         for (k, name) in p.down.iter().enumerate() {
             let generation = p.generations.get(k).copied();
-            let told = self
-                .dead_elsewhere
-                .get(name.as_str())
-                .is_some_and(|(g, tellers)| Some(*g) == generation && tellers.iter().any(|t| **t == *holder));
+            let told = self.dead_elsewhere.get(name.as_str()).is_some_and(|(g, tellers)| {
+                Some(*g) == generation && tellers.iter().any(|t| **t == *holder || Self::in_core(picture, t))
+            });
             if told && let Some(g) = generation {
                 down.push(name.clone());
                 generations.push(g);
@@ -794,7 +814,7 @@ impl Node {
         if down.is_empty() {
             return;
         }
-        let reason = format!("{holder}, whose side holds the lease, holds them dead ({})", p.reason);
+        let reason = format!("{holder}'s side, which holds the lease, holds them dead ({})", p.reason);
         self.resolver.set_pending(Some(Pending {
             decision: Decision::DownUnreachable,
             down,
@@ -904,7 +924,12 @@ impl Node {
     /// Whether `answer`'s holder names this node or a member of its core
     /// (one it reaches whose row is its own).
     fn holder_in_core(picture: &Picture, answer: &LeaseAnswer) -> bool {
-        let Some(member) = Self::refused_for(answer) else { return false };
+        Self::refused_for(answer).is_some_and(|member| Self::in_core(picture, member))
+    }
+
+    /// Whether `member` is this node or a member of its core (one it
+    /// reaches whose row is its own).
+    fn in_core(picture: &Picture, member: &str) -> bool {
         if member == picture.me {
             return true;
         }
@@ -1146,6 +1171,8 @@ impl Node {
         self.told.clear();
         self.checks.clear();
         self.reform = None;
+        self.calling.clear();
+        self.calling_until = None;
         let mut survivors = survivors;
         survivors.sort();
         survivors.dedup();
@@ -1223,15 +1250,17 @@ impl Node {
         self.members.insert_shared(&reform.others, now);
         let all = self.seeds.clone();
         self.ask_seeds(&all);
+        self.call_later(now, all);
     }
 
     /// Back through `through`, a member of the side that survived: the
     /// other members this node knew before it was downed (of either side)
-    /// are asked too, once. Members downed together may have rejoined
+    /// are asked too, at once. Members downed together may have rejoined
     /// through one another, or the side that survived may have changed
     /// since (a member of it restarted, or downed itself): asked, whichever
     /// group they are in now learns of this one, and the two become one.
-    pub(super) fn reconnect_past(&mut self, through: SocketAddr) {
+    /// Those that do not answer are called again (see `Node::call_past`).
+    pub(super) fn reconnect_past(&mut self, now: Instant, through: SocketAddr) {
         let Some(reform) = self.reform.take() else { return };
         let mut past: Vec<SocketAddr> = reform.seeds;
         past.extend(reform.others.iter().map(|(_, _, addr)| *addr));
@@ -1239,6 +1268,43 @@ impl Node {
         past.dedup();
         past.retain(|a| *a != through && *a != self.addr);
         self.ask_seeds(&past);
+        self.call_later(now, past);
+    }
+
+    /// Keeps `past` (addresses just asked) to call again, for
+    /// `reconnect_timeout` from now.
+    fn call_later(&mut self, now: Instant, mut past: Vec<SocketAddr>) {
+        past.truncate(MAX_SEEDS);
+        self.calling_until = (!past.is_empty()).then(|| now.saturating_add(self.config.reconnect_timeout));
+        self.calling = past;
+    }
+
+    /// Back after a downing, this node asked once the members it knew
+    /// then; those cut off at that moment did not hear it. Members of two
+    /// groups, each back through one of its own (every side downed
+    /// itself), would then never meet again: two clusters, neither
+    /// knowing the other. So, as a member believed dead is tried again
+    /// (see `Node::reconnect`), one of the addresses no live member holds
+    /// is asked again each reconnect interval, for `reconnect_timeout`;
+    /// an address a live member holds is done with.
+    pub(super) fn call_past(&mut self, now: Instant) {
+        let Some(until) = self.calling_until else { return };
+        if self.rejoining {
+            // Downed again: it speaks to the surviving side only, and
+            // calls its past again once back.
+            return;
+        }
+        let held: std::collections::BTreeSet<SocketAddr> =
+            self.members.iter().filter(|m| m.is_live()).map(|m| m.addr).collect();
+        self.calling.retain(|a| !held.contains(a));
+        if now >= until || self.calling.is_empty() {
+            self.calling.clear();
+            self.calling_until = None;
+            return;
+        }
+        let to = self.calling[self.rng.random_range(0..self.calling.len())];
+        self.stats.past_calls += 1;
+        self.send_view(to, true);
     }
 
     /// [`Node::reform_if_due`], now.

@@ -83,12 +83,11 @@ impl Node {
         if u.status == Status::Dead && u.from.name != self.me.name && u.from != u.id {
             self.resolver.followed(&u.id.name, u.id.generation);
         }
-        // A member that passes a death on, speaking for itself, holds that
-        // member dead (a death is passed on only once taken).
-        if u.status == Status::Dead
-            && let Some(teller) = speaker
-        {
-            self.held_dead_elsewhere(&u.id, teller);
+        // What a member passes on, speaking for itself, it holds (a rumour
+        // is passed on only once taken): a death, or a newer process of a
+        // name in place of the one this node holds.
+        if let Some(teller) = speaker {
+            self.held_gone_elsewhere(&u, teller);
         }
         // An earlier process of this node's name (this node before it was
         // downed) accused the member: the rumour still says the member

@@ -600,12 +600,19 @@ fn a_member_the_others_hold_dead_counts_unreachable_from_them_too() {
 /// the lease, and forgot it). n0 asks the lease for its core (n0, n1, n2)
 /// and is refused with `answer`. What it emitted over the next 20 s.
 fn refused_after_the_others_downed_n3(answer: LeaseAnswer) -> Vec<Event> {
+    let told: Vec<(usize, Update)> = [1, 2].into_iter().map(|t| (t, rumour(3, Status::Dead, id(t)))).collect();
+    refused_after(&told, answer)
+}
+
+/// As [`refused_after_the_others_downed_n3`], with what each teller
+/// (`(index, rumour)`) passes on at 4 s in place of the deaths.
+fn refused_after(told: &[(usize, Update)], answer: LeaseAnswer) -> Vec<Event> {
     use crate::downing::lease_holder;
     let mut n = deciding(4, "lease-majority", 5);
     let _ = run_among(&mut n, 4, usize::MAX, ms(1000), ms(4000));
-    for teller in [1, 2] {
-        let death = rumour(3, Status::Dead, id(teller));
-        n.handle_datagram(ms(4000), addr(teller), &datagram(id(teller), Message::Gossip, vec![death])).unwrap();
+    for (teller, u) in told {
+        let packet = datagram(id(*teller), Message::Gossip, vec![u.clone()]);
+        n.handle_datagram(ms(4000), addr(*teller), &packet).unwrap();
     }
     let (asked, at) =
         until_lease_asked(&mut n, 4, 3, ms(4000), ms(60_000), LeaseAnswer::Granted).expect("asked within 60 s");
@@ -631,7 +638,7 @@ fn refused_the_lease_its_own_core_holds_a_member_follows_the_holders_deaths() {
         .collect();
     assert_eq!(downed.len(), 1, "{seen:?}");
     assert_eq!(downed[0].0, "n3");
-    assert!(downed[0].1.starts_with("n0 n1, whose side holds the lease, holds them dead"), "{:?}", downed[0]);
+    assert!(downed[0].1.starts_with("n0 n1's side, which holds the lease, holds them dead"), "{:?}", downed[0]);
     // Held for a side n0 does not know (n3's, perhaps): n0 follows no
     // death, and downs itself (that side may down it).
     let seen = refused_after_the_others_downed_n3(LeaseAnswer::Refused { holder: Some(lease_holder(&["n3"])) });
@@ -643,4 +650,79 @@ fn refused_the_lease_its_own_core_holds_a_member_follows_the_holders_deaths() {
         })
         .collect();
     assert_eq!(downed, ["n0"], "{seen:?}");
+}
+
+#[test]
+fn refused_the_lease_its_own_core_holds_a_member_follows_what_the_core_passes_on() {
+    use crate::downing::lease_holder;
+    // The lease is held for n1's side (n1 and n2, named after n1), n0's
+    // core, and n1's word that it holds n3 dead was missed: n1 only says,
+    // in its row, that it cannot reach n3. n2 passes on, first-hand, a
+    // newer process of n3's name at another address (it holds the old one
+    // gone: its side downed it). n0 downs the old n3 after the margin, as
+    // its core did.
+    let newer = Update {
+        id: NodeId::new("n3", 2),
+        addr: SocketAddr::from(([10, 0, 0, 9], 7946)),
+        incarnation: 0,
+        status: Status::Alive,
+        from: NodeId::new("n3", 2),
+        tags: None,
+    };
+    let holder = || LeaseAnswer::Refused { holder: Some(lease_holder(&["n1", "n2"])) };
+    let downed = |seen: &[Event]| -> Vec<(String, u64, String)> {
+        seen.iter()
+            .filter_map(|e| match e {
+                Event::Downed { id, by, reason, .. } => {
+                    Some((id.name.clone(), id.generation, format!("{} {reason}", by.name)))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let seen = core_passes_on(Some((2, newer.clone())), holder());
+    let d = downed(&seen);
+    assert_eq!(d.len(), 1, "{seen:?}");
+    assert_eq!((d[0].0.as_str(), d[0].1), ("n3", 1), "{d:?}");
+    assert!(d[0].2.starts_with("n0 n1's side, which holds the lease, holds them dead"), "{d:?}");
+    // Nobody of its core passed anything on: n0 follows no death (its
+    // core holds the lease, so it does not down itself either).
+    let seen = core_passes_on(None, holder());
+    assert!(downed(&seen).is_empty(), "{seen:?}");
+}
+
+/// `n0` of four with `lease-majority` (5 s of calm): n1 says in its row
+/// that it cannot reach n3 and accuses it; once n0 finds n3 unreachable
+/// too, `told` (a teller and what it passes on) is heard. n0 asks the
+/// lease for its core and is refused with `answer`. What it emitted over
+/// the next 20 s.
+fn core_passes_on(told: Option<(usize, Update)>, answer: LeaseAnswer) -> Vec<Event> {
+    use crate::downing::lease_holder;
+    let mut n = deciding(4, "lease-majority", 5);
+    let _ = run_among(&mut n, 4, usize::MAX, ms(1000), ms(4000));
+    let entries = vec![RowEntry { id: id(3), mark: crate::message::Mark::Unreachable }];
+    let row = Message::Reachability { version: 1, page: 0, pages: 1, entries };
+    n.handle_datagram(ms(4000), addr(1), &datagram(id(1), row, vec![])).unwrap();
+    let accused = rumour(3, Status::Suspect, id(1));
+    n.handle_datagram(ms(4000), addr(1), &datagram(id(1), Message::Gossip, vec![accused])).unwrap();
+    let mut now = ms(4000);
+    while n.stats().found_unreachable == 0 {
+        assert!(now < ms(30_000), "n0 never found n3 unreachable: {:?}", events(&mut n));
+        let _ = run_among(&mut n, 4, 3, now, now.saturating_add(Duration::from_millis(200)));
+        now = now.saturating_add(Duration::from_millis(200));
+    }
+    if let Some((teller, u)) = &told {
+        n.handle_datagram(now, addr(*teller), &datagram(id(*teller), Message::Gossip, vec![u.clone()])).unwrap();
+    }
+    let (asked, at) =
+        until_lease_asked(&mut n, 4, 3, now, ms(90_000), LeaseAnswer::Granted).expect("asked within 90 s");
+    // Its core: n0 and n1, whose row is its own, and n2 if it passed
+    // something on (it holds n3 gone: it finds it unreachable, as a row
+    // would say).
+    let core: &[&str] = if told.is_some() { &["n0", "n1", "n2"] } else { &["n0", "n1"] };
+    assert_eq!(asked.holder, lease_holder(core));
+    let _ = events(&mut n);
+    n.lease_answer(at, answer);
+    let _ = run_among(&mut n, 4, 3, at, at + Duration::from_secs(20));
+    events(&mut n)
 }
