@@ -58,7 +58,9 @@
 //! sharers are kept), or it reaches none of them (then they are among the
 //! members it cannot reach, which would be kept). A member refused the
 //! lease survives only if the holder names a member it reaches whose row
-//! does not hold it. This is checked for every picture of clusters of 2 to
+//! does not hold it (and that did not tell it, first-hand, that it holds
+//! it dead: a row leaves out the members its sender holds dead). This is
+//! checked for every picture of clusters of 2 to
 //! 5 members, every set of crashed members, every strategy and tie: a
 //! test (`src/downing/exhaustive.rs`) of 1,074,206 configurations,
 //! 11,816,260 cases and 58,786,608 decisions.
@@ -80,10 +82,14 @@
 //! word). A member refused for a holder named after a member of its
 //! own core (its side holds the lease, taken by that member's earlier
 //! decision) downs, after the margin, those of the members it decided
-//! about that this member told it, first-hand, it holds dead: the side
-//! downs a member as one (without it, a member that alone still held an
-//! impostor's process of a name kept it, and the name's own newer process
-//! out, for as long as its side held the lease). A member whose renewal finds
+//! about that this member, or another of its core, told it, first-hand,
+//! it holds dead or gone (a newer process of the name in its place): the
+//! side downs a member as one (without it, a member that alone still held
+//! an impostor's process of a name kept it, and the name's own newer
+//! process out, for as long as its side held the lease). So that such
+//! word is not missed, a member told another's row, in which that member
+//! cannot reach members it holds dead or gone, tells that member so,
+//! first-hand, a few a probe interval. A member whose renewal finds
 //! another side holding the lease (its side stopped renewing for longer
 //! than the term: all paused, or the lease could not be asked) downs
 //! itself unless that side counts it in. A member threatened under
@@ -168,9 +174,9 @@
 //! falls short (the top-level README lists what it found and fixed): of
 //! 50,000 schedules, none ends with two sides that each downed the other,
 //! one with a correct member declared dead (by a member holding the key,
-//! in the moments after a decision: (b) below), and 3 with members that
-//! do not see each other once faults stop (2 of them the two-member
-//! outage below).
+//! in the moments after a decision: (b) below), and 2 with members that
+//! do not see each other once faults stop (both the two-member outage
+//! below).
 //!
 //! What no rule here can give: a side that downed itself in favour of a
 //! side that then crashed (or downed itself in turn) cannot tell it from

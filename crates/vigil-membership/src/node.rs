@@ -100,6 +100,9 @@ enum Tell {
     NameHeld,
     /// That it was refused: another process holds its name and answers.
     Refused,
+    /// What this node holds of members its row says it cannot reach,
+    /// where this node holds them dead or gone (see `Node::tell_held`).
+    Held,
 }
 
 /// Transmits and events queued at most; more are counted and dropped.
@@ -1106,7 +1109,7 @@ impl Node {
             }
             Message::Digest { view } => self.compare_digest(from, view),
             Message::Reachability { version, page, pages, entries } => match speaker.filter(|_| self.decides()) {
-                Some(sender) => self.take_row(&sender, version, (page, pages), entries),
+                Some(sender) => self.take_row(now, &sender, version, (page, pages), entries),
                 None => self.stats.rows_refused += 1,
             },
         }

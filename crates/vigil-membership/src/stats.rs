@@ -212,6 +212,9 @@ pub struct Stats {
     /// Times this node told a member it downed (that still speaks) that it
     /// holds it dead.
     pub downed_told: u64,
+    /// Members told, first-hand, that this node holds dead or gone members
+    /// their rows say they cannot reach (a death, or a newer process).
+    pub held_told: u64,
     /// Times this node, downed for want of the lease, re-formed with its
     /// own side because the side that won did not answer.
     pub reforms: u64,

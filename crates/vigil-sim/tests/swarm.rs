@@ -151,7 +151,17 @@ fn a_seed_replays_its_run_exactly() {
 /// own, and asked the other group once while still cut off from it; after
 /// the heal they stayed two clusters for ever, neither knowing the other
 /// (back after a downing, a member calls again, each reconnect interval,
-/// the members it knew and has not heard alive since, now).
+/// the members it knew and has not heard alive since, now). 15217, under
+/// `keep-referee`: a member back after a pause held a crashed member
+/// unreachable, and an impostor's process in place of a newer one, while
+/// the referee's member held both gone and never said so to it: its row
+/// differed from the referee's, and it waited for ever (a member told a
+/// row in which the sender cannot reach members it holds dead or gone
+/// tells it so, first-hand, now). 44903, under `lease-majority`: a member
+/// downed by a side of one that took the lease was refused the lease for
+/// that side and judged itself spared, as that side's row no longer held
+/// it (it held it dead; refused for a member that told it so, a member
+/// downs itself now).
 #[test]
 fn schedules_that_once_violated_a_property_no_longer_do() {
     let seeds = [

@@ -66,8 +66,16 @@ impl Node {
     /// A page of `sender`'s row, from the member itself: kept (entries
     /// about members this node does not know in that generation are
     /// dropped: they cannot be in its picture).
-    pub(super) fn take_row(&mut self, sender: &NodeId, version: u64, page: (u16, u16), entries: Vec<RowEntry>) {
+    pub(super) fn take_row(
+        &mut self,
+        now: Instant,
+        sender: &NodeId,
+        version: u64,
+        page: (u16, u16),
+        entries: Vec<RowEntry>,
+    ) {
         let Some(observer) = self.members.get(&sender.name).map(|m| m.name.clone()) else { return };
+        self.tell_held(now, &observer, &entries);
         let known: Vec<crate::reachability::Entry> = entries
             .into_iter()
             .filter_map(|e| {
@@ -580,6 +588,44 @@ impl Node {
         );
     }
 
+    /// `observer`'s row says it cannot reach members this node holds dead
+    /// in that generation, or holds at a newer one (their old process is
+    /// gone here): the observer is told, first-hand, what this node holds
+    /// of them (a few a probe interval). A death, or a newer process,
+    /// passed on once in gossip is easily missed; without it the observer
+    /// holds a row this node's side no longer holds, is out of that side's
+    /// core, and may wait for ever (the swarm found a member back after a
+    /// pause that held a crashed member unreachable, and an impostor's
+    /// process in place of a newer one, while the referee's member held
+    /// both gone and never said so to it: 15217). Told, it counts each as
+    /// unreachable from this node too (see `Node::held_gone_elsewhere`).
+    fn tell_held(&mut self, now: Instant, observer: &Arc<str>, entries: &[RowEntry]) {
+        /// Members told of per row received, at most.
+        const TOLD_PER_ROW: usize = 4;
+        let Some(to) = self.members.get(observer).map(|m| m.addr) else { return };
+        let held: Vec<Update> = entries
+            .iter()
+            .filter(|e| e.mark == Mark::Unreachable && e.id.name != self.me.name)
+            .filter_map(|e| {
+                let m = self.members.get(&e.id.name)?;
+                let gone =
+                    m.generation > e.id.generation || (m.generation == e.id.generation && m.status == Status::Dead);
+                gone.then(|| m.update(if m.status == Status::Dead { self.me.clone() } else { m.id() }))
+            })
+            .take(TOLD_PER_ROW)
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        if !self.note_told(now, observer, Tell::Held) {
+            return;
+        }
+        for u in held {
+            self.stats.held_told += 1;
+            self.send_with(to, Message::Gossip, Some(u));
+        }
+    }
+
     /// Whether this node stalled long enough to be decided about within
     /// the last two windows.
     pub(super) fn stalled_lately(&self, now: Instant) -> bool {
@@ -750,7 +796,11 @@ impl Node {
             let picture = self.picture(false);
             let by_old = matches!(&answer, LeaseAnswer::Refused { holder: Some(h) } if held.as_ref() == Some(h))
                 && Self::holder_in_core(&picture, &answer);
-            if p.threatened && (by_old || !Self::spared_by(&picture, &answer)) {
+            // Named after a member that told this node, first-hand, it
+            // holds it dead: that side downed it (its row no longer holds
+            // a member it holds dead, and does not say so).
+            let downed_by_holder = Self::refused_for(&answer).is_some_and(|h| self.tellers.contains(h));
+            if p.threatened && (by_old || downed_by_holder || !Self::spared_by(&picture, &answer)) {
                 // It rejoins through the members it could not reach (the
                 // side that may hold the lease), and through those whose
                 // rows hold it (the side that threatens it): a member that

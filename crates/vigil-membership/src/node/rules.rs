@@ -762,9 +762,17 @@ impl Node {
     /// Tells `name`'s process at `to` something it must hear (`rumour`,
     /// piggybacked first), once a probe interval at most.
     pub(super) fn tell(&mut self, now: Instant, name: &Arc<str>, what: Tell, to: SocketAddr, rumour: Update) {
+        if self.note_told(now, name, what) {
+            self.send_with(to, Message::Gossip, Some(rumour));
+        }
+    }
+
+    /// Notes that member `name` is told `what` now; false if it was told
+    /// that within a probe interval (it is not told again yet).
+    pub(super) fn note_told(&mut self, now: Instant, name: &Arc<str>, what: Tell) -> bool {
         let key = (name.clone(), what);
         if self.told.get(&key).is_some_and(|at| now.saturating_duration_since(*at) < self.config.probe_interval) {
-            return;
+            return false;
         }
         if self.told.len() >= crate::checks::MAX_CHECKS {
             let keep = self.config.reconnect_interval;
@@ -773,7 +781,7 @@ impl Node {
         if self.told.len() < crate::checks::MAX_CHECKS {
             self.told.insert(key, now);
         }
-        self.send_with(to, Message::Gossip, Some(rumour));
+        true
     }
 
     /// A packet came from `from` in an older generation of `name` than the

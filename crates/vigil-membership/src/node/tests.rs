@@ -726,3 +726,89 @@ fn core_passes_on(told: Option<(usize, Update)>, answer: LeaseAnswer) -> Vec<Eve
     let _ = run_among(&mut n, 4, 3, at, at + Duration::from_secs(20));
     events(&mut n)
 }
+
+#[test]
+fn a_member_whose_row_holds_one_this_node_holds_dead_or_gone_is_told_first_hand() {
+    // n0 downed n3. n1's row says it cannot reach n3 (in the generation
+    // n0 downed): n0 tells n1, first-hand, that it holds n3 dead, once a
+    // probe interval however often the row comes.
+    let (mut n, downed) = downed_n3_alone();
+    let row = |version| {
+        let entries = vec![RowEntry { id: id(3), mark: Mark::Unreachable }];
+        datagram(id(1), Message::Reachability { version, page: 0, pages: 1, entries }, vec![])
+    };
+    let told = |n: &mut Node| -> Vec<Update> {
+        std::iter::from_fn(|| n.poll_transmit())
+            .filter(|t| t.to == addr(1))
+            .filter_map(|t| wire::decode(&t.bytes, wire::MAX_STREAM).ok())
+            .filter(|p| matches!(p.message, Message::Gossip))
+            .flat_map(|p| p.updates)
+            .filter(|u| u.id.name == "n3")
+            .collect()
+    };
+    let t = downed + Duration::from_millis(100);
+    while n.poll_transmit().is_some() {}
+    n.handle_datagram(t, addr(1), &row(1)).unwrap();
+    // (The death may also ride along as a rumour still being spread.)
+    let sent = told(&mut n);
+    assert!(!sent.is_empty());
+    assert!(sent.iter().all(|u| (u.id.generation, u.status, u.from.name.as_str()) == (1, Status::Dead, "n0")));
+    assert_eq!(n.stats().held_told, 1);
+    // Again within a probe interval (1 s on the LAN preset): not told again.
+    n.handle_datagram(t + Duration::from_millis(300), addr(1), &row(2)).unwrap();
+    assert_eq!(n.stats().held_told, 1);
+    // A row about a member n0 reaches says nothing to tell.
+    let entries = vec![RowEntry { id: id(2), mark: Mark::Unreachable }];
+    let about_n2 = datagram(id(1), Message::Reachability { version: 3, page: 0, pages: 1, entries }, vec![]);
+    n.handle_datagram(t + Duration::from_millis(1500), addr(1), &about_n2).unwrap();
+    assert_eq!(n.stats().held_told, 1);
+    // A newer process of n3 at the same address (a restart) replaces the
+    // dead one here: n1, whose row still holds the old one, is told of
+    // the newer, from itself.
+    let t = t + Duration::from_secs(3);
+    let newer = Update {
+        id: NodeId::new("n3", 2),
+        addr: addr(3),
+        incarnation: 0,
+        status: Status::Alive,
+        from: NodeId::new("n3", 2),
+        tags: None,
+    };
+    n.handle_datagram(t, addr(3), &datagram(NodeId::new("n3", 2), Message::Gossip, vec![newer])).unwrap();
+    assert_eq!(n.member("n3").map(|m| (m.id.generation, m.status)), Some((2, Status::Alive)));
+    while n.poll_transmit().is_some() {}
+    n.handle_datagram(t, addr(1), &row(4)).unwrap();
+    assert_eq!(n.stats().held_told, 2);
+    let sent = told(&mut n);
+    assert!(sent.iter().any(|u| (u.id.generation, u.status) == (2, Status::Alive)), "{sent:?}");
+}
+
+#[test]
+fn refused_the_lease_for_a_member_that_holds_it_dead_a_member_downs_itself() {
+    use crate::downing::lease_holder;
+    // n0 of four with `lease-majority` reaches everyone; n1's row says it
+    // cannot reach n0, so n0 asks the lease for its own side. Meanwhile
+    // n1's side took the lease and downed n0: n1's row no longer holds n0
+    // (it holds it dead, and says so to n0 first-hand). Refused for n1's
+    // side, n0 downs itself: that side downed it, though its row says
+    // nothing of n0 (the swarm found a member that stayed so, 44903).
+    let mut n = deciding(4, "lease-majority", 5);
+    let _ = run_among(&mut n, 4, usize::MAX, ms(1000), ms(4000));
+    let row = |version, entries| datagram(id(1), Message::Reachability { version, page: 0, pages: 1, entries }, vec![]);
+    n.handle_datagram(ms(4000), addr(1), &row(1, vec![RowEntry { id: id(0), mark: Mark::Unreachable }])).unwrap();
+    let (asked, at) = until_lease_asked(&mut n, 4, usize::MAX, ms(4000), ms(60_000), LeaseAnswer::Granted)
+        .expect("threatened, n0 asks the lease within 60 s");
+    assert_ne!(asked.holder, lease_holder(&["n1"]));
+    n.handle_datagram(at, addr(1), &row(2, vec![])).unwrap();
+    let death = rumour(0, Status::Dead, id(1));
+    n.handle_datagram(at, addr(1), &datagram(id(1), Message::Gossip, vec![death])).unwrap();
+    assert_eq!(n.stats().self_downs, 0, "one member's word alone downs nobody");
+    let _ = events(&mut n);
+    n.lease_answer(at, LeaseAnswer::Refused { holder: Some(lease_holder(&["n1"])) });
+    let seen = events(&mut n);
+    let downed = seen.iter().find_map(|e| match e {
+        Event::Downed { id, reason, .. } if id.name == "n0" => Some(reason.clone()),
+        _ => None,
+    });
+    assert!(downed.as_deref().is_some_and(|r| r.starts_with("the lease went to the other side")), "{seen:?}");
+}
