@@ -42,21 +42,10 @@ fn until_one_view(agents: &[Agent], bound: Duration) -> Option<Duration> {
     support::netns::until_one_view(&agents.iter().collect::<Vec<_>>(), bound)
 }
 
-/// Cuts the hosts below `split` from the others, both ways.
+/// Cuts the hosts below `split` from the others, both ways (on a healed
+/// network).
 fn partition(net: &Net, split: usize) {
-    let side = |i: usize| i < split;
-    for (i, h) in net.hosts.iter().enumerate() {
-        let others: Vec<String> = (0..net.hosts.len()).filter(|&j| side(j) != side(i)).map(ip).collect();
-        nft(
-            h,
-            &format!(
-                "table inet fault {{ chain in {{ type filter hook input priority 0; policy accept;
-                   ip saddr {{ {} }} drop; }}
-             }}",
-                others.join(", ")
-            ),
-        );
-    }
+    cut(net, |i| usize::from(i >= split));
 }
 
 /// The first ring successor of `name` among `names`: the member it

@@ -600,27 +600,24 @@ fn a_member_the_others_hold_dead_counts_unreachable_from_them_too() {
 /// the lease, and forgot it). n0 asks the lease for its core (n0, n1, n2)
 /// and is refused with `answer`. What it emitted over the next 20 s.
 fn refused_after_the_others_downed_n3(answer: LeaseAnswer) -> Vec<Event> {
-    let told: Vec<(usize, Update)> = [1, 2].into_iter().map(|t| (t, rumour(3, Status::Dead, id(t)))).collect();
-    refused_after(&told, answer)
-}
-
-/// As [`refused_after_the_others_downed_n3`], with what each teller
-/// (`(index, rumour)`) passes on at 4 s in place of the deaths.
-fn refused_after(told: &[(usize, Update)], answer: LeaseAnswer) -> Vec<Event> {
-    use crate::downing::lease_holder;
     let mut n = deciding(4, "lease-majority", 5);
     let _ = run_among(&mut n, 4, usize::MAX, ms(1000), ms(4000));
-    for (teller, u) in told {
-        let packet = datagram(id(*teller), Message::Gossip, vec![u.clone()]);
-        n.handle_datagram(ms(4000), addr(*teller), &packet).unwrap();
+    for teller in [1, 2] {
+        let death = rumour(3, Status::Dead, id(teller));
+        n.handle_datagram(ms(4000), addr(teller), &datagram(id(teller), Message::Gossip, vec![death])).unwrap();
     }
-    let (asked, at) =
-        until_lease_asked(&mut n, 4, 3, ms(4000), ms(60_000), LeaseAnswer::Granted).expect("asked within 60 s");
-    assert_eq!(asked.holder, lease_holder(&["n0", "n1", "n2"]));
-    let _ = events(&mut n);
+    lease_refused(&mut n, (ms(4000), ms(60_000)), &["n0", "n1", "n2"], answer)
+}
+
+/// `n0` (of four, `n3` silent) from `from` until it asks the lease (by
+/// `until`), for `core`; then `answer`. What it emitted over the next 20 s.
+fn lease_refused(n: &mut Node, (from, until): (Instant, Instant), core: &[&str], answer: LeaseAnswer) -> Vec<Event> {
+    let (asked, at) = until_lease_asked(n, 4, 3, from, until, LeaseAnswer::Granted).expect("asked in time");
+    assert_eq!(asked.holder, crate::downing::lease_holder(core));
+    let _ = events(n);
     n.lease_answer(at, answer);
-    let _ = run_among(&mut n, 4, 3, at, at + Duration::from_secs(20));
-    events(&mut n)
+    let _ = run_among(n, 4, 3, at, at + Duration::from_secs(20));
+    events(n)
 }
 
 #[test]
@@ -697,7 +694,6 @@ fn refused_the_lease_its_own_core_holds_a_member_follows_what_the_core_passes_on
 /// lease for its core and is refused with `answer`. What it emitted over
 /// the next 20 s.
 fn core_passes_on(told: Option<(usize, Update)>, answer: LeaseAnswer) -> Vec<Event> {
-    use crate::downing::lease_holder;
     let mut n = deciding(4, "lease-majority", 5);
     let _ = run_among(&mut n, 4, usize::MAX, ms(1000), ms(4000));
     let entries = vec![RowEntry { id: id(3), mark: crate::message::Mark::Unreachable }];
@@ -714,17 +710,11 @@ fn core_passes_on(told: Option<(usize, Update)>, answer: LeaseAnswer) -> Vec<Eve
     if let Some((teller, u)) = &told {
         n.handle_datagram(now, addr(*teller), &datagram(id(*teller), Message::Gossip, vec![u.clone()])).unwrap();
     }
-    let (asked, at) =
-        until_lease_asked(&mut n, 4, 3, now, ms(90_000), LeaseAnswer::Granted).expect("asked within 90 s");
     // Its core: n0 and n1, whose row is its own, and n2 if it passed
     // something on (it holds n3 gone: it finds it unreachable, as a row
     // would say).
     let core: &[&str] = if told.is_some() { &["n0", "n1", "n2"] } else { &["n0", "n1"] };
-    assert_eq!(asked.holder, lease_holder(core));
-    let _ = events(&mut n);
-    n.lease_answer(at, answer);
-    let _ = run_among(&mut n, 4, 3, at, at + Duration::from_secs(20));
-    events(&mut n)
+    lease_refused(&mut n, (now, ms(90_000)), core, answer)
 }
 
 #[test]
