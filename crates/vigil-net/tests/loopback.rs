@@ -207,7 +207,18 @@ async fn tags_propagate_and_update_live() {
     let mut watchers: Vec<Events> = all.iter().skip(1).map(Cluster::events).collect();
     let moved = Tags::new([("zone", "b")]).unwrap();
     all[0].set_tags(moved.clone()).await.unwrap();
-    assert!(until_all(&all[1..], Duration::from_secs(5), |v| has(v, "t0", &moved)).await, "the change within 5 s");
+    // The change travels as an alive rumour, each member passing it on
+    // `retransmit_mult × ⌈log10(n + 1)⌉` = 4 times to members picked at
+    // random: it usually reaches all seven within a second, but the
+    // epidemic can miss one (about 1 run in 25 here), and that member
+    // learns it at its next push-pull, 30 s apart on the LAN preset. So
+    // the bound is the push-pull interval with 5 s to spare.
+    let asked = Instant::now();
+    assert!(
+        until_all(&all[1..], Duration::from_secs(35), |v| has(v, "t0", &moved)).await,
+        "the change within 35 s (one push-pull interval and 5 s)"
+    );
+    println!("tag change at every member: {:.1} s", asked.elapsed().as_secs_f64());
     for (i, w) in watchers.iter_mut().enumerate() {
         let e =
             event(w, Duration::from_secs(1), |e| matches!(e, Event::TagsUpdated { id, .. } if id.name == "t0")).await;
