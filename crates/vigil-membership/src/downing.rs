@@ -121,9 +121,12 @@
 //! member still reaches, those it downs aside, are still a side the
 //! strategy keeps; if not (it lost members of its side since: another
 //! partition), it is dropped and decided again once the picture holds
-//! still. A member takes a death from anyone that carries out a decision it
-//! took itself, in the generation it decided, whatever incarnation the
-//! death names: the members of a side down a member as one. A member that
+//! still. A member takes a death that carries out a decision it took
+//! itself, in the generation it decided, whatever incarnation the death
+//! names, while it still finds the member unreachable itself or once two
+//! members told it, first-hand, that they hold it dead: the members of a
+//! side down a member as one (one member's word for a member this member
+//! reaches again is checked with that member, as any verdict is). A member that
 //! others downed while it could not decide (paused, cut off on and off)
 //! learns it from the members that hold it dead, each telling it
 //! first-hand, and downs itself once those members (with those it cannot
@@ -172,11 +175,10 @@
 //! address as the process downed. The simulator checks all of this over
 //! random fault schedules (`vigil sim swarm`), which also find where it
 //! falls short (the top-level README lists what it found and fixed): of
-//! 50,000 schedules, none ends with two sides that each downed the other,
-//! one with a correct member declared dead (by a member holding the key,
-//! in the moments after a decision: (b) below), and 2 with members that
-//! do not see each other once faults stop (both the two-member outage
-//! below).
+//! 50,000 schedules, none ends with two sides that each downed the other
+//! or with a correct member downed or declared dead, and 2 with members
+//! that do not see each other once faults stop (both the two-member
+//! outage below).
 //!
 //! What no rule here can give: a side that downed itself in favour of a
 //! side that then crashed (or downed itself in turn) cannot tell it from
@@ -225,11 +227,10 @@
 //! first-hand, that they hold it dead: it downs itself (and rejoins in a
 //! new generation), as it would for two correct members that downed it;
 //! one can do so, once, to a member that has just stalled long enough to
-//! be decided about. And for `stable_after` and the margin after a member
-//! carried out a decision, it takes the death of a member that decision
-//! spared (it answered again) from any member, as a side
-//! downs a member as one: a member holding the key can get such a member
-//! declared dead there.
+//! be decided about. A member takes the death of a member its own
+//! decision spared (it answered again) on two members' word, never one's,
+//! so a member holding the key cannot get it declared dead in the moments
+//! after a decision.
 //!
 //! **(c) No outage from a crash.** Within the tolerance, the correct
 //! members survive crashes: detection, then `stable_after`, then the

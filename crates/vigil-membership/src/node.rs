@@ -1092,7 +1092,7 @@ impl Node {
                     // (see `apply`).
                     if u.status == Status::Dead
                         && self.members.get(&u.id.name).is_some_and(|m| m.status == Status::Alive && m.is(&u.id))
-                        && !self.resolver.decided_down(&u.id.name, u.id.generation, now)
+                        && !self.carries_out_mine(&u.id.name, u.id.generation, now)
                     {
                         u.status = Status::Suspect;
                         u.from = packet.from.clone();

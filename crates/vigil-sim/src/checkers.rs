@@ -25,7 +25,9 @@
 //! - [`DOWNED_MEMBERS_STOP`]: a member that others downed downs itself
 //!   (or is gone) within a bound (`stable_after`, the margin and 60 s)
 //!   of acting as a member: of being downed, or, if paused then, of
-//!   resuming;
+//!   resuming; unless its removal stands for nothing: every member that
+//!   downed it withdrew the verdict, downed itself later, or crashed
+//!   before any other member took the death;
 //! - [`ONE_CLUSTER_AFTER_FAULTS`]: once no fault has been in force for the
 //!   scenario's outage bound, and the faulty members are within the
 //!   strategy's tolerance, every running member is alive (none downed for

@@ -716,6 +716,17 @@ impl Recorder {
             if by.iter().all(|d| self.self_downs.contains_key(d)) {
                 continue;
             }
+            // Every member that downed it crashed in that generation, and
+            // no other member took the death: the verdict went with them
+            // (nobody running holds it dead; a restarted process knows
+            // nothing of it), and there is nothing to follow.
+            let held_elsewhere = self
+                .deaths
+                .get(&(machines.name(j).to_owned(), g))
+                .is_some_and(|declared| declared.keys().any(|k| !by.iter().any(|(d, _)| d == k)));
+            if by.iter().all(|&(d, dg)| machines.crashed(d, dg)) && !held_elsewhere {
+                continue;
+            }
             let deadline = at.saturating_add(bound);
             if deadline > end || machines.crashed(j, g) {
                 continue;

@@ -551,6 +551,23 @@ impl Node {
         names
     }
 
+    /// Whether another member's word that `name` is dead in `generation`
+    /// carries out a decision of this node's: it decided to down that
+    /// process, and either still finds it unreachable itself or two
+    /// members have told it, first-hand, that they hold it dead. One
+    /// member's word is not enough for a process this node reaches again
+    /// (its decision spares it): that member may hold the key and lie, and
+    /// if it is correct and alone in downing it, it withdraws its verdict
+    /// (see [`Node::withdraw`]).
+    pub(super) fn carries_out_mine(&self, name: &str, generation: u64, now: Instant) -> bool {
+        if !self.resolver.decided_down(name, generation, now) {
+            return false;
+        }
+        let mine = self.suspicions.ripe().any(|(n, s)| **n == *name && s.accused_by(&self.me.name));
+        let told = self.dead_elsewhere.get(name).is_some_and(|(g, tellers)| *g == generation && tellers.len() >= 2);
+        mine || told
+    }
+
     /// `teller`, a member speaking for itself, holds `u`: if it is a death,
     /// the process `u` names is dead there; if it is a newer process of a
     /// name than the one this node holds live, that one is gone there (the

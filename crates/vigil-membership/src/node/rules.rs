@@ -432,7 +432,7 @@ impl Node {
                 // downed would otherwise hear it from part of the side
                 // only, never enough to down itself. Whoever says it, it
                 // only carries out this node's own decision.
-                let alike = u.status == Status::Dead && self.resolver.decided_down(&name, u.id.generation, now);
+                let alike = u.status == Status::Dead && self.carries_out_mine(&name, u.id.generation, now);
                 if self.decides() && !checked && *u.from.name != *self.me.name && !forced_out && !alike {
                     self.check_rumour(now, CheckKind::Verdict, u);
                     return;

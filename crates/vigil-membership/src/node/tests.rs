@@ -379,6 +379,47 @@ fn a_verdict_another_member_followed_is_kept() {
 }
 
 #[test]
+fn one_members_word_does_not_down_a_member_this_nodes_decision_spared_and_two_members_do() {
+    // n0's decision to down n3 was carried out at 3 s, and spared it (it
+    // answered before the margin ended); n0 remembers the decision for a
+    // while, and reaches n3 all along.
+    let mut n = deciding(4, "keep-majority", 12);
+    let _ = run_among(&mut n, 4, 0, ms(1000), ms(3000));
+    let decided = crate::downing::Pending {
+        decision: crate::downing::Decision::DownUnreachable,
+        down: vec!["n3".into()],
+        generations: vec![1],
+        reason: "a test".into(),
+        at: ms(3000),
+        lease_asked: false,
+        lease_holder: None,
+        threatened: false,
+        unstable: false,
+    };
+    n.resolver.carried_out(&decided, ms(60_000));
+    assert!(n.resolver.decided_down("n3", 1, ms(4000)), "the decision is remembered");
+    // n1 alone says it holds n3 dead: one member's word, which a member
+    // holding the key could give, so n3 is asked, answers, and stays.
+    let dead = |from: usize| datagram(id(from), Message::Gossip, vec![rumour(3, Status::Dead, id(from))]);
+    let _ = run_among(&mut n, 4, 0, ms(3000), ms(4000));
+    n.handle_datagram(ms(4000), addr(1), &dead(1)).unwrap();
+    assert_eq!(n.stats().checks_started, 1, "n3 is asked about n1's word");
+    let sent: Vec<Transmit> = std::iter::from_fn(|| n.poll_transmit()).collect();
+    let ping = sent.iter().find(|t| t.kind == MessageKind::Ping && t.to == addr(3)).expect("n3 asked");
+    let Message::Ping { seq, .. } = wire::decode(&ping.bytes, wire::MAX_STREAM).unwrap().message else {
+        unreachable!()
+    };
+    n.handle_datagram(ms(4010), addr(3), &datagram(id(3), Message::Ack { seq }, vec![])).unwrap();
+    let _ = run_among(&mut n, 4, 0, ms(4010), ms(8000));
+    assert_eq!(n.stats().checks_refuted, 1, "n3 answered");
+    assert_eq!(n.member("n3").unwrap().status, Status::Alive, "one member's word downed a member n0 reaches");
+    // n2 says so too: two members carried the decision out, n0 follows
+    // (n3, told by both, downs itself), so that the side downs it as one.
+    n.handle_datagram(ms(8000), addr(2), &dead(2)).unwrap();
+    assert_eq!(n.member("n3").unwrap().status, Status::Dead, "two members' word is the side's");
+}
+
+#[test]
 fn a_newer_process_of_a_member_a_decision_downed_waits_while_this_member_cannot_reach_others() {
     // n3 was downed by a decision; n1 then falls silent. n3 comes back as a
     // new process: counted now, it would make this side look larger than
