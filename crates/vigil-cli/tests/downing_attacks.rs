@@ -569,17 +569,26 @@ fn a_crash_of_the_oldest_under_keep_oldest_is_no_outage() {
         let others: Vec<String> = all.iter().filter(|b| b.name != a.name).map(|b| b.name.clone()).collect();
         assert!(a.self_downs().is_empty(), "{} downed itself: {:?}", a.name, a.self_downs());
         assert_eq!(a.metric("vigil_downed_total", "side=\"self\""), 0.0);
-        let (downed_at, downed) = a.events("downed", "o0").first().cloned().expect("o0 downed by a decision");
-        assert!(downed_at <= a.first("dead", "o0").unwrap());
-        assert_eq!(downed["by"], a.name.as_str());
+        let (dead_at, dead) = a.events("dead", "o0").first().cloned().unwrap();
+        // Its own decision (`downed`, then `dead`), or a survivor's whose
+        // margin ended first (`dead`, by that survivor): a side downs a
+        // member as one (see the forged-accusations test above).
+        let how = match a.events("downed", "o0").first().cloned() {
+            Some((downed_at, downed)) => {
+                assert!(downed_at <= dead_at, "{}: downed, then dead", a.name);
+                assert_eq!(downed["by"], a.name.as_str(), "{} downed o0 by its own decision: {downed}", a.name);
+                format!("downed {} after the kill ({})", secs(downed_at - killed), downed["reason"].as_str().unwrap())
+            }
+            None => {
+                let by = dead["by"].as_str().unwrap_or_default();
+                assert!(others.iter().any(|o| o == by), "{}: o0 dead by {by}, not a survivor: {dead}", a.name);
+                format!("dead {} after the kill, by {by}'s decision", secs(dead_at - killed))
+            }
+        };
         assert_eq!(a.alive(), others, "{}: one cluster of four", a.name);
-        println!(
-            "{}: o0 downed {} after the kill ({})",
-            a.name,
-            secs(downed_at - killed),
-            downed["reason"].as_str().unwrap()
-        );
+        println!("{}: o0 {how}", a.name);
     }
+    assert!(all.iter().any(|a| !a.events("downed", "o0").is_empty()), "o0 downed by a survivor's decision");
 }
 
 /// Two agents with `keep-oldest`; the younger is killed. Of two members
@@ -1021,8 +1030,10 @@ fn a_refused_duplicate_exits_with_status_2_naming_the_holder() {
 /// a1 paused: a process of its name is taken (a1 does not answer), then
 /// leaves (SIGTERM); a1 resumes and takes its name back at a generation
 /// above the newcomer's, alive in every view again. Bounds: the newcomer
-/// is taken within 20 s (a check that goes unanswered: two probe
-/// timeouts); it is gone within 5 s of SIGTERM; a1 is alive again in
+/// is taken within 30 s (once a decision downed the paused process: its
+/// detection, the 4 s of calm and the 2 s margin, then a check that goes
+/// unanswered; 13 to 15 s here alone, 18 s and more with three copies of
+/// the test at once, where detection alone took 15 s); it is gone within 5 s of SIGTERM; a1 is alive again in
 /// every view within 30 s of SIGCONT (it is told by the first member it
 /// speaks to).
 #[test]
@@ -1034,12 +1045,19 @@ fn an_orphaned_name_is_taken_back_when_its_holder_resumes() {
     let stopped = Instant::now();
     let mut dup = Agent::start("n1", Some(n0.addr), MAJORITY);
     let dup_generation = dup.id().generation;
-    let taken = within(Duration::from_secs(20), || {
+    let taken = within(Duration::from_secs(30), || {
         [n0, n2]
             .iter()
             .all(|a| a.member("n1").is_some_and(|m| m["generation"] == dup_generation && m["status"] == "alive"))
     });
-    assert!(taken, "the newcomer is taken while n1 does not answer: {:?}", n0.member("n1"));
+    assert!(
+        taken,
+        "the newcomer is taken while n1 does not answer: {:?} {:?}; n0: {:?}; n2: {:?}",
+        n0.member("n1"),
+        n2.member("n1"),
+        n0.lines(&["unreachable", "decided", "downed", "dead", "name_conflict", "up"]),
+        n2.lines(&["unreachable", "decided", "downed", "dead", "name_conflict", "up"])
+    );
     println!("orphan: the newcomer (generation {dup_generation}) taken {} after n1 stopped", secs(stopped.elapsed()));
     dup.signal("-TERM");
     let status = dup.exit_within(Duration::from_secs(5)).expect("the newcomer leaves within 5 s");
