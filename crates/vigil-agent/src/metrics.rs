@@ -242,6 +242,8 @@ pub struct Metrics {
     strangers: Counter,
     reconnects: Counter,
     past_calls: Counter,
+    downed_told: Counter,
+    held_told: Counter,
     catch_ups: Counter,
     views_paged: Counter,
     sealed_opened: Family<EnvelopeLabel, Counter>,
@@ -323,6 +325,8 @@ impl Metrics {
             strangers: Counter::default(),
             reconnects: Counter::default(),
             past_calls: Counter::default(),
+            downed_told: Counter::default(),
+            held_told: Counter::default(),
             catch_ups: Counter::default(),
             views_paged: Counter::default(),
             sealed_opened: Family::default(),
@@ -537,6 +541,16 @@ impl Metrics {
             m.past_calls.clone(),
         );
         r.register(
+            "downed_told",
+            "Times this member told a member its decision downed, still speaking as that process, that it holds it dead",
+            m.downed_told.clone(),
+        );
+        r.register(
+            "held_told",
+            "Members told, first-hand, that this member holds dead or gone members their rows say they cannot reach",
+            m.held_told.clone(),
+        );
+        r.register(
             "push_pulls_brought_forward",
             "Push-pulls brought forward because this member learned its view lacked members",
             m.catch_ups.clone(),
@@ -694,6 +708,8 @@ impl Metrics {
         advance(&self.deaths_declared, node.deaths_declared);
         advance(&self.reconnects, node.reconnects);
         advance(&self.past_calls, node.past_calls);
+        advance(&self.downed_told, node.downed_told);
+        advance(&self.held_told, node.held_told);
         advance(&self.catch_ups, node.push_pulls_brought_forward);
         advance(&self.views_paged, node.views_paged);
         let seal = &s.seal;

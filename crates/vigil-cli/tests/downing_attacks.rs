@@ -503,7 +503,11 @@ fn a_member_paused_past_its_removal_downs_itself_when_it_resumes() {
     assert!(reason.starts_with("declared dead by "), "{downed}");
     let tellers: Vec<&str> = reason["declared dead by ".len()..].split(" (").next().unwrap().split(", ").collect();
     for t in &tellers {
-        assert!(others.iter().any(|a| a.name == *t), "{t} told it, one of the four that downed it: {downed}");
+        let teller = others.iter().find(|a| a.name == *t);
+        assert!(teller.is_some(), "{t} told it, one of the four that downed it: {downed}");
+        // Each teller counts what it told (`vigil_downed_told_total`).
+        let told = teller.unwrap().metric("vigil_downed_told_total", "");
+        assert!(told >= 1.0, "{t} counts telling {} it holds it dead: {told}", paused.name);
     }
     // Told by one of the four, after a stall of its own (which explains
     // the verdict), or by members that with those it cannot reach would
