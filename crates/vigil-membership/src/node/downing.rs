@@ -563,7 +563,7 @@ impl Node {
         if !self.resolver.decided_down(name, generation, now) {
             return false;
         }
-        let mine = self.suspicions.ripe().any(|(n, s)| **n == *name && s.accused_by(&self.me.name));
+        let mine = self.suspicions.get(name).is_some_and(|s| s.is_ripe() && s.accused_by(&self.me.name));
         let told = self.dead_elsewhere.get(name).is_some_and(|(g, tellers)| *g == generation && tellers.len() >= 2);
         mine || told
     }
